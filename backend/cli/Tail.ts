@@ -1,0 +1,78 @@
+import { Clock, Effect, Schema } from "effect"
+import { type JsMsg, Nats, Streams, type StreamBase, subjectsOverlap } from "../platform/Nats.ts"
+
+export class TailUsage extends Schema.TaggedError<TailUsage>()("TailUsage", { message: Schema.String }) {}
+
+const UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
+
+/** `--since`: a duration back from now (`90s`, `10m`, `2h`, `1d`) or an ISO-8601 time. */
+export const parseSince = (value: string, now: number): Date | undefined => {
+  const relative = /^(\d+)([smhd])$/.exec(value)
+  if (relative) return new Date(now - Number(relative[1]) * UNITS[relative[2] as keyof typeof UNITS])
+  const absolute = /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : undefined
+  return absolute && !Number.isNaN(absolute.getTime()) ? absolute : undefined
+}
+
+const decoder = new TextDecoder()
+
+const body = (data: Uint8Array) => {
+  const text = decoder.decode(data)
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2)
+  } catch {
+    return text
+  }
+}
+
+/** One message as on-call reads it: sequence, subject, stream time, headers, then the body (pretty JSON). */
+export const formatMessage = (stream: string, subject: string, msg: JsMsg) => {
+  const headers = [...(msg.headers?.keys() ?? [])].map((key) => `  ${key}: ${msg.headers?.get(key)}`)
+  return [
+    `#${msg.seq} ${subject} ${new Date(msg.info.timestampNanos / 1e6).toISOString()} [${stream}]`,
+    ...headers,
+    body(msg.data),
+    "",
+  ].join("\n")
+}
+
+/**
+ * Prints every message matching `pattern` (a DESIGN.md subject pattern, without the deployment prefix) from
+ * every stream that can hold one, or from `--stream`, and follows new ones until interrupted.
+ */
+export const tail = Effect.fn("cli.tail")(function* (
+  pattern: string,
+  options: { readonly since?: string | undefined; readonly stream?: string | undefined },
+) {
+  const nats = yield* Nats
+  const subject = nats.subject(pattern)
+  const since =
+    options.since === undefined ? undefined : parseSince(options.since, yield* Clock.currentTimeMillis)
+  if (options.since !== undefined && since === undefined) {
+    return yield* new TailUsage({
+      message: `--since takes a duration such as 10m, 2h or 1d, or an ISO time; got ${options.since}`,
+    })
+  }
+  const known = (Object.keys(Streams) as Array<StreamBase>).map((base) => ({
+    name: nats.streamName(base),
+    subjects: nats.subject(`${Streams[base]}.>`),
+  }))
+  const streams = options.stream
+    ? known.filter(
+        (s) => s.name === options.stream || s.name === nats.streamName(options.stream as StreamBase),
+      )
+    : known.filter((s) => subjectsOverlap(s.subjects, subject))
+  if (streams.length === 0) {
+    return yield* new TailUsage({
+      message: `no stream holds subjects matching ${pattern}; streams: ${known.map((s) => `${s.name} (${nats.unprefixed(s.subjects)})`).join(", ")}`,
+    })
+  }
+  for (const stream of streams) {
+    yield* nats.follow(stream.name, subject, since, (msg) =>
+      process.stdout.write(`${formatMessage(stream.name, nats.unprefixed(msg.subject), msg)}\n`),
+    )
+  }
+  process.stderr.write(
+    `tailing ${pattern} on ${streams.map((s) => s.name).join(", ")}${since ? ` since ${since.toISOString()}` : ""}; ctrl-C to stop\n`,
+  )
+  return yield* Effect.never
+})

@@ -1,0 +1,36 @@
+import { NodeRuntime } from "@effect/platform-node"
+import { Context, Effect, Layer } from "effect"
+import { appLayer } from "./App.ts"
+import { loadAppConfig } from "./platform/Config.ts"
+import { ListeningPorts } from "./platform/Http.ts"
+import { loggerLayer } from "./platform/Observability.ts"
+
+const SHUTDOWN_BUDGET_MS = 10_000
+
+/** NodeRuntime interrupts on SIGINT/SIGTERM and the layers drain; this bounds how long that may take. */
+const forceExitLater = () =>
+  setTimeout(() => {
+    process.stderr.write(`shutdown took longer than ${SHUTDOWN_BUDGET_MS} ms; exiting\n`)
+    process.exit(1)
+  }, SHUTDOWN_BUDGET_MS).unref()
+
+const main = Effect.gen(function* () {
+  const config = yield* loadAppConfig
+  yield* Effect.gen(function* () {
+    const ports = Context.get(yield* Layer.build(appLayer(config)), ListeningPorts)
+    yield* Effect.logInfo("started").pipe(
+      Effect.annotateLogs({ roles: config.roles.join(","), ports: Object.fromEntries(ports) }),
+    )
+    process.once("SIGINT", forceExitLater).once("SIGTERM", forceExitLater)
+    return yield* Effect.never
+  }).pipe(Effect.scoped, Effect.provide(loggerLayer(config)))
+}).pipe(
+  Effect.catchTag("ConfigInvalid", (error) =>
+    Effect.sync(() => {
+      process.stderr.write(`${error.message}\n`)
+      process.exitCode = 1
+    }),
+  ),
+)
+
+NodeRuntime.runMain(main)

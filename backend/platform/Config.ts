@@ -1,0 +1,250 @@
+import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+
+export const Roles = ["partner-api", "ingest-api", "enrollment", "console", "workers"] as const
+export type Role = (typeof Roles)[number]
+export type HttpRole = Exclude<Role, "workers">
+
+export const ServiceEnvs = ["development", "staging", "production"] as const
+export type ServiceEnv = (typeof ServiceEnvs)[number]
+
+export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigInvalid", {
+  variable: Schema.String,
+  expected: Schema.String,
+  received: Schema.optional(Schema.String),
+}) {
+  override get message() {
+    const got = this.received === undefined ? "" : ` (got ${JSON.stringify(this.received)})`
+    return `Invalid configuration: ${this.variable} must be ${this.expected}${got}`
+  }
+}
+
+const raw = (name: string) => Config.option(Config.String(name))
+
+/**
+ * One environment variable: read as a string, decoded with `parse`, failing with a message that names the
+ * variable and its expected form. Empty strings count as unset so `FOO=` falls back to the default.
+ */
+const setting = <A>(
+  name: string,
+  expected: string,
+  parse: (value: string) => A | undefined,
+  fallback: () => A,
+): Effect.Effect<A, ConfigInvalid | Config.ConfigError> =>
+  Effect.gen(function* () {
+    const value = Option.getOrUndefined(yield* raw(name))?.trim()
+    if (value === undefined || value === "") return fallback()
+    const parsed = parse(value)
+    if (parsed === undefined) return yield* new ConfigInvalid({ variable: name, expected, received: value })
+    return parsed
+  })
+
+const integer = (min: number, max: number) => (value: string) => {
+  if (!/^\d+$/.test(value)) return undefined
+  const n = Number(value)
+  return n >= min && n <= max ? n : undefined
+}
+
+const oneOf =
+  <const L extends ReadonlyArray<string>>(values: L) =>
+  (value: string): L[number] | undefined =>
+    values.includes(value) ? value : undefined
+
+const boolean = (value: string) =>
+  ({ true: true, "1": true, yes: true, false: false, "0": false, no: false })[value.toLowerCase()]
+
+const url = (protocols: ReadonlyArray<string>) => (value: string) => {
+  try {
+    const parsed = new URL(value)
+    return protocols.includes(parsed.protocol) ? value.replace(/\/+$/, "") : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const roles = (value: string) => {
+  const list = value.split(",").map((r) => r.trim())
+  return list.length > 0 && list.every((r): r is Role => (Roles as ReadonlyArray<string>).includes(r))
+    ? [...new Set(list as Array<Role>)]
+    : undefined
+}
+
+/** A NATS subject token sequence usable as a prefix: letters, digits, `-`, `_`, separated by dots. */
+const subjectPrefix = (value: string) =>
+  /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(value) ? value : undefined
+
+const masterKey = (value: string) => {
+  const bytes = Buffer.from(value, "base64")
+  return bytes.length === 32 && /^[A-Za-z0-9+/]+={0,2}$/.test(value) ? Redacted.make(value) : undefined
+}
+
+const port = (name: string, fallback: number) =>
+  setting(name, "a port number from 0 to 65535 (0 picks a free port)", integer(0, 65535), () => fallback)
+
+export interface AppConfigShape {
+  readonly roles: ReadonlyArray<Role>
+  readonly serviceEnv: ServiceEnv
+  readonly databaseUrl: Redacted.Redacted<string>
+  readonly natsUrl: string
+  readonly natsSubjectPrefix: string
+  readonly ports: Readonly<Record<HttpRole, number>>
+  readonly publicBaseUrl: string
+  readonly ingestBaseUrl: string
+  readonly enrollmentHost: string
+  /** base64 of 32 bytes; absent in development until the local key file is created by Crypto */
+  readonly masterKey: Option.Option<Redacted.Redacted<string>>
+  readonly httpMaxBodyBytes: number
+  readonly webhook: {
+    readonly backoffUnitMs: number
+    readonly timeoutMs: number
+    readonly maxAttempts: number
+    readonly rateLimitPerMinute: number
+    readonly extraCaFile: Option.Option<string>
+    readonly allowPrivateDestinations: boolean
+  }
+  readonly logLevel: "trace" | "debug" | "info" | "warn" | "error"
+  readonly dataDir: string
+}
+
+const LogLevels = ["trace", "debug", "info", "warn", "error"] as const
+
+export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config.ConfigError> = Effect.gen(
+  function* () {
+    const serviceEnv = yield* setting(
+      "SERVICE_ENV",
+      "one of development, staging, production",
+      oneOf(ServiceEnvs),
+      () => "development" as const,
+    )
+    const ports = {
+      "partner-api": yield* port("PARTNER_API_PORT", 8080),
+      "ingest-api": yield* port("INGEST_API_PORT", 8081),
+      enrollment: yield* port("ENROLLMENT_PORT", 8082),
+      console: yield* port("CONSOLE_PORT", 8083),
+    }
+    const localUrl = (p: number) => `http://127.0.0.1:${p === 0 ? 80 : p}`
+    const masterKeyValue = Option.fromUndefinedOr(
+      yield* setting(
+        "MASTER_KEY",
+        "the base64 encoding of 32 random bytes (for example `openssl rand -base64 32`)",
+        masterKey,
+        () => undefined,
+      ),
+    )
+    if (Option.isNone(masterKeyValue) && serviceEnv !== "development") {
+      return yield* new ConfigInvalid({
+        variable: "MASTER_KEY",
+        expected: `set outside development (SERVICE_ENV=${serviceEnv}): the base64 encoding of 32 random bytes`,
+      })
+    }
+    return {
+      roles: yield* setting("ROLES", `a comma-separated list of ${Roles.join(", ")}`, roles, () => [
+        ...Roles,
+      ]),
+      serviceEnv,
+      databaseUrl: Redacted.make(
+        yield* setting(
+          "DATABASE_URL",
+          "a postgres:// or postgresql:// URL",
+          url(["postgres:", "postgresql:"]),
+          () => "postgres://postgres@127.0.0.1:5432/partner_service",
+        ),
+      ),
+      natsUrl: yield* setting(
+        "NATS_URL",
+        "a nats:// URL (several may be separated by commas)",
+        (v) => (v.split(",").every((u) => url(["nats:", "tls:"])(u.trim()) !== undefined) ? v : undefined),
+        () => "nats://127.0.0.1:4222",
+      ),
+      natsSubjectPrefix: yield* setting(
+        "NATS_SUBJECT_PREFIX",
+        "dot-separated tokens of letters, digits, '-' or '_' (for example `staging` or `test.a1`)",
+        subjectPrefix,
+        () => "",
+      ),
+      ports,
+      publicBaseUrl: yield* setting("PUBLIC_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
+        localUrl(ports["partner-api"]),
+      ),
+      ingestBaseUrl: yield* setting("INGEST_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
+        localUrl(ports["ingest-api"]),
+      ),
+      enrollmentHost: yield* setting("ENROLLMENT_HOST", "an http(s) URL", url(["http:", "https:"]), () =>
+        localUrl(ports.enrollment),
+      ),
+      masterKey: masterKeyValue,
+      httpMaxBodyBytes: yield* setting(
+        "HTTP_MAX_BODY_BYTES",
+        "a whole number of bytes from 1024 to 104857600",
+        integer(1024, 100 * 1024 * 1024),
+        () => 2 * 1024 * 1024,
+      ),
+      webhook: {
+        backoffUnitMs: yield* setting(
+          "WEBHOOK_BACKOFF_UNIT_MS",
+          "a whole number of milliseconds from 1 to 3600000",
+          integer(1, 3_600_000),
+          () => 1000,
+        ),
+        timeoutMs: yield* setting(
+          "WEBHOOK_TIMEOUT_MS",
+          "a whole number of milliseconds from 100 to 120000",
+          integer(100, 120_000),
+          () => 10_000,
+        ),
+        maxAttempts: yield* setting(
+          "WEBHOOK_MAX_ATTEMPTS",
+          "a whole number from 1 to 100",
+          integer(1, 100),
+          () => 25,
+        ),
+        rateLimitPerMinute: yield* setting(
+          "WEBHOOK_RATE_LIMIT_PER_MINUTE",
+          "a whole number from 1 to 1000000",
+          integer(1, 1_000_000),
+          () => 1000,
+        ),
+        extraCaFile: Option.fromUndefinedOr(
+          yield* setting(
+            "WEBHOOK_EXTRA_CA_FILE",
+            "a path to a PEM file",
+            (v) => v,
+            () => undefined,
+          ),
+        ),
+        allowPrivateDestinations: yield* setting(
+          "WEBHOOK_ALLOW_PRIVATE_DESTINATIONS",
+          "true or false",
+          boolean,
+          () => serviceEnv !== "production",
+        ),
+      },
+      logLevel: yield* setting(
+        "LOG_LEVEL",
+        `one of ${LogLevels.join(", ")}`,
+        oneOf(LogLevels),
+        () => "info" as const,
+      ),
+      dataDir: yield* setting(
+        "PARTNER_DATA_DIR",
+        "a directory path",
+        (v) => v,
+        () => `${process.cwd()}/.data`,
+      ),
+    }
+  },
+)
+
+export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()(
+  "partner-service/platform/AppConfig",
+) {
+  static readonly layer = Layer.effect(AppConfig, loadAppConfig)
+
+  /** The same settings read from a plain record instead of the process environment. */
+  static readonly layerFrom = (env: Record<string, string | undefined>) =>
+    Layer.effect(AppConfig, loadAppConfig).pipe(
+      Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: definedOnly(env) }))),
+    )
+}
+
+const definedOnly = (env: Record<string, string | undefined>) =>
+  Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined))

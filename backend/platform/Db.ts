@@ -1,0 +1,146 @@
+import { readdir, readFile } from "node:fs/promises"
+import { fileURLToPath } from "node:url"
+import { Context, Effect, Exit, Layer, Redacted, type Scope } from "effect"
+import postgres from "postgres"
+import { AppConfig } from "./Config.ts"
+
+/** The tagged-template client handed to repositories; inside `Db.transaction` it is the transaction's. */
+export type Sql = postgres.Sql
+export type Row = postgres.Row
+
+const migrationsDir = fileURLToPath(new URL("../migrations/", import.meta.url))
+
+/** Key of the advisory lock that serializes migration runs across processes (any constant works). */
+const MIGRATION_LOCK = 7_239_001
+
+const CurrentTransaction = Context.Reference<Sql | undefined>(
+  "partner-service/platform/Db/CurrentTransaction",
+  {
+    defaultValue: () => undefined,
+  },
+)
+
+class Rollback {
+  constructor(readonly exit: Exit.Exit<unknown, unknown>) {}
+}
+
+export interface DbShape {
+  /** Runs a query on the current transaction, or the pool outside one. Database failures are defects. */
+  readonly query: <A>(run: (sql: Sql) => Promise<A>) => Effect.Effect<A>
+  /** Runs `effect` in one transaction: committed when it succeeds, rolled back when it fails. Nests. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** LISTEN on a channel for as long as the scope is open, on a connection of its own. */
+  readonly listen: (
+    channel: string,
+    onNotify: (payload: string) => void,
+  ) => Effect.Effect<void, never, Scope.Scope>
+  readonly migrate: Effect.Effect<ReadonlyArray<string>>
+  readonly ping: Effect.Effect<void>
+}
+
+const connect = (url: string, options: postgres.Options<Record<string, never>> = {}) =>
+  postgres(url, {
+    max: 10,
+    idle_timeout: 30,
+    connect_timeout: 10,
+    onnotice: () => undefined,
+    connection: { application_name: "partner-service" },
+    ...options,
+  })
+
+/** Creates the configured database when the server does not have it yet (start-up of a fresh machine). */
+export const ensureDatabase = (url: string) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      const target = new URL(url)
+      const name = decodeURIComponent(target.pathname.slice(1))
+      target.pathname = "/postgres"
+      return { name, admin: connect(target.toString(), { max: 1 }) }
+    }),
+    ({ name, admin }) =>
+      Effect.promise(async () => {
+        const [found] = await admin`select 1 from pg_database where datname = ${name}`
+        if (found) return false
+        await admin`create database ${admin(name)}`.catch((error: postgres.PostgresError) => {
+          // Another process created it between the check and the create.
+          if (error.code !== "42P04" && error.code !== "23505") throw error
+        })
+        return true
+      }),
+    ({ admin }) => Effect.promise(() => admin.end({ timeout: 5 })),
+  )
+
+const runMigrations = (sql: Sql) =>
+  Effect.promise(async () => {
+    const files = (await readdir(migrationsDir)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort()
+    const contents = await Promise.all(files.map((f) => readFile(`${migrationsDir}${f}`, "utf8")))
+    return sql.begin(async (tx) => {
+      // Two processes starting at once: the second waits here, then finds nothing left to apply.
+      await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK})`
+      await tx`create table if not exists schema_migrations (
+        version text primary key, applied_at timestamptz not null default now())`
+      const done = new Set((await tx`select version from schema_migrations`).map((r) => r.version as string))
+      const applied: Array<string> = []
+      for (const [i, file] of files.entries()) {
+        if (done.has(file)) continue
+        await tx.unsafe(contents[i] ?? "")
+        await tx`insert into schema_migrations (version) values (${file})`
+        applied.push(file)
+      }
+      return applied
+    })
+  })
+
+export class Db extends Context.Service<Db, DbShape>()("partner-service/platform/Db") {
+  static readonly layer = Layer.effect(
+    Db,
+    Effect.gen(function* () {
+      const url = Redacted.value((yield* AppConfig).databaseUrl)
+      const sql = yield* Effect.acquireRelease(
+        Effect.sync(() => connect(url)),
+        (pool) => Effect.promise(() => pool.end({ timeout: 5 })),
+      )
+
+      const query = <A>(run: (sql: Sql) => Promise<A>) =>
+        Effect.flatMap(Effect.service(CurrentTransaction), (tx) => Effect.promise(() => run(tx ?? sql)))
+
+      const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+        Effect.gen(function* () {
+          if (yield* CurrentTransaction) return yield* effect
+          const context = yield* Effect.context<R>()
+          const exit = yield* Effect.promise(() =>
+            sql
+              .begin(async (tx) => {
+                const result = await Effect.runPromiseExit(
+                  effect.pipe(
+                    Effect.provideContext(context),
+                    Effect.provideService(CurrentTransaction, tx as unknown as Sql),
+                  ),
+                )
+                if (Exit.isFailure(result)) throw new Rollback(result)
+                return result
+              })
+              .catch((error: unknown) => {
+                if (error instanceof Rollback) return error.exit as Exit.Exit<A, E>
+                throw error
+              }),
+          )
+          return yield* exit
+        })
+
+      const listen = (channel: string, onNotify: (payload: string) => void) =>
+        Effect.acquireRelease(
+          Effect.promise(() => sql.listen(channel, onNotify)),
+          (subscription) => Effect.promise(() => subscription.unlisten()).pipe(Effect.ignore),
+        ).pipe(Effect.asVoid)
+
+      return Db.of({
+        query,
+        transaction,
+        listen,
+        migrate: runMigrations(sql),
+        ping: Effect.promise(() => sql`select 1`).pipe(Effect.asVoid),
+      })
+    }),
+  )
+}

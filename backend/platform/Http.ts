@@ -1,0 +1,248 @@
+import { randomUUID } from "node:crypto"
+import { createServer, type Server, STATUS_CODES } from "node:http"
+import type { AddressInfo } from "node:net"
+import { Cause, Context, Effect, Layer, Schema } from "effect"
+import { H3, type H3Event, type HTTPMethod } from "h3"
+import { toNodeHandler } from "h3/node"
+import { AppConfig, type HttpRole } from "./Config.ts"
+import { Db } from "./Db.ts"
+import { Nats } from "./Nats.ts"
+import { metrics, registry } from "./Observability.ts"
+
+export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", { message: Schema.String }) {}
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", { message: Schema.String }) {}
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", { message: Schema.String }) {}
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
+  limitBytes: Schema.Number,
+}) {}
+/** 422 with field-level detail: `{"status_code":422,"error":message,[resource]:{field:message}}`. */
+export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", {
+  message: Schema.String,
+  resource: Schema.String,
+  fields: Schema.Record(Schema.String, Schema.Unknown),
+}) {}
+/** Gateway authentication failure: the body is exactly `{"message":"Unauthorized"}`. */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {}) {}
+/** Gateway permission failure: the body is exactly `{"message":"Forbidden"}`. */
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {}) {}
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", {
+  retryAfterSeconds: Schema.Number,
+}) {}
+
+export type ApiError =
+  | BadRequest
+  | NotFound
+  | Conflict
+  | PayloadTooLarge
+  | Unprocessable
+  | Unauthorized
+  | Forbidden
+  | TooManyRequests
+
+export const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), {
+    status,
+    statusText: STATUS_CODES[status] ?? "",
+    headers: { "content-type": "application/json", ...headers },
+  })
+
+const endpointError = (status: number, error: string, extra: Record<string, unknown> = {}) =>
+  json(status, { status_code: status, error, ...extra })
+
+/** The one place where failures become the contract's error bodies. */
+export const errorResponse = (error: ApiError): Response => {
+  switch (error._tag) {
+    case "BadRequest":
+      return endpointError(400, error.message)
+    case "NotFound":
+      return endpointError(404, error.message)
+    case "Conflict":
+      return endpointError(409, error.message)
+    case "PayloadTooLarge":
+      return endpointError(413, `Request body is larger than the limit of ${error.limitBytes} bytes.`)
+    case "Unprocessable":
+      return endpointError(422, error.message, { [error.resource]: error.fields })
+    case "Unauthorized":
+      return json(401, { message: "Unauthorized" })
+    case "Forbidden":
+      return json(403, { message: "Forbidden" })
+    case "TooManyRequests":
+      return json(
+        429,
+        { status_code: 429, error: "Too many requests." },
+        { "retry-after": String(error.retryAfterSeconds) },
+      )
+  }
+}
+
+export interface HttpRequest {
+  readonly method: string
+  readonly path: string
+  readonly params: Readonly<Record<string, string>>
+  readonly query: URLSearchParams
+  readonly headers: Headers
+  readonly requestId: string
+  /** The raw body, at most `HTTP_MAX_BODY_BYTES`; readable once. */
+  readonly bytes: Effect.Effect<Uint8Array, PayloadTooLarge | BadRequest>
+  /** The body parsed as JSON. */
+  readonly json: Effect.Effect<unknown, PayloadTooLarge | BadRequest>
+}
+
+export interface Route<R = never> {
+  readonly method: HTTPMethod
+  /** h3 route pattern, e.g. `/partners/:owner_slug/units`. */
+  readonly path: string
+  /** OAuth scope the gateway requires; routes without one are public (token, docs, health). */
+  readonly scope?: string
+  readonly handle: (request: HttpRequest) => Effect.Effect<Response, ApiError, R>
+}
+
+/** The port each gateway bound, for logs, tests and links when a port of 0 was configured. */
+export class ListeningPorts extends Context.Service<ListeningPorts, Map<HttpRole, number>>()(
+  "partner-service/platform/ListeningPorts",
+) {
+  static readonly layer = Layer.sync(ListeningPorts, () => new Map())
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+const decoder = new TextDecoder()
+
+const readBody = (request: Request, limitBytes: number) =>
+  Effect.tryPromise({
+    try: async () => {
+      const declared = Number(request.headers.get("content-length") ?? "0")
+      if (declared > limitBytes) throw new PayloadTooLarge({ limitBytes })
+      if (!request.body) return new Uint8Array()
+      const chunks: Array<Uint8Array> = []
+      let size = 0
+      for await (const chunk of request.body) {
+        size += chunk.byteLength
+        if (size > limitBytes) throw new PayloadTooLarge({ limitBytes })
+        chunks.push(chunk)
+      }
+      return Buffer.concat(chunks)
+    },
+    catch: (error) =>
+      error instanceof PayloadTooLarge
+        ? error
+        : new BadRequest({ message: "Request body could not be read." }),
+  })
+
+const parseJson = (bytes: Uint8Array) =>
+  Effect.try({
+    try: () => JSON.parse(decoder.decode(bytes)) as unknown,
+    catch: () => new BadRequest({ message: "Request body is not valid JSON." }),
+  })
+
+const readiness = Effect.gen(function* () {
+  const db = yield* Db
+  const nats = yield* Nats
+  const check = (probe: Effect.Effect<void>) =>
+    probe.pipe(
+      Effect.timeout("2 seconds"),
+      Effect.as("ok"),
+      Effect.catchCause(() => Effect.succeed("unreachable")),
+    )
+  const [postgres, natsState] = yield* Effect.all([check(db.ping), check(nats.ping)], { concurrency: 2 })
+  const ready = postgres === "ok" && natsState === "ok"
+  return json(ready ? 200 : 503, {
+    status: ready ? "ready" : "not ready",
+    checks: { postgres, nats: natsState },
+  })
+})
+
+const observabilityRoutes: ReadonlyArray<Route<Db | Nats>> = [
+  { method: "GET", path: "/healthz", handle: () => Effect.succeed(json(200, { status: "ok" })) },
+  { method: "GET", path: "/readyz", handle: () => readiness },
+  {
+    method: "GET",
+    path: "/metrics",
+    handle: () =>
+      Effect.promise(() => registry.metrics()).pipe(
+        Effect.map((text) => new Response(text, { headers: { "content-type": registry.contentType } })),
+      ),
+  },
+]
+
+/**
+ * One h3 app on the role's port: health, readiness and metrics, then `routes`, then a JSON 404. Every response
+ * carries `X-Request-Id`, every log line of the request is annotated with it, bad input never becomes a 500,
+ * and a defect becomes a logged 500 in the contract's shape. The server closes when the layer's scope does.
+ */
+export const gatewayLayer = <R>(role: HttpRole, routes: ReadonlyArray<Route<R>>) =>
+  Layer.effectDiscard(
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const ports = yield* ListeningPorts
+      const context = yield* Effect.context<R | Db | Nats>()
+      const app = new H3()
+
+      const run = (route: Route<R | Db | Nats>, event: H3Event) => {
+        const incoming = event.req.headers.get("x-request-id")
+        const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID()
+        const url = new URL(event.req.url)
+        const request: HttpRequest = {
+          method: event.req.method,
+          path: url.pathname,
+          params: event.context.params ?? {},
+          query: url.searchParams,
+          headers: event.req.headers,
+          requestId,
+          bytes: readBody(event.req, config.httpMaxBodyBytes),
+          json: Effect.flatMap(readBody(event.req, config.httpMaxBodyBytes), parseJson),
+        }
+        const started = performance.now()
+        const respond = route.handle(request).pipe(
+          Effect.catch((error) => Effect.succeed(errorResponse(error))),
+          Effect.catchCause((cause) =>
+            Effect.logError("request failed").pipe(
+              Effect.annotateLogs({ cause: Cause.pretty(cause) }),
+              Effect.as(endpointError(500, "Internal server error.")),
+            ),
+          ),
+          Effect.tap((response) =>
+            Effect.gen(function* () {
+              response.headers.set("x-request-id", requestId)
+              const seconds = (performance.now() - started) / 1000
+              metrics.httpRequests.inc({ role, method: request.method, status: String(response.status) })
+              metrics.httpDuration.observe({ role, method: request.method }, seconds)
+              yield* Effect.logDebug("request").pipe(
+                Effect.annotateLogs({ status: response.status, duration_ms: Math.round(seconds * 1000) }),
+              )
+            }),
+          ),
+          Effect.annotateLogs({ role, request_id: requestId, method: request.method, path: request.path }),
+        )
+        return Effect.runPromiseWith(context)(respond)
+      }
+
+      for (const route of [...observabilityRoutes, ...routes] as ReadonlyArray<Route<R | Db | Nats>>) {
+        app.on(route.method, route.path, (event) => run(route, event))
+      }
+      const notFound: Route = {
+        method: "GET",
+        path: "/**",
+        handle: () => Effect.fail(new NotFound({ message: "Not found." })),
+      }
+      app.all("/**", (event) => run(notFound, event))
+
+      const server = yield* Effect.acquireRelease(
+        Effect.callback<Server>((resume) => {
+          const server = createServer(toNodeHandler(app))
+          server.keepAliveTimeout = 65_000
+          server.once("error", (error) => resume(Effect.die(error)))
+          server.listen(config.ports[role], "0.0.0.0", () => resume(Effect.succeed(server)))
+        }),
+        (server) =>
+          Effect.callback<void>((resume) => {
+            server.close(() => resume(Effect.void))
+            server.closeIdleConnections()
+            // Requests still running after 5 s are cut off so shutdown stays within its 10 s budget.
+            setTimeout(() => server.closeAllConnections(), 5000).unref()
+          }),
+      )
+      const port = (server.address() as AddressInfo).port
+      ports.set(role, port)
+      yield* Effect.logInfo("listening").pipe(Effect.annotateLogs({ role, port }))
+    }),
+  )

@@ -1,0 +1,265 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type PubAck,
+  RetentionPolicy,
+  StorageType,
+  type StoredMsg,
+  type StreamConfig,
+} from "@nats-io/jetstream"
+import { connect, headers as natsHeaders, type NatsConnection, type Status } from "@nats-io/transport-node"
+import { Context, Duration, Effect, Layer, type Scope } from "effect"
+import { AppConfig } from "./Config.ts"
+
+export type { JsMsg, PubAck, StoredMsg }
+
+/** The streams of DESIGN.md: base name and the first token of every subject it holds. */
+export const Streams = {
+  INGEST: "ingest",
+  ROSTER: "roster",
+  ELIGIBILITY: "eligibility",
+  EVENTS: "events",
+  WEBHOOKS: "webhooks",
+} as const
+export type StreamBase = keyof typeof Streams
+
+const nanos = (d: Duration.Input) => Duration.toMillis(Duration.fromInputUnsafe(d)) * 1_000_000
+const STREAM_MAX_AGE = nanos("7 days")
+const DUPLICATE_WINDOW = nanos("2 minutes")
+
+export interface PublishOptions {
+  /** Nats-Msg-Id: a repeat inside the stream's duplicate window is stored once. */
+  readonly msgID?: string
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+export interface DurableConsumer {
+  readonly stream: string
+  readonly name: string
+  /** Subject filter, already prefixed. */
+  readonly filterSubject: string
+  readonly ackWait: Duration.Input
+  readonly maxAckPending: number
+}
+
+export interface NatsShape {
+  readonly connection: NatsConnection
+  readonly js: JetStreamClient
+  readonly jsm: JetStreamManager
+  readonly prefix: string
+  /** A DESIGN.md subject with the deployment's prefix in front. */
+  readonly subject: (name: string) => string
+  /** A DESIGN.md subject with the deployment's prefix taken off (for logs and decoding). */
+  readonly unprefixed: (subject: string) => string
+  readonly streamName: (base: StreamBase) => string
+  readonly publish: (subject: string, data: Uint8Array, options?: PublishOptions) => Effect.Effect<PubAck>
+  readonly ensureStreams: Effect.Effect<void>
+  readonly ensureConsumer: (consumer: DurableConsumer) => Effect.Effect<void>
+  /**
+   * Follows a stream's messages matching `subject` (already prefixed) with an ordered consumer, from `since`
+   * or from now on, for as long as the scope is open.
+   */
+  readonly follow: (
+    stream: string,
+    subject: string,
+    since: Date | undefined,
+    onMessage: (msg: JsMsg) => void,
+  ) => Effect.Effect<void, never, Scope.Scope>
+  readonly ping: Effect.Effect<void>
+}
+
+/** Whether some subject matches both patterns (`*` one token, `>` one or more trailing tokens). */
+export const subjectsOverlap = (a: string, b: string) => {
+  const x = a.split(".")
+  const y = b.split(".")
+  for (let i = 0; ; i++) {
+    const p = x[i]
+    const q = y[i]
+    if (p === undefined || q === undefined) return p === q
+    if (p === ">" || q === ">") return true
+    if (p !== "*" && q !== "*" && p !== q) return false
+  }
+}
+
+export const streamNameFor = (prefix: string, base: StreamBase) =>
+  prefix === "" ? base : `${prefix.replace(/[^A-Za-z0-9]/g, "_").toUpperCase()}_${base}`
+
+export const isNotFound = (error: unknown) =>
+  error instanceof JetStreamApiError &&
+  (error.code === JetStreamApiCodes.StreamNotFound || error.code === JetStreamApiCodes.ConsumerNotFound)
+
+const streamConfig = (name: string, subjects: Array<string>): Partial<StreamConfig> & { name: string } => ({
+  name,
+  subjects,
+  retention: RetentionPolicy.Limits,
+  storage: StorageType.File,
+  discard: DiscardPolicy.Old,
+  max_age: STREAM_MAX_AGE,
+  duplicate_window: DUPLICATE_WINDOW,
+  num_replicas: 1,
+})
+
+const differs = (want: Partial<StreamConfig>, have: StreamConfig) =>
+  JSON.stringify(want.subjects) !== JSON.stringify(have.subjects) ||
+  want.max_age !== have.max_age ||
+  want.duplicate_window !== have.duplicate_window ||
+  want.discard !== have.discard
+
+export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/platform/Nats") {
+  static readonly layer = Layer.effect(
+    Nats,
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const prefix = config.natsSubjectPrefix
+      const servers = config.natsUrl.split(",").map((s) => s.trim())
+      const connection = yield* Effect.acquireRelease(
+        Effect.promise(() =>
+          connect({
+            servers,
+            name: "partner-service",
+            maxReconnectAttempts: -1,
+            reconnectTimeWait: 1000,
+            pingInterval: 10_000,
+          }),
+        ),
+        (nc) =>
+          Effect.promise(() => nc.drain()).pipe(
+            Effect.timeout("5 seconds"),
+            Effect.catchCause(() => Effect.promise(() => nc.close())),
+          ),
+      )
+      yield* Effect.logInfo("nats connected").pipe(Effect.annotateLogs({ server: connection.getServer() }))
+      yield* watchStatus(connection)
+
+      const js = jetstream(connection)
+      const jsm = yield* Effect.promise(() => jetstreamManager(connection))
+      const subject = (name: string) => (prefix === "" ? name : `${prefix}.${name}`)
+      const unprefixed = (s: string) =>
+        prefix !== "" && s.startsWith(`${prefix}.`) ? s.slice(prefix.length + 1) : s
+      const streamName = (base: StreamBase) => streamNameFor(prefix, base)
+
+      const publish = (name: string, data: Uint8Array, options: PublishOptions = {}) =>
+        Effect.promise(() => {
+          const h = natsHeaders()
+          for (const [k, v] of Object.entries(options.headers ?? {})) h.set(k, v)
+          return js.publish(name, data, { headers: h, ...(options.msgID ? { msgID: options.msgID } : {}) })
+        })
+
+      const ensureStream = Effect.fn("Nats.ensureStream")(function* (base: StreamBase) {
+        const want = streamConfig(streamName(base), [subject(`${Streams[base]}.>`)])
+        const have = yield* Effect.promise(() =>
+          jsm.streams
+            .info(want.name)
+            .catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error))),
+        )
+        if (have === undefined) {
+          yield* Effect.promise(() => jsm.streams.add(want))
+          yield* Effect.logInfo("stream created").pipe(Effect.annotateLogs({ stream: want.name }))
+        } else if (differs(want, have.config)) {
+          yield* Effect.promise(() => jsm.streams.update(want.name, { ...have.config, ...want }))
+          yield* Effect.logInfo("stream updated").pipe(Effect.annotateLogs({ stream: want.name }))
+        }
+      })
+
+      const ensureConsumer = Effect.fn("Nats.ensureConsumer")(function* (consumer: DurableConsumer) {
+        const want = {
+          durable_name: consumer.name,
+          filter_subject: consumer.filterSubject,
+          ack_policy: AckPolicy.Explicit,
+          deliver_policy: DeliverPolicy.All,
+          ack_wait: nanos(consumer.ackWait),
+          max_ack_pending: consumer.maxAckPending,
+          max_deliver: -1,
+        }
+        const have = yield* Effect.promise(() =>
+          jsm.consumers
+            .info(consumer.stream, consumer.name)
+            .catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error))),
+        )
+        if (have === undefined) {
+          yield* Effect.promise(() => jsm.consumers.add(consumer.stream, want))
+        } else if (
+          have.config.filter_subject !== want.filter_subject ||
+          have.config.ack_wait !== want.ack_wait ||
+          have.config.max_ack_pending !== want.max_ack_pending
+        ) {
+          const { ack_policy: _a, deliver_policy: _d, durable_name: _n, ...mutable } = want
+          yield* Effect.promise(() => jsm.consumers.update(consumer.stream, consumer.name, mutable))
+        }
+      })
+
+      const follow = (
+        stream: string,
+        filter: string,
+        since: Date | undefined,
+        onMessage: (msg: JsMsg) => void,
+      ) =>
+        Effect.gen(function* () {
+          const consumer = yield* Effect.promise(() =>
+            js.consumers.get(stream, {
+              filter_subjects: filter,
+              ...(since
+                ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() }
+                : { deliver_policy: DeliverPolicy.New }),
+            }),
+          )
+          const messages = yield* Effect.acquireRelease(
+            Effect.promise(() => consumer.consume()),
+            (messages) => Effect.promise(() => messages.close()).pipe(Effect.ignore),
+          )
+          yield* Effect.forkScoped(
+            Effect.promise(async () => {
+              for await (const msg of messages) onMessage(msg)
+            }),
+          )
+        })
+
+      return Nats.of({
+        connection,
+        js,
+        jsm,
+        prefix,
+        subject,
+        unprefixed,
+        streamName,
+        publish,
+        ensureStreams: Effect.forEach(Object.keys(Streams) as Array<StreamBase>, ensureStream, {
+          discard: true,
+        }),
+        ensureConsumer,
+        follow,
+        ping: Effect.promise(() => connection.flush()),
+      })
+    }),
+  )
+}
+
+/** Logs connection loss and recovery for as long as the layer lives. */
+const watchStatus = (connection: NatsConnection) =>
+  Effect.gen(function* () {
+    const context = yield* Effect.context<never>()
+    const log = (status: Status) => {
+      const message =
+        status.type === "disconnect"
+          ? Effect.logWarning("nats connection lost").pipe(Effect.annotateLogs({ server: status.server }))
+          : status.type === "reconnect"
+            ? Effect.logInfo("nats connection recovered").pipe(Effect.annotateLogs({ server: status.server }))
+            : status.type === "error"
+              ? Effect.logError("nats error").pipe(Effect.annotateLogs({ error: String(status.error) }))
+              : undefined
+      if (message) Effect.runForkWith(context)(message)
+    }
+    yield* Effect.forkScoped(
+      Effect.promise(async () => {
+        for await (const status of connection.status()) log(status)
+      }),
+    )
+  })

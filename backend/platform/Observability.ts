@@ -1,0 +1,47 @@
+import { Layer, Logger, References } from "effect"
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client"
+import type { AppConfigShape } from "./Config.ts"
+
+/** One registry per process: every HTTP port's `/metrics` serves it. */
+export const registry = new Registry()
+collectDefaultMetrics({ register: registry })
+
+const counter = (name: string, help: string, labelNames: ReadonlyArray<string>) =>
+  new Counter({ name, help, labelNames, registers: [registry] })
+const gauge = (name: string, help: string, labelNames: ReadonlyArray<string>) =>
+  new Gauge({ name, help, labelNames, registers: [registry] })
+
+export const metrics = {
+  httpRequests: counter("http_requests_total", "HTTP requests answered", ["role", "method", "status"]),
+  httpDuration: new Histogram({
+    name: "http_request_duration_seconds",
+    help: "HTTP request duration",
+    labelNames: ["role", "method"],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  }),
+  outboxPublished: counter("outbox_published_total", "Outbox rows published to JetStream", []),
+  outboxRelayErrors: counter("outbox_relay_errors_total", "Relay passes that failed and will be retried", []),
+  actorHandled: counter("actor_handled_total", "Messages an actor settled, by outcome", ["actor", "outcome"]),
+  actorFailed: counter("actor_failed_total", "Messages that failed to decode or whose handler died", [
+    "actor",
+    "reason",
+  ]),
+  actorRedelivered: counter("actor_redelivered_total", "Messages delivered more than once", ["actor"]),
+  actorLag: gauge("actor_lag_messages", "Messages waiting behind the last one delivered", [
+    "actor",
+    "partition",
+  ]),
+}
+
+const levels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
+
+/** JSON lines at the configured level: on stdout for the service, on stderr for the CLI (stdout is its output). */
+export const loggerLayer = (
+  config: Pick<AppConfigShape, "logLevel">,
+  stream: "stdout" | "stderr" = "stdout",
+) =>
+  Layer.mergeAll(
+    Logger.layer([stream === "stdout" ? Logger.consoleJson : Logger.withConsoleError(Logger.formatJson)]),
+    Layer.succeed(References.MinimumLogLevel, levels[config.logLevel]),
+  )

@@ -1,0 +1,140 @@
+import { Context, Effect, Layer, Queue, Schedule } from "effect"
+import { Db } from "./Db.ts"
+import { Nats } from "./Nats.ts"
+import { metrics } from "./Observability.ts"
+import { OUTBOX_PARTITIONS, partitionOf } from "./Partition.ts"
+
+export interface OutboxMessage {
+  /** DESIGN.md subject without the deployment prefix, partition token included where the reader needs one. */
+  readonly subject: string
+  /** Messages with one key are published in the order their transactions committed. */
+  readonly key: string
+  readonly payload: unknown
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+const CHANNEL = "outbox"
+const BATCH = 500
+const POLL_INTERVAL = "1 second"
+const PRUNE_INTERVAL = "1 minute"
+const RETENTION = "1 hour"
+
+const encoder = new TextEncoder()
+
+export class Outbox extends Context.Service<
+  Outbox,
+  {
+    /** Writes messages on the caller's transaction; they are published only if it commits. */
+    readonly enqueue: (messages: ReadonlyArray<OutboxMessage>) => Effect.Effect<void>
+  }
+>()("partner-service/platform/Outbox") {
+  static readonly layer = Layer.effect(
+    Outbox,
+    Effect.gen(function* () {
+      const db = yield* Db
+      const enqueue = Effect.fn("Outbox.enqueue")(function* (messages: ReadonlyArray<OutboxMessage>) {
+        if (messages.length === 0) return
+        const rows = messages.map((m) => ({
+          partition: partitionOf(m.key, OUTBOX_PARTITIONS),
+          subject: m.subject,
+          headers: m.headers ?? {},
+          payload: Buffer.from(encoder.encode(JSON.stringify(m.payload))),
+        }))
+        yield* db.query(
+          (sql) => sql`insert into outbox ${sql(rows, "partition", "subject", "headers", "payload")}`,
+        )
+        // Delivered on commit only, so the relay wakes when the rows are visible.
+        yield* db.query((sql) => sql`select pg_notify(${CHANNEL}, '')`)
+      })
+      return Outbox.of({ enqueue })
+    }),
+  )
+}
+
+interface OutboxRow {
+  readonly seq: string
+  readonly id: string
+  readonly subject: string
+  readonly headers: Record<string, string>
+  readonly payload: Buffer
+}
+
+/**
+ * Publishes one partition's pending rows in order while holding that partition's row lock, and marks them sent
+ * in the same transaction. A crash before the commit leaves them pending: they are published again, and
+ * JetStream's duplicate window (msgID = outbox id) keeps one copy. Returns how many rows it published, or
+ * undefined when no partition had work that another relay was not already on.
+ */
+export const relayOnce = Effect.fn("Outbox.relayOnce")(function* () {
+  const db = yield* Db
+  const nats = yield* Nats
+  return yield* db.transaction(
+    Effect.gen(function* () {
+      const [claimed] = yield* db.query(
+        (sql) => sql<Array<{ partition: number }>>`
+          select p.partition from outbox_partitions p
+          where exists (select 1 from outbox o where o.partition = p.partition and o.sent_at is null)
+          order by p.partition
+          for update skip locked limit 1`,
+      )
+      if (claimed === undefined) return undefined
+      const rows = yield* db.query(
+        (sql) => sql<Array<OutboxRow>>`
+          select seq, id, subject, headers, payload from outbox
+          where partition = ${claimed.partition} and sent_at is null
+          order by seq limit ${BATCH}`,
+      )
+      for (const row of rows) {
+        yield* nats.publish(nats.subject(row.subject), row.payload, { msgID: row.id, headers: row.headers })
+      }
+      yield* db.query(
+        (sql) => sql`update outbox set sent_at = now() where seq = any(${rows.map((r) => r.seq)})`,
+      )
+      metrics.outboxPublished.inc(rows.length)
+      return rows.length
+    }),
+  )
+})
+
+/** Relay passes until no partition has unclaimed work. */
+const drain = Effect.gen(function* () {
+  while ((yield* relayOnce()) !== undefined) {
+    /* keep going */
+  }
+})
+
+/**
+ * The relay: wakes on NOTIFY from `enqueue` and polls as a safety net, with `workers` partitions published
+ * concurrently; also prunes sent rows past their retention.
+ */
+export const relayLayer = (options: { readonly workers?: number } = {}) =>
+  Layer.effectDiscard(
+    Effect.gen(function* () {
+      const db = yield* Db
+      const wake = yield* Queue.sliding<void>(1)
+      yield* db.listen(CHANNEL, () => Queue.offerUnsafe(wake, undefined))
+      const worker = Effect.gen(function* () {
+        yield* drain.pipe(
+          Effect.catchCause((cause) =>
+            Effect.logError("outbox relay pass failed; retrying").pipe(
+              Effect.annotateLogs({ cause: String(cause) }),
+              Effect.tap(() => Effect.sync(() => metrics.outboxRelayErrors.inc())),
+              Effect.andThen(Effect.sleep("1 second")),
+            ),
+          ),
+        )
+        yield* Queue.take(wake).pipe(Effect.timeoutOption(POLL_INTERVAL))
+      }).pipe(Effect.forever)
+      for (let i = 0; i < (options.workers ?? 2); i++) yield* Effect.forkScoped(worker)
+      yield* Effect.forkScoped(
+        db
+          .query((sql) => sql`delete from outbox where sent_at < now() - ${RETENTION}::interval`)
+          .pipe(
+            Effect.catchCause((cause) =>
+              Effect.logWarning("outbox prune failed").pipe(Effect.annotateLogs({ cause: String(cause) })),
+            ),
+            Effect.repeat(Schedule.spaced(PRUNE_INTERVAL)),
+          ),
+      )
+    }),
+  )

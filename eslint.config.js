@@ -1,0 +1,25 @@
+import js from "@eslint/js"
+import tseslint from "typescript-eslint"
+
+export default tseslint.config(
+  { ignores: ["node_modules/", "dist/", ".data/"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } },
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "require-yield": "off",
+    },
+  },
+  {
+    files: ["backend/**/*.ts"],
+    ignores: ["backend/platform/Db.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { paths: [{ name: "postgres", message: "Only platform/Db.ts talks to postgres.js." }] },
+      ],
+    },
+  },
+)

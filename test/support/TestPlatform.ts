@@ -1,0 +1,55 @@
+import { randomBytes } from "node:crypto"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { connect } from "@nats-io/transport-node"
+import { Effect, Layer } from "effect"
+import postgres from "postgres"
+import { AppConfig } from "../../backend/platform/Config.ts"
+import { PlatformLayer } from "../../backend/platform/Platform.ts"
+
+export const baseDatabaseUrl =
+  process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/partner_service"
+export const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
+
+/** A database name and subject prefix of this test's own, so test files run in parallel on one server. */
+export const isolatedEnv = (overrides: Record<string, string> = {}) => {
+  const id = randomBytes(5).toString("hex")
+  const url = new URL(baseDatabaseUrl)
+  url.pathname = `/ps_test_${id}`
+  return {
+    ...process.env,
+    DATABASE_URL: url.toString(),
+    NATS_URL: natsUrl,
+    NATS_SUBJECT_PREFIX: `t${id}`,
+    LOG_LEVEL: "warn",
+    ...overrides,
+  } as Record<string, string>
+}
+
+/** Drops what `isolatedEnv` made: the database and every stream whose name carries the prefix. */
+export const dropIsolated = async (env: Record<string, string>) => {
+  const admin = new URL(env.DATABASE_URL!)
+  const name = admin.pathname.slice(1)
+  admin.pathname = "/postgres"
+  const sql = postgres(admin.toString(), { max: 1, onnotice: () => undefined })
+  await sql`drop database if exists ${sql(name)} with (force)`
+  await sql.end()
+  const nc = await connect({ servers: env.NATS_URL ?? natsUrl })
+  const jsm = await jetstreamManager(nc)
+  const streamPrefix = `${env.NATS_SUBJECT_PREFIX!.toUpperCase()}_`
+  for await (const stream of jsm.streams.names()) {
+    if (stream.startsWith(streamPrefix)) await jsm.streams.delete(stream)
+  }
+  await nc.close()
+}
+
+/** AppConfig for an isolated env; its release drops the database and streams after everything built on it. */
+export const isolationLayer = (env: Record<string, string>) =>
+  Layer.effectDiscard(Effect.addFinalizer(() => Effect.promise(() => dropIsolated(env)))).pipe(
+    Layer.provideMerge(AppConfig.layerFrom(env)),
+  )
+
+/** The platform on a fresh database and subject prefix. */
+export const testPlatform = (overrides: Record<string, string> = {}) => {
+  const env = isolatedEnv(overrides)
+  return { env, layer: PlatformLayer.pipe(Layer.provideMerge(isolationLayer(env))) }
+}
