@@ -1,8 +1,8 @@
-import { NodeRuntime } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 import { appLayer } from "./App.ts"
 import { loadAppConfig } from "./platform/Config.ts"
 import { ListeningPorts } from "./platform/Http.ts"
+import { runMain } from "./platform/Main.ts"
 import { loggerLayer } from "./platform/Observability.ts"
 
 const SHUTDOWN_BUDGET_MS = 10_000
@@ -33,4 +33,4 @@ const main = Effect.gen(function* () {
   ),
 )
 
-NodeRuntime.runMain(main)
+runMain(main)

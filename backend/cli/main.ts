@@ -1,8 +1,8 @@
 import { parseArgs } from "node:util"
-import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { AppConfig, loadAppConfig } from "../platform/Config.ts"
 import { Nats } from "../platform/Nats.ts"
+import { runMain } from "../platform/Main.ts"
 import { loggerLayer } from "../platform/Observability.ts"
 import { PlatformLayer } from "../platform/Platform.ts"
 import { tail, TailUsage } from "./Tail.ts"
@@ -61,4 +61,4 @@ const fail = (message: string) =>
     process.exitCode = 2
   })
 
-NodeRuntime.runMain(program)
+runMain(program)

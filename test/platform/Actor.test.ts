@@ -3,6 +3,7 @@ import { Effect, Layer, Schema } from "effect"
 import { ack, actorLayer, type ActorDefinition, nak, type Outcome } from "../../backend/platform/Actor.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
+import { registry } from "../../backend/platform/Observability.ts"
 import { partitionedSubject } from "../../backend/platform/Partition.ts"
 import { eventually } from "../support/Streams.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
@@ -125,6 +126,10 @@ describe("Actor", () => {
           deliveries.map((d) => d.count),
           [1, 2],
         )
+        assert.include(
+          yield* Effect.promise(() => registry.metrics()),
+          'actor_redelivered_total{actor="retry"} 1',
+        )
         assert.isAtLeast(deliveries[1]!.at - deliveries[0]!.at, 400)
       }),
     )
@@ -151,6 +156,10 @@ describe("Actor", () => {
         assert.match(rows[0]!.reason, /^undecodable: /)
         assert.match(rows[1]!.reason, /^undecodable: /)
         assert.strictEqual(rows[0]!.subject.startsWith("eligibility.poison.owner."), true)
+        const exposition = yield* Effect.promise(() => registry.metrics())
+        assert.include(exposition, 'actor_failed_total{actor="poison",reason="undecodable"} 2')
+        assert.include(exposition, 'actor_handled_total{actor="poison",outcome="term"} 2')
+        assert.include(exposition, 'actor_handled_total{actor="poison",outcome="ack"} 1')
       }),
     )
 

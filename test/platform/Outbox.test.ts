@@ -84,6 +84,28 @@ describe("Outbox", () => {
       }),
     )
 
+    it.effect("prunes sent rows older than an hour and keeps newer ones", () =>
+      Effect.gen(function* () {
+        const db = yield* Db
+        yield* db.query(
+          (sql) => sql`
+            insert into outbox (partition, subject, payload, sent_at) values
+              (0, 'events.prune.old', '\\x7b7d', now() - interval '2 hours'),
+              (0, 'events.prune.recent', '\\x7b7d', now() - interval '5 minutes')`,
+        )
+        const subjects = db
+          .query(
+            (sql) =>
+              sql<Array<{ subject: string }>>`select subject from outbox where subject like 'events.prune.%'`,
+          )
+          .pipe(Effect.map((rows) => rows.map((r) => r.subject)))
+        yield* Effect.scoped(
+          Layer.build(relayLayer()).pipe(Effect.andThen(eventually(subjects, (s) => s.length === 1))),
+        )
+        assert.deepStrictEqual(yield* subjects, ["events.prune.recent"])
+      }),
+    )
+
     it.effect("publishes each key's messages in commit order while a relay runs", () =>
       Effect.gen(function* () {
         const keys = Array.from({ length: 12 }, (_, i) => `k${i}`)

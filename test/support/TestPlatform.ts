@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, References } from "effect"
 import postgres from "postgres"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { PlatformLayer } from "../../backend/platform/Platform.ts"
@@ -51,5 +51,11 @@ export const isolationLayer = (env: Record<string, string>) =>
 /** The platform on a fresh database and subject prefix. */
 export const testPlatform = (overrides: Record<string, string> = {}) => {
   const env = isolatedEnv(overrides)
-  return { env, layer: PlatformLayer.pipe(Layer.provideMerge(isolationLayer(env))) }
+  return {
+    env,
+    layer: PlatformLayer.pipe(
+      Layer.provideMerge(isolationLayer(env)),
+      Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
+    ),
+  }
 }

@@ -1,0 +1,397 @@
+// Development/CI entry point: makes sure dependencies, PostgreSQL and NATS JetStream are available,
+// then runs the requested target. Node builtins only: this runs before node_modules exists.
+//
+//   node infra/bootstrap.mjs start|test|bench|cli [args...]   ensure everything, then run the target
+//   node infra/bootstrap.mjs services                         ensure both servers, print their URLs as JSON
+//   node infra/bootstrap.mjs stop                             stop the project-local servers of the data folder
+import { spawn, spawnSync } from "node:child_process"
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs"
+import net from "node:net"
+import os from "node:os"
+import path from "node:path"
+import { setTimeout as sleep } from "node:timers/promises"
+import { fileURLToPath } from "node:url"
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+const DATA_DIR = path.resolve(ROOT, process.env.PARTNER_DATA_DIR || ".data")
+const PG_DIR = path.join(DATA_DIR, "postgres")
+const PG = { root: PG_DIR, data: `${PG_DIR}/data`, sockets: `${PG_DIR}/run`, log: `${PG_DIR}/server.log` }
+const NATS_DIR = path.join(DATA_DIR, "nats")
+const NATS = { root: NATS_DIR, log: `${NATS_DIR}/nats-server.log`, pidFile: `${NATS_DIR}/nats-server.pid` }
+
+const DATABASE_URL = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/partner_service"
+const NATS_URL = process.env.NATS_URL || "nats://127.0.0.1:4222"
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"])
+const WAIT_MS = 60_000
+const IS_ROOT = process.getuid?.() === 0
+
+const TARGETS = {
+  start: (args) => ["tsx", ["backend/main.ts", ...args]],
+  test: (args) => ["vitest", ["run", ...args]],
+  bench: (args) => ["tsx", ["test/bench/main.ts", ...args]],
+  cli: (args) => ["tsx", ["backend/cli/main.ts", ...args]],
+}
+
+class BootstrapError extends Error {}
+const say = (line) => console.error(line)
+const shortPath = (p) => (p.startsWith(ROOT + path.sep) ? path.relative(ROOT, p) : p)
+const shellQuote = (s) => `'${String(s).replaceAll("'", `'\\''`)}'`
+
+function run(cmd, args, options = {}) {
+  const result = spawnSync(cmd, args, { stdio: "inherit", cwd: ROOT, ...options })
+  if (result.status !== 0) {
+    const output = options.stdio === "pipe" ? `\n${result.stdout ?? ""}${result.stderr ?? ""}`.trimEnd() : ""
+    throw new BootstrapError(
+      `command failed (${result.error?.message ?? `exit ${result.status}`}): ${cmd} ${args.join(" ")}${output}`,
+    )
+  }
+  return result
+}
+
+function findExecutable(name, extraDirs = []) {
+  const dirs = [...(process.env.PATH ?? "").split(path.delimiter).filter(Boolean), ...extraDirs]
+  return dirs.map((dir) => path.join(dir, name)).find((file) => existsSync(file))
+}
+
+function endpoint(url, defaultPort) {
+  const parsed = new URL(url)
+  const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1")
+  const port = Number(parsed.port || defaultPort)
+  return { host, port, label: `${host.includes(":") ? `[${host}]` : host}:${port}` }
+}
+
+function probe({ host, port }, timeoutMs = 1000) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port })
+    const done = (ok) => (socket.destroy(), resolve(ok))
+    socket.setTimeout(timeoutMs, () => done(false))
+    socket.once("connect", () => done(true))
+    socket.once("error", () => done(false))
+  })
+}
+
+async function waitForPort(target, name, hasDied = () => false) {
+  for (const deadline = Date.now() + WAIT_MS; Date.now() < deadline; await sleep(250)) {
+    if (hasDied()) throw new BootstrapError(`${name}: server exited during startup`)
+    if (await probe(target)) return
+  }
+  throw new BootstrapError(`${name}: nothing answers at ${target.label} after ${WAIT_MS / 1000} s`)
+}
+
+function tail(file, lines = 20) {
+  return existsSync(file)
+    ? `\n--- last lines of ${file} ---\n${readFileSync(file, "utf8").split("\n").slice(-lines).join("\n")}`
+    : ""
+}
+
+function isAlive(pid) {
+  try {
+    return process.kill(pid, 0)
+  } catch (error) {
+    return error.code === "EPERM"
+  }
+}
+
+function tryLink(from, to) {
+  try {
+    linkSync(from, to)
+    return true
+  } catch (error) {
+    if (error.code === "EEXIST") return false
+    throw error
+  }
+}
+
+// Two bootstraps at once (say `npm start` and `npm test`) must not both run initdb or start servers.
+// link() is atomic and never replaces, so nobody sees a half-written lock file.
+async function withLock(fn) {
+  mkdirSync(DATA_DIR, { recursive: true })
+  const lock = path.join(DATA_DIR, "bootstrap.lock")
+  const mine = `${lock}.${process.pid}`
+  writeFileSync(mine, `${process.pid}\n`)
+  try {
+    for (let waited = 0; !tryLink(mine, lock); waited += 200) {
+      const owner = existsSync(lock) ? Number(readFileSync(lock, "utf8")) : 0
+      if (!(owner > 0 && isAlive(owner))) rmSync(lock, { force: true })
+      else if (waited === 0) say(`bootstrap: waiting for another bootstrap (pid ${owner})`)
+      else if (waited > 2 * WAIT_MS) throw new BootstrapError(`bootstrap: ${lock} is held by pid ${owner}`)
+      await sleep(200)
+    }
+  } finally {
+    rmSync(mine, { force: true })
+  }
+  try {
+    return await fn()
+  } finally {
+    rmSync(lock, { force: true })
+  }
+}
+
+function ensureDependencies() {
+  const lock = path.join(ROOT, "package-lock.json")
+  const installed = path.join(ROOT, "node_modules", ".package-lock.json")
+  const hasLock = existsSync(lock)
+  if (existsSync(installed) && (!hasLock || statSync(installed).mtimeMs >= statSync(lock).mtimeMs)) return
+  const args = [hasLock ? "ci" : "install", "--no-audit", "--no-fund"]
+  say(`dependencies: running npm ${args.join(" ")}`)
+  run("npm", args)
+}
+
+function installPackage(debianPackage, name) {
+  if (!findExecutable("apt-get"))
+    throw new BootstrapError(`${name}: not installed; install it with your package manager, then retry`)
+  if (!IS_ROOT)
+    throw new BootstrapError(`${name}: not installed; run: sudo apt-get install -y ${debianPackage}`)
+  say(`${name}: not installed, installing Debian package ${debianPackage}`)
+  run("apt-get", ["update"])
+  run("apt-get", ["install", "-y", debianPackage], {
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+  })
+}
+
+// Debian keeps initdb/pg_ctl out of PATH, under /usr/lib/postgresql/<version>/bin.
+function findPostgresBin() {
+  const base = "/usr/lib/postgresql"
+  const versions = existsSync(base) ? readdirSync(base).filter((v) => /^\d+(\.\d+)?$/.test(v)) : []
+  versions.sort((a, b) => Number(b) - Number(a))
+  const dirs = [
+    ...(process.env.PATH ?? "").split(path.delimiter),
+    ...versions.map((v) => path.join(base, v, "bin")),
+  ]
+  return dirs.find(
+    (dir) => dir && existsSync(path.join(dir, "pg_ctl")) && existsSync(path.join(dir, "initdb")),
+  )
+}
+
+// initdb, pg_ctl and postgres refuse to run as root, so as root they run as the `postgres` OS user.
+function postgresCommand(cmd, args) {
+  if (!IS_ROOT) return [cmd, args]
+  if (findExecutable("runuser", ["/usr/sbin", "/sbin"]))
+    return ["runuser", ["-u", "postgres", "--", cmd, ...args]]
+  return ["su", ["postgres", "-s", "/bin/sh", "-c", [cmd, ...args].map(shellQuote).join(" ")]]
+}
+
+const asPostgres = (cmd, args, options = {}) =>
+  run(...postgresCommand(cmd, args), { stdio: "pipe", encoding: "utf8", cwd: PG.root, ...options })
+const succeedsAsPostgres = (cmd, args) =>
+  spawnSync(...postgresCommand(cmd, args), { stdio: "ignore", cwd: PG.root }).status === 0
+
+function preparePostgresDir(bin) {
+  mkdirSync(PG.sockets, { recursive: true })
+  if (IS_ROOT) {
+    run("chown", ["-R", "postgres:postgres", PG.root])
+    if (!succeedsAsPostgres("test", ["-w", PG.root]))
+      throw new BootstrapError(
+        `postgres: the postgres OS user cannot write ${PG.root} (check the permissions of its parent directories, or set PARTNER_DATA_DIR)`,
+      )
+  }
+  if (!existsSync(path.join(PG.data, "PG_VERSION"))) {
+    say(`postgres: initializing ${shortPath(PG.data)}`)
+    asPostgres(path.join(bin, "initdb"), ["-D", PG.data, "-A", "trust", "-U", "postgres", "-E", "UTF8"])
+  }
+}
+
+async function ensurePostgres() {
+  const target = endpoint(DATABASE_URL, 5432)
+  if (!target.host) return say("postgres: DATABASE_URL has no TCP host; using it as given")
+  if (await probe(target)) return say(`postgres: reusing ${target.label}`)
+  if (!LOOPBACK.has(target.host))
+    throw new BootstrapError(
+      `postgres: nothing answers at ${target.label}; only a loopback host (127.0.0.1, localhost, ::1) can be started locally. Check DATABASE_URL.`,
+    )
+
+  let bin = findPostgresBin()
+  if (!bin) {
+    installPackage("postgresql", "postgres")
+    // Debian's package creates and may start its own cluster; it serves us only if it is our URL.
+    if (await probe(target)) return say(`postgres: reusing ${target.label}`)
+    bin = findPostgresBin()
+    if (!bin)
+      throw new BootstrapError(
+        "postgres: installed, but initdb/pg_ctl were not found under /usr/lib/postgresql/*/bin",
+      )
+  }
+  preparePostgresDir(bin)
+  // Settings go on the command line so the current DATABASE_URL always wins over an older one.
+  const settings = `-c listen_addresses=${shellQuote(target.host)} -c port=${target.port} -c unix_socket_directories=${shellQuote(PG.sockets)}`
+  try {
+    const pgCtl = path.join(bin, "pg_ctl")
+    asPostgres(pgCtl, ["start", "-w", "-t", "60", "-D", PG.data, "-l", PG.log, "-o", settings])
+    await waitForPort(target, "postgres")
+  } catch (error) {
+    if (await probe(target)) return say(`postgres: reusing ${target.label} (started concurrently)`)
+    throw new BootstrapError(`${error.message}${tail(PG.log)}`)
+  }
+  say(`postgres: started project-local server on ${target.label} (data: ${shortPath(PG.root)})`)
+}
+
+function readNatsInfo(target) {
+  return new Promise((resolve) => {
+    let buffer = ""
+    const socket = net.connect({ host: target.host, port: target.port })
+    const done = (info) => (socket.destroy(), resolve(info))
+    socket.setTimeout(2000, () => done(null))
+    socket.on("error", () => done(null))
+    socket.on("close", () => done(null))
+    socket.on("data", (chunk) => {
+      buffer += chunk
+      const line = buffer.split("\r\n", 2)
+      if (line.length < 2) return
+      try {
+        done(line[0].startsWith("INFO ") ? JSON.parse(line[0].slice(5)) : null)
+      } catch {
+        done(null)
+      }
+    })
+  })
+}
+
+function natsPid() {
+  const pid = existsSync(NATS.pidFile) ? Number(readFileSync(NATS.pidFile, "utf8").trim()) : 0
+  return Number.isInteger(pid) && pid > 0 ? pid : 0
+}
+
+// A killed server can linger as a zombie when PID 1 does not reap orphans; that counts as gone.
+function isOurNatsAlive(pid) {
+  if (!isAlive(pid)) return false
+  if (!existsSync(`/proc/${pid}`)) return true
+  const state = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "")[0]
+  return state !== "Z" && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(NATS.root)
+}
+
+async function ensureNats() {
+  const target = endpoint(NATS_URL, 4222)
+  if (await probe(target)) {
+    const info = await readNatsInfo(target)
+    // nats-server only lists "jetstream" in INFO when it is enabled; the account may still have it.
+    const warning = !info
+      ? " (warning: no NATS INFO greeting)"
+      : info.jetstream
+        ? ""
+        : " (warning: the server does not advertise JetStream)"
+    return say(`nats: reusing ${target.label}${warning}`)
+  }
+  if (!LOOPBACK.has(target.host))
+    throw new BootstrapError(
+      `nats: nothing answers at ${target.label}; only a loopback host (127.0.0.1, localhost, ::1) can be started locally. Check NATS_URL.`,
+    )
+  const running = natsPid()
+  if (running && isOurNatsAlive(running))
+    throw new BootstrapError(
+      `nats: the project-local server (pid ${running}) runs on another address; run \`node infra/bootstrap.mjs stop\` first`,
+    )
+
+  const extraDirs = ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"]
+  if (!findExecutable("nats-server", extraDirs)) installPackage("nats-server", "nats")
+  const bin = findExecutable("nats-server", extraDirs)
+  if (!bin) throw new BootstrapError("nats: installed, but nats-server was not found")
+
+  mkdirSync(NATS.root, { recursive: true })
+  const log = openSync(NATS.log, "a")
+  const child = spawn(bin, ["-a", target.host, "-p", String(target.port), "-js", "-sd", NATS.root], {
+    detached: true,
+    stdio: ["ignore", log, log],
+  })
+  let died = false
+  child.on("exit", () => (died = true))
+  child.on("error", () => (died = true))
+  writeFileSync(NATS.pidFile, `${child.pid}\n`)
+  child.unref()
+  try {
+    await waitForPort(target, "nats", () => died)
+  } catch (error) {
+    if (await probe(target)) return say(`nats: reusing ${target.label} (started concurrently)`)
+    throw new BootstrapError(`${error.message}${tail(NATS.log)}`)
+  }
+  say(`nats: started project-local server on ${target.label} (data: ${shortPath(NATS.root)})`)
+}
+
+function stopPostgres() {
+  const bin = findPostgresBin()
+  const running =
+    bin &&
+    existsSync(path.join(PG.data, "postmaster.pid")) &&
+    succeedsAsPostgres(path.join(bin, "pg_ctl"), ["status", "-D", PG.data])
+  if (!running) return say(`postgres: no project-local server running (data: ${shortPath(PG.root)})`)
+  asPostgres(path.join(bin, "pg_ctl"), ["stop", "-D", PG.data, "-m", "fast", "-w", "-t", "60"])
+  say(`postgres: stopped project-local server (data: ${shortPath(PG.root)})`)
+}
+
+async function stopNats() {
+  const pid = natsPid()
+  if (!pid || !isOurNatsAlive(pid)) {
+    rmSync(NATS.pidFile, { force: true })
+    return say(`nats: no project-local server running (data: ${shortPath(NATS.root)})`)
+  }
+  process.kill(pid, "SIGTERM")
+  for (const deadline = Date.now() + 15_000; isOurNatsAlive(pid) && Date.now() < deadline;) await sleep(100)
+  if (isOurNatsAlive(pid)) process.kill(pid, "SIGKILL")
+  rmSync(NATS.pidFile, { force: true })
+  say(`nats: stopped project-local server (pid ${pid})`)
+}
+
+function runTarget(bin, args, env) {
+  return new Promise((resolve) => {
+    const child = spawn(path.join(ROOT, "node_modules", ".bin", bin), args, {
+      stdio: "inherit",
+      cwd: ROOT,
+      env,
+    })
+    const forward = (signal) => child.kill(signal)
+    process.on("SIGINT", forward).on("SIGTERM", forward)
+    child.on("error", (error) => (say(`bootstrap: cannot run ${bin}: ${error.message}`), resolve(127)))
+    child.on("exit", (code, signal) =>
+      resolve(signal ? 128 + (os.constants.signals[signal] ?? 0) : (code ?? 1)),
+    )
+  })
+}
+
+async function ensureServices() {
+  await ensurePostgres()
+  await ensureNats()
+}
+
+async function stopServices() {
+  stopPostgres()
+  await stopNats()
+}
+
+async function main([command, ...args]) {
+  if (command === "stop") {
+    await (existsSync(DATA_DIR) ? withLock(stopServices) : stopServices())
+    return 0
+  }
+  if (command !== "services" && !TARGETS[command]) {
+    say("usage: node infra/bootstrap.mjs start|test|bench|cli|services|stop [args...]")
+    return 2
+  }
+  if (command !== "services") ensureDependencies()
+  await withLock(ensureServices)
+  const env = { ...process.env, DATABASE_URL, NATS_URL }
+  if (command === "services") {
+    console.log(JSON.stringify({ DATABASE_URL, NATS_URL }))
+    return 0
+  }
+  const [bin, binArgs] = TARGETS[command](args)
+  return runTarget(bin, binArgs, env)
+}
+
+// Should the event loop ever drain before main settles, that is a bug, not a success.
+process.exitCode = 70
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error) => {
+    say(error instanceof BootstrapError ? error.message : `bootstrap: ${error.stack ?? error}`)
+    process.exit(1)
+  },
+)

@@ -1,0 +1,169 @@
+import { AckPolicy } from "@nats-io/jetstream"
+import { Effect, Layer } from "effect"
+import { ack, actorLayer } from "../../backend/platform/Actor.ts"
+import { Db } from "../../backend/platform/Db.ts"
+import { Nats } from "../../backend/platform/Nats.ts"
+import { Outbox, relayLayer } from "../../backend/platform/Outbox.ts"
+import { partitionedSubject } from "../../backend/platform/Partition.ts"
+import { Schema } from "effect"
+import { eventually } from "../support/Streams.ts"
+import { testPlatform } from "../support/TestPlatform.ts"
+
+interface Row {
+  readonly name: string
+  readonly ours: number
+  readonly baseline: number
+  readonly unit: string
+  readonly baselineName: string
+}
+
+const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
+const PARTITIONS = 16
+const encoder = new TextEncoder()
+const payload = (i: number) => ({ key: `k${i % 500}`, n: i, body: "x".repeat(200) })
+
+const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const start = performance.now()
+    yield* effect
+    return (performance.now() - start) / 1000
+  })
+
+/** Raw JetStream: N publishes with msgIDs, pipelined 500 at a time. */
+const rawPublish = (subject: string) =>
+  Effect.gen(function* () {
+    const nats = yield* Nats
+    for (let i = 0; i < N; i += 500) {
+      yield* Effect.promise(() =>
+        Promise.all(
+          Array.from({ length: Math.min(500, N - i) }, (_, j) =>
+            nats.js.publish(nats.subject(subject), encoder.encode(JSON.stringify(payload(i + j))), {
+              msgID: `raw-${subject}-${i + j}`,
+            }),
+          ),
+        ),
+      )
+    }
+  })
+
+const outboxRelay = Effect.gen(function* () {
+  const db = yield* Db
+  const outbox = yield* Outbox
+  for (let i = 0; i < N; i += 100) {
+    const batch = Array.from({ length: Math.min(100, N - i) }, (_, j) => payload(i + j))
+    yield* db.transaction(
+      outbox.enqueue(batch.map((p) => ({ subject: `events.bench.relay.${p.key}`, key: p.key, payload: p }))),
+    )
+  }
+  const unsent = db
+    .query((sql) => sql<Array<{ n: string }>>`select count(*) as n from outbox where sent_at is null`)
+    .pipe(Effect.map(([row]) => Number(row?.n)))
+  const ours = yield* Effect.scoped(
+    timed(Layer.build(relayLayer({ workers: 4 })).pipe(Effect.andThen(eventually(unsent, (n) => n === 0)))),
+  )
+  const baseline = yield* timed(rawPublish("events.bench.raw.x"))
+  return {
+    name: `outbox relay: ${N} committed messages to JetStream`,
+    ours: N / ours,
+    baseline: N / baseline,
+    unit: "msg/s",
+    baselineName: "js.publish with msgID, 500 in flight",
+  } satisfies Row
+})
+
+const Step = Schema.Struct({ key: Schema.String, n: Schema.Number, body: Schema.String })
+
+const actorThroughput = Effect.gen(function* () {
+  const nats = yield* Nats
+  for (let i = 0; i < N; i += 500) {
+    yield* Effect.promise(() =>
+      Promise.all(
+        Array.from({ length: Math.min(500, N - i) }, (_, j) => {
+          const p = payload(i + j)
+          return nats.js.publish(
+            nats.subject(partitionedSubject("eligibility.bench.actor", p.key, PARTITIONS)),
+            encoder.encode(JSON.stringify(p)),
+          )
+        }),
+      ),
+    )
+  }
+  let handled = 0
+  const ours = yield* Effect.scoped(
+    timed(
+      Layer.build(
+        actorLayer({
+          name: "bench",
+          stream: "ELIGIBILITY",
+          subject: "eligibility.bench.*",
+          partitions: PARTITIONS,
+          schema: Step,
+          handle: () => Effect.sync(() => (handled++, ack)),
+        }),
+      ).pipe(
+        Effect.andThen(
+          eventually(
+            Effect.sync(() => handled),
+            (n) => n === N,
+          ),
+        ),
+      ),
+    ),
+  )
+
+  // Baseline: one plain durable consumer, no ordering guarantees, acking as fast as messages arrive.
+  const stream = nats.streamName("ELIGIBILITY")
+  yield* Effect.promise(() =>
+    nats.jsm.consumers.add(stream, {
+      durable_name: "raw",
+      ack_policy: AckPolicy.Explicit,
+      filter_subject: nats.subject("eligibility.bench.actor.>"),
+    }),
+  )
+  const baseline = yield* timed(
+    Effect.promise(async () => {
+      const consumer = await nats.js.consumers.get(stream, "raw")
+      const messages = await consumer.consume({ max_messages: 1000 })
+      let n = 0
+      for await (const msg of messages) {
+        JSON.parse(new TextDecoder().decode(msg.data))
+        msg.ack()
+        if (++n === N) break
+      }
+    }),
+  )
+  return {
+    name: `actor runtime: ${N} messages over ${PARTITIONS} ordered partitions`,
+    ours: N / ours,
+    baseline: N / baseline,
+    unit: "msg/s",
+    baselineName: "consume()+ack on one unordered consumer",
+  } satisfies Row
+})
+
+const format = (rows: ReadonlyArray<Row>) =>
+  [
+    "| benchmark | ours | raw baseline | ours / baseline |",
+    "|---|---|---|---|",
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${Math.round(r.ours).toLocaleString("en-US")} ${r.unit} | ${Math.round(r.baseline).toLocaleString("en-US")} ${r.unit} (${r.baselineName}) | ${(r.ours / r.baseline).toFixed(2)} |`,
+    ),
+  ].join("\n")
+
+const program = Effect.gen(function* () {
+  const rows: Array<Row> = []
+  for (const bench of [outboxRelay, actorThroughput]) {
+    rows.push(
+      yield* Effect.scoped(
+        Layer.build(testPlatform().layer).pipe(Effect.flatMap((ctx) => Effect.provide(bench, ctx))),
+      ),
+    )
+  }
+  process.stdout.write(`${format(rows)}\n`)
+})
+
+Effect.runPromise(program).catch((error) => {
+  process.stderr.write(`${error}\n`)
+  process.exitCode = 1
+})

@@ -1,0 +1,193 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { chmodSync, mkdtempSync, rmSync } from "node:fs"
+import net from "node:net"
+import os from "node:os"
+import path from "node:path"
+import { fileURLToPath } from "node:url"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { connect } from "@nats-io/transport-node"
+import postgres from "postgres"
+import { afterAll, describe, expect, it } from "vitest"
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url))
+const BOOTSTRAP = path.join(ROOT, "infra", "bootstrap.mjs")
+const TIMEOUT_MS = 120_000
+
+interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+function bootstrap(command: string, env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BOOTSTRAP, command],
+      { cwd: ROOT, env, timeout: 100_000 },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr }),
+    )
+  })
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+function answers(port: number, host = "127.0.0.1"): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port })
+    const done = (ok: boolean) => {
+      socket.destroy()
+      resolve(ok)
+    }
+    socket.setTimeout(1000, () => done(false))
+    socket.once("connect", () => done(true))
+    socket.once("error", () => done(false))
+  })
+}
+
+function answersAt(url: string, defaultPort: number): Promise<boolean> {
+  const { hostname, port } = new URL(url)
+  return answers(Number(port || defaultPort), hostname.replace(/^\[(.*)\]$/, "$1"))
+}
+
+describe("infra/bootstrap.mjs", { timeout: TIMEOUT_MS }, () => {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "partner-bootstrap-"))
+  // initdb and postgres run as the postgres OS user when the tests run as root.
+  chmodSync(dataDir, 0o777)
+  let env: NodeJS.ProcessEnv = { ...process.env, PARTNER_DATA_DIR: dataDir }
+
+  afterAll(async () => {
+    await bootstrap("stop", env)
+    rmSync(dataDir, { recursive: true, force: true })
+  }, TIMEOUT_MS)
+
+  it("starts project-local Postgres and NATS on free ports, reuses them, and stops them", async () => {
+    const [pgPort, natsPort] = [await freePort(), await freePort()]
+    const DATABASE_URL = `postgres://postgres@127.0.0.1:${pgPort}/partner_service`
+    const NATS_URL = `nats://127.0.0.1:${natsPort}`
+    env = { ...env, DATABASE_URL, NATS_URL }
+
+    const first = await bootstrap("services", env)
+    expect(first.code, first.stderr).toBe(0)
+    expect(JSON.parse(first.stdout.trim())).toEqual({ DATABASE_URL, NATS_URL })
+    expect(first.stderr).toContain(`postgres: started project-local server on 127.0.0.1:${pgPort}`)
+    expect(first.stderr).toContain(`nats: started project-local server on 127.0.0.1:${natsPort}`)
+
+    const sql = postgres({ host: "127.0.0.1", port: pgPort, user: "postgres", database: "postgres", max: 1 })
+    try {
+      expect(await sql`select 1 as one`).toEqual([{ one: 1 }])
+    } finally {
+      await sql.end()
+    }
+
+    const nc = await connect({ servers: NATS_URL })
+    try {
+      await nc.flush()
+      const account = await (await jetstreamManager(nc)).getAccountInfo()
+      expect(account.streams).toBe(0)
+    } finally {
+      await nc.close()
+    }
+
+    const second = await bootstrap("services", env)
+    expect(second.code, second.stderr).toBe(0)
+    expect(second.stderr).toContain(`postgres: reusing 127.0.0.1:${pgPort}`)
+    expect(second.stderr).toContain(`nats: reusing 127.0.0.1:${natsPort}`)
+
+    const stop = await bootstrap("stop", env)
+    expect(stop.code, stop.stderr).toBe(0)
+    expect(await answers(pgPort)).toBe(false)
+    expect(await answers(natsPort)).toBe(false)
+  })
+
+  it("reuses the servers that already answer at the default (or inherited) URLs", async ({ skip }) => {
+    const inherited: NodeJS.ProcessEnv = { ...process.env, PARTNER_DATA_DIR: dataDir }
+    const databaseUrl = inherited.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/partner_service"
+    const natsUrl = inherited.NATS_URL ?? "nats://127.0.0.1:4222"
+    // Plain `vitest` on a machine without these servers has nothing to reuse (`npm test` starts them first).
+    if (!(await answersAt(databaseUrl, 5432)) || !(await answersAt(natsUrl, 4222))) skip()
+
+    const result = await bootstrap("services", inherited)
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stderr).toMatch(/^postgres: reusing /m)
+    expect(result.stderr).toMatch(/^nats: reusing /m)
+    expect(JSON.parse(result.stdout.trim())).toEqual({ DATABASE_URL: databaseUrl, NATS_URL: natsUrl })
+  })
+})
+
+/** Lines of JSON logs as they arrive; resolves the first one `match` accepts. */
+function waitForLog(child: ChildProcess, match: (line: Record<string, unknown>) => boolean) {
+  return new Promise<Record<string, unknown>>((resolve, reject) => {
+    let buffered = ""
+    child.stdout!.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString()
+      const lines = buffered.split("\n")
+      buffered = lines.pop() ?? ""
+      for (const line of lines) {
+        if (!line.startsWith("{")) continue
+        const parsed = JSON.parse(line) as Record<string, unknown>
+        if (match(parsed)) resolve(parsed)
+      }
+    })
+    child.once("exit", (code) => reject(new Error(`npm start exited with ${code} before it was ready`)))
+  })
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) =>
+    child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code)),
+  )
+
+describe("npm start", { timeout: TIMEOUT_MS }, () => {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "partner-start-"))
+  chmodSync(dataDir, 0o777)
+  let env: NodeJS.ProcessEnv = { ...process.env, PARTNER_DATA_DIR: dataDir }
+  let child: ChildProcess | undefined
+
+  afterAll(async () => {
+    child?.kill("SIGKILL")
+    await bootstrap("stop", env)
+    rmSync(dataDir, { recursive: true, force: true })
+  }, TIMEOUT_MS)
+
+  it("brings up its own Postgres and NATS when none answer, serves /readyz on all four ports, and stops on SIGTERM", async () => {
+    const [pgPort, natsPort] = [await freePort(), await freePort()]
+    env = {
+      ...env,
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${pgPort}/partner_service`,
+      NATS_URL: `nats://127.0.0.1:${natsPort}`,
+      PARTNER_API_PORT: "0",
+      INGEST_API_PORT: "0",
+      ENROLLMENT_PORT: "0",
+      CONSOLE_PORT: "0",
+    }
+    // What `npm start` runs; spawned directly so the service's own exit code comes back.
+    child = spawn(process.execPath, [BOOTSTRAP, "start"], {
+      cwd: ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    })
+    const started = await waitForLog(child, (line) => line.message === "started")
+    const ports = (started.annotations as { ports: Record<string, number> }).ports
+    expect(Object.keys(ports).sort()).toEqual(["console", "enrollment", "ingest-api", "partner-api"])
+    for (const port of Object.values(ports)) {
+      const response = await fetch(`http://127.0.0.1:${port}/readyz`)
+      expect(response.status).toBe(200)
+      expect(await response.json()).toEqual({ status: "ready", checks: { postgres: "ok", nats: "ok" } })
+    }
+
+    child.kill("SIGTERM")
+    expect(await exited(child)).toBe(0)
+    for (const port of Object.values(ports)) expect(await answers(port)).toBe(false)
+  })
+})

@@ -1,0 +1,107 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import net from "node:net"
+import os from "node:os"
+import path from "node:path"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect, Layer, Logger } from "effect"
+import { AppConfig } from "../../backend/platform/Config.ts"
+import { Nats } from "../../backend/platform/Nats.ts"
+import { eventually } from "../support/Streams.ts"
+import { isolatedEnv, testPlatform } from "../support/TestPlatform.ts"
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+
+const natsServer = (port: number, storeDir: string): ChildProcess =>
+  spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdio: "ignore" })
+
+describe("Nats", () => {
+  layer(testPlatform().layer, { excludeTestServices: true })((it) => {
+    it.effect(
+      "provisions every stream of the design with the subject prefix, and changes nothing the second time",
+      () =>
+        Effect.gen(function* () {
+          const nats = yield* Nats
+          const names = ["INGEST", "ROSTER", "ELIGIBILITY", "EVENTS", "WEBHOOKS"] as const
+          for (const base of names) {
+            const info = yield* Effect.promise(() => nats.jsm.streams.info(nats.streamName(base)))
+            assert.deepStrictEqual(info.config.subjects, [nats.subject(`${base.toLowerCase()}.>`)])
+            assert.isTrue(info.config.name.startsWith(`${nats.prefix.toUpperCase()}_`))
+          }
+          const before = yield* Effect.promise(() => nats.jsm.streams.info(nats.streamName("EVENTS")))
+          yield* nats.ensureStreams
+          const after = yield* Effect.promise(() => nats.jsm.streams.info(nats.streamName("EVENTS")))
+          assert.deepStrictEqual(after.config, before.config)
+        }),
+    )
+
+    it.effect("updates a stream whose configuration drifted", () =>
+      Effect.gen(function* () {
+        const nats = yield* Nats
+        const name = nats.streamName("ROSTER")
+        const info = yield* Effect.promise(() => nats.jsm.streams.info(name))
+        yield* Effect.promise(() =>
+          nats.jsm.streams.update(name, { ...info.config, max_age: 3600 * 1_000_000_000 }),
+        )
+        yield* nats.ensureStreams
+        const repaired = yield* Effect.promise(() => nats.jsm.streams.info(name))
+        assert.strictEqual(repaired.config.max_age, info.config.max_age)
+      }),
+    )
+  })
+
+  it.live("logs when the connection is lost and when it recovers", () =>
+    Effect.gen(function* () {
+      const port = yield* Effect.promise(freePort)
+      const storeDir = mkdtempSync(path.join(os.tmpdir(), "nats-reconnect-"))
+      let server = natsServer(port, storeDir)
+      const messages: Array<string> = []
+      const capture = Logger.make(({ message }) => {
+        messages.push(String(Array.isArray(message) ? message[0] : message))
+      })
+      const env = isolatedEnv({ NATS_URL: `nats://127.0.0.1:${port}` })
+      yield* Effect.gen(function* () {
+        yield* eventually(
+          Effect.promise(
+            () =>
+              new Promise<boolean>((resolve) =>
+                net
+                  .connect(port, "127.0.0.1")
+                  .once("connect", () => resolve(true))
+                  .once("error", () => resolve(false)),
+              ),
+          ),
+          (up) => up,
+        )
+        yield* Layer.build(
+          Nats.layer.pipe(Layer.provide(AppConfig.layerFrom(env)), Layer.provide(Logger.layer([capture]))),
+        )
+        server.kill("SIGKILL")
+        yield* eventually(
+          Effect.sync(() => messages),
+          (m) => m.includes("nats connection lost"),
+        )
+        server = natsServer(port, storeDir)
+        yield* eventually(
+          Effect.sync(() => messages),
+          (m) => m.includes("nats connection recovered"),
+        )
+      }).pipe(
+        Effect.scoped,
+        Effect.ensuring(
+          Effect.sync(() => {
+            server.kill("SIGKILL")
+            rmSync(storeDir, { recursive: true, force: true })
+          }),
+        ),
+      )
+      assert.isBelow(messages.indexOf("nats connection lost"), messages.indexOf("nats connection recovered"))
+    }),
+  )
+})
