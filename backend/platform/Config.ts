@@ -86,6 +86,7 @@ export interface AppConfigShape {
   readonly databaseUrl: Redacted.Redacted<string>
   readonly natsUrl: string
   readonly natsSubjectPrefix: string
+  readonly natsStreamReplicas: number
   readonly ports: Readonly<Record<HttpRole, number>>
   readonly publicBaseUrl: string
   readonly ingestBaseUrl: string
@@ -160,6 +161,12 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         "dot-separated tokens of letters, digits, '-' or '_' (for example `staging` or `test.a1`)",
         subjectPrefix,
         () => "",
+      ),
+      natsStreamReplicas: yield* setting(
+        "NATS_STREAM_REPLICAS",
+        "a whole number from 1 to 5 (at most the number of JetStream servers in the cluster)",
+        integer(1, 5),
+        () => 1,
       ),
       ports,
       publicBaseUrl: yield* setting("PUBLIC_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>

@@ -96,7 +96,11 @@ export const isNotFound = (error: unknown) =>
   error instanceof JetStreamApiError &&
   (error.code === JetStreamApiCodes.StreamNotFound || error.code === JetStreamApiCodes.ConsumerNotFound)
 
-const streamConfig = (name: string, subjects: Array<string>): Partial<StreamConfig> & { name: string } => ({
+const streamConfig = (
+  name: string,
+  subjects: Array<string>,
+  replicas: number,
+): Partial<StreamConfig> & { name: string } => ({
   name,
   subjects,
   retention: RetentionPolicy.Limits,
@@ -104,14 +108,15 @@ const streamConfig = (name: string, subjects: Array<string>): Partial<StreamConf
   discard: DiscardPolicy.Old,
   max_age: STREAM_MAX_AGE,
   duplicate_window: DUPLICATE_WINDOW,
-  num_replicas: 1,
+  num_replicas: replicas,
 })
 
 const differs = (want: Partial<StreamConfig>, have: StreamConfig) =>
   JSON.stringify(want.subjects) !== JSON.stringify(have.subjects) ||
   want.max_age !== have.max_age ||
   want.duplicate_window !== have.duplicate_window ||
-  want.discard !== have.discard
+  want.discard !== have.discard ||
+  want.num_replicas !== have.num_replicas
 
 export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/platform/Nats") {
   static readonly layer = Layer.effect(
@@ -154,7 +159,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         })
 
       const ensureStream = Effect.fn("Nats.ensureStream")(function* (base: StreamBase) {
-        const want = streamConfig(streamName(base), [subject(`${Streams[base]}.>`)])
+        const want = streamConfig(streamName(base), [subject(`${Streams[base]}.>`)], config.natsStreamReplicas)
         const have = yield* Effect.promise(() =>
           jsm.streams
             .info(want.name)
