@@ -1,9 +1,10 @@
 -- Messages to publish to JetStream, written in the same transaction as the state they describe.
 -- `id` is the Nats-Msg-Id (JetStream drops a republished id inside its duplicate window);
--- `seq` orders the rows of one partition, so one key's messages are published in commit order.
+-- `seq` orders the rows of one key, so one key's messages are published in commit order.
 create table outbox (
   seq bigint generated always as identity primary key,
   id uuid not null unique default gen_random_uuid(),
+  key text not null,
   partition smallint not null,
   subject text not null,
   headers jsonb not null default '{}'::jsonb,

@@ -1,6 +1,6 @@
 import { Cause, Data, Duration, Effect, Fiber, Layer, Ref, Schema, type Scope } from "effect"
 import { Db } from "./Db.ts"
-import { type JsMsg, Nats, type StreamBase } from "./Nats.ts"
+import { type ConsumerMessages, type JsMsg, Nats, type StreamBase } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 
 /** What a handler decided: exactly one of these settles every message. */
@@ -39,7 +39,7 @@ export interface ActorDefinition<A, R> {
   readonly maxDefects?: number
 }
 
-const PULL_EXPIRES_MS = 1000
+const PULL_BATCH = 64
 const DRAIN_TIMEOUT = "8 seconds"
 const decoder = new TextDecoder()
 
@@ -145,7 +145,13 @@ export const runActor = <A, R>(
         Effect.onInterrupt(() => Effect.sync(() => msg.nak())),
       )
 
-    const pullLoop = (partition: number) =>
+    const open = new Set<ConsumerMessages>()
+
+    /**
+     * A standing pull per partition: with one message allowed unacknowledged, the server pushes the next one
+     * as soon as the ack lands, and at most one message is ever in hand, so stopping only has to close the pull.
+     */
+    const consumePartition = (partition: number) =>
       Effect.gen(function* () {
         const name = `${actor.name}_p${partition}`
         yield* nats.ensureConsumer({
@@ -156,24 +162,28 @@ export const runActor = <A, R>(
           maxAckPending: 1,
         })
         const consumer = yield* Effect.promise(() => nats.js.consumers.get(stream, name))
-        while (!(yield* Ref.get(stopping))) {
-          const msg = yield* Effect.tryPromise(() => consumer.next({ expires: PULL_EXPIRES_MS })).pipe(
-            Effect.catchCause((cause) =>
-              Effect.logWarning("actor pull failed; retrying").pipe(
-                Effect.annotateLogs({ actor: actor.name, partition, cause: String(Cause.squash(cause)) }),
-                Effect.andThen(Effect.sleep("1 second")),
-                Effect.as(null),
-              ),
-            ),
-          )
-          if (msg === null) continue
-          if (yield* Ref.get(stopping)) {
-            msg.nak()
-            break
-          }
-          yield* process(msg, partition)
+        const messages = yield* Effect.promise(() => consumer.consume({ max_messages: PULL_BATCH }))
+        open.add(messages)
+        const iterator = messages[Symbol.asyncIterator]()
+        while (true) {
+          const next = yield* Effect.promise(() => iterator.next())
+          if (next.done) break
+          if (yield* Ref.get(stopping)) next.value.nak()
+          else yield* process(next.value, partition)
         }
+        open.delete(messages)
       })
+
+    const pullLoop = (partition: number) =>
+      consumePartition(partition).pipe(
+        Effect.catchCause((cause) =>
+          Effect.logWarning("actor pull failed; retrying").pipe(
+            Effect.annotateLogs({ actor: actor.name, partition, cause: String(Cause.squash(cause)) }),
+            Effect.andThen(Effect.sleep("1 second")),
+          ),
+        ),
+        Effect.repeat({ while: () => Ref.get(stopping).pipe(Effect.map((stopped) => !stopped)) }),
+      )
 
     const fibers = yield* Effect.forEach(
       Array.from({ length: actor.partitions }, (_, i) => i),
@@ -181,6 +191,7 @@ export const runActor = <A, R>(
     )
     yield* Effect.addFinalizer(() =>
       Ref.set(stopping, true).pipe(
+        Effect.andThen(Effect.sync(() => open.forEach((messages) => messages.stop()))),
         Effect.andThen(Fiber.joinAll(fibers)),
         Effect.timeout(DRAIN_TIMEOUT),
         Effect.catchCause(() => Fiber.interruptAll(fibers)),

@@ -1,5 +1,6 @@
 import {
   AckPolicy,
+  type ConsumerMessages,
   DeliverPolicy,
   DiscardPolicy,
   type JetStreamClient,
@@ -19,7 +20,7 @@ import { connect, headers as natsHeaders, type NatsConnection, type Status } fro
 import { Context, Duration, Effect, Layer, type Scope } from "effect"
 import { AppConfig } from "./Config.ts"
 
-export type { JsMsg, PubAck, StoredMsg }
+export type { ConsumerMessages, JsMsg, PubAck, StoredMsg }
 
 /** The streams of DESIGN.md: base name and the first token of every subject it holds. */
 export const Streams = {

@@ -35,13 +35,14 @@ export class Outbox extends Context.Service<
       const enqueue = Effect.fn("Outbox.enqueue")(function* (messages: ReadonlyArray<OutboxMessage>) {
         if (messages.length === 0) return
         const rows = messages.map((m) => ({
+          key: m.key,
           partition: partitionOf(m.key, OUTBOX_PARTITIONS),
           subject: m.subject,
           headers: m.headers ?? {},
           payload: Buffer.from(encoder.encode(JSON.stringify(m.payload))),
         }))
         yield* db.query(
-          (sql) => sql`insert into outbox ${sql(rows, "partition", "subject", "headers", "payload")}`,
+          (sql) => sql`insert into outbox ${sql(rows, "key", "partition", "subject", "headers", "payload")}`,
         )
         // Delivered on commit only, so the relay wakes when the rows are visible.
         yield* db.query((sql) => sql`select pg_notify(${CHANNEL}, '')`)
@@ -54,14 +55,31 @@ export class Outbox extends Context.Service<
 interface OutboxRow {
   readonly seq: string
   readonly id: string
+  readonly key: string
   readonly subject: string
   readonly headers: Record<string, string>
   readonly payload: Buffer
 }
 
 /**
- * Publishes one partition's pending rows in order while holding that partition's row lock, and marks them sent
- * in the same transaction. A crash before the commit leaves them pending: they are published again, and
+ * Rows in waves: wave i holds the i-th pending row of every key, so a wave's publishes can all be in flight at
+ * once while a key's next row is sent only after its previous one was acknowledged.
+ */
+export const waves = <Row extends { readonly key: string }>(rows: ReadonlyArray<Row>) => {
+  const depth = new Map<string, number>()
+  const out: Array<Array<Row>> = []
+  for (const row of rows) {
+    const d = depth.get(row.key) ?? 0
+    depth.set(row.key, d + 1)
+    ;(out[d] ??= []).push(row)
+  }
+  return out
+}
+
+/**
+ * Publishes one partition's pending rows while holding that partition's row lock, and marks them sent in the
+ * same transaction. A failed publish rolls the whole batch back, and no later row of its key was sent, so the
+ * retry cannot put a key's messages out of order; rows published before a crash are published again and
  * JetStream's duplicate window (msgID = outbox id) keeps one copy. Returns how many rows it published, or
  * undefined when no partition had work that another relay was not already on.
  */
@@ -80,12 +98,16 @@ export const relayOnce = Effect.fn("Outbox.relayOnce")(function* () {
       if (claimed === undefined) return undefined
       const rows = yield* db.query(
         (sql) => sql<Array<OutboxRow>>`
-          select seq, id, subject, headers, payload from outbox
+          select seq, id, key, subject, headers, payload from outbox
           where partition = ${claimed.partition} and sent_at is null
           order by seq limit ${BATCH}`,
       )
-      for (const row of rows) {
-        yield* nats.publish(nats.subject(row.subject), row.payload, { msgID: row.id, headers: row.headers })
+      for (const wave of waves(rows)) {
+        yield* Effect.forEach(
+          wave,
+          (row) => nats.publish(nats.subject(row.subject), row.payload, { msgID: row.id, headers: row.headers }),
+          { concurrency: "unbounded", discard: true },
+        )
       }
       yield* db.query(
         (sql) => sql`update outbox set sent_at = now() where seq = any(${rows.map((r) => r.seq)})`,

@@ -1,8 +1,8 @@
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
-import { Outbox, relayLayer, relayOnce } from "../../backend/platform/Outbox.ts"
+import { Outbox, relayLayer, relayOnce, waves } from "../../backend/platform/Outbox.ts"
 import { eventually, readStream } from "../support/Streams.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
 
@@ -25,6 +25,14 @@ const eventsFor = (subjectPrefix: string) =>
   readStream("EVENTS").pipe(Effect.map((all) => all.filter((m) => m.subject.startsWith(subjectPrefix))))
 
 describe("Outbox", () => {
+  it("sends a key's next message only in the wave after its previous one", () => {
+    const rows = ["a", "b", "a", "c", "a", "b"].map((key, seq) => ({ key, seq }))
+    assert.deepStrictEqual(
+      waves(rows).map((wave) => wave.map((r) => `${r.key}${r.seq}`)),
+      [["a0", "b1", "c3"], ["a2", "b5"], ["a4"]],
+    )
+  })
+
   layer(testPlatform().layer, { excludeTestServices: true })((it) => {
     it.effect(
       "keeps a committed message when no relay ran, and publishes it exactly once after restart",
@@ -89,9 +97,9 @@ describe("Outbox", () => {
         const db = yield* Db
         yield* db.query(
           (sql) => sql`
-            insert into outbox (partition, subject, payload, sent_at) values
-              (0, 'events.prune.old', '\\x7b7d', now() - interval '2 hours'),
-              (0, 'events.prune.recent', '\\x7b7d', now() - interval '5 minutes')`,
+            insert into outbox (key, partition, subject, payload, sent_at) values
+              ('k', 0, 'events.prune.old', '\\x7b7d', now() - interval '2 hours'),
+              ('k', 0, 'events.prune.recent', '\\x7b7d', now() - interval '5 minutes')`,
         )
         const subjects = db
           .query(
@@ -103,6 +111,26 @@ describe("Outbox", () => {
           Layer.build(relayLayer()).pipe(Effect.andThen(eventually(subjects, (s) => s.length === 1))),
         )
         assert.deepStrictEqual(yield* subjects, ["events.prune.recent"])
+      }),
+    )
+
+    it.effect("keeps each key's order when one relay pass publishes several messages of many keys", () =>
+      Effect.gen(function* () {
+        const keys = Array.from({ length: 20 }, (_, i) => `b${i}`)
+        for (let n = 0; n < 5; n++) {
+          yield* Effect.forEach(keys, (key) => enqueueCommitted(`events.batch.${key}.step`, key, { key, n }))
+        }
+        while ((yield* relayOnce()) !== undefined) {
+          /* drain every partition */
+        }
+        const stored = yield* eventsFor("events.batch.")
+        assert.strictEqual(stored.length, 100)
+        for (const key of keys) {
+          const steps = stored
+            .filter((m) => (m.json as { key: string }).key === key)
+            .map((m) => (m.json as { n: number }).n)
+          assert.deepStrictEqual(steps, [0, 1, 2, 3, 4], key)
+        }
       }),
     )
 
