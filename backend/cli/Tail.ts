@@ -1,5 +1,5 @@
 import { Clock, Effect, Schema } from "effect"
-import { type JsMsg, Nats, Streams, type StreamBase, subjectsOverlap } from "../platform/Nats.ts"
+import { isNotFound, type JsMsg, Nats, Streams, type StreamBase, subjectsOverlap } from "../platform/Nats.ts"
 
 export class TailUsage extends Schema.TaggedError<TailUsage>()("TailUsage", { message: Schema.String }) {}
 
@@ -56,15 +56,30 @@ export const tail = Effect.fn("cli.tail")(function* (
     name: nats.streamName(base),
     subjects: nats.subject(`${Streams[base]}.>`),
   }))
-  const streams = options.stream
+  const chosen = options.stream
     ? known.filter(
         (s) => s.name === options.stream || s.name === nats.streamName(options.stream as StreamBase),
       )
-    : known.filter((s) => subjectsOverlap(s.subjects, subject))
+    : known
+  // JetStream refuses a consumer whose filter the stream cannot hold, so a mismatched --stream is a usage error.
+  const streams = chosen.filter((s) => subjectsOverlap(s.subjects, subject))
   if (streams.length === 0) {
     return yield* new TailUsage({
-      message: `no stream holds subjects matching ${pattern}; streams: ${known.map((s) => `${s.name} (${nats.unprefixed(s.subjects)})`).join(", ")}`,
+      message: `no stream${options.stream ? ` named ${options.stream}` : ""} holds subjects matching ${pattern}; streams: ${known.map((s) => `${s.name} (${nats.unprefixed(s.subjects)})`).join(", ")}`,
     })
+  }
+  for (const stream of streams) {
+    const exists = yield* Effect.promise(() =>
+      nats.jsm.streams.info(stream.name).then(
+        () => true,
+        (error: unknown) => (isNotFound(error) ? false : Promise.reject(error)),
+      ),
+    )
+    if (!exists) {
+      return yield* new TailUsage({
+        message: `stream ${stream.name} does not exist yet: start the service or run \`npm run cli -- migrate\` first`,
+      })
+    }
   }
   for (const stream of streams) {
     yield* nats.follow(stream.name, subject, since, (msg) =>

@@ -46,8 +46,12 @@ export const json = (status: number, body: unknown, headers: Record<string, stri
     headers: { "content-type": "application/json", ...headers },
   })
 
-const endpointError = (status: number, error: string, extra: Record<string, unknown> = {}) =>
-  json(status, { status_code: status, error, ...extra })
+const endpointError = (
+  status: number,
+  error: string,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+) => json(status, { status_code: status, error, ...extra }, headers)
 
 /** The one place where failures become the contract's error bodies. */
 export const errorResponse = (error: ApiError): Response => {
@@ -59,7 +63,13 @@ export const errorResponse = (error: ApiError): Response => {
     case "Conflict":
       return endpointError(409, error.message)
     case "PayloadTooLarge":
-      return endpointError(413, `Request body is larger than the limit of ${error.limitBytes} bytes.`)
+      // The rest of the body is left unread, so the connection cannot carry another request.
+      return endpointError(
+        413,
+        `Request body is larger than the limit of ${error.limitBytes} bytes.`,
+        {},
+        { connection: "close" },
+      )
     case "Unprocessable":
       return endpointError(422, error.message, { [error.resource]: error.fields })
     case "Unauthorized":
@@ -67,11 +77,7 @@ export const errorResponse = (error: ApiError): Response => {
     case "Forbidden":
       return json(403, { message: "Forbidden" })
     case "TooManyRequests":
-      return json(
-        429,
-        { status_code: 429, error: "Too many requests." },
-        { "retry-after": String(error.retryAfterSeconds) },
-      )
+      return endpointError(429, "Too many requests.", {}, { "retry-after": String(error.retryAfterSeconds) })
   }
 }
 

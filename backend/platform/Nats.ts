@@ -160,7 +160,11 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         })
 
       const ensureStream = Effect.fn("Nats.ensureStream")(function* (base: StreamBase) {
-        const want = streamConfig(streamName(base), [subject(`${Streams[base]}.>`)], config.natsStreamReplicas)
+        const want = streamConfig(
+          streamName(base),
+          [subject(`${Streams[base]}.>`)],
+          config.natsStreamReplicas,
+        )
         const have = yield* Effect.promise(() =>
           jsm.streams
             .info(want.name)

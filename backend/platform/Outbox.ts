@@ -105,7 +105,8 @@ export const relayOnce = Effect.fn("Outbox.relayOnce")(function* () {
       for (const wave of waves(rows)) {
         yield* Effect.forEach(
           wave,
-          (row) => nats.publish(nats.subject(row.subject), row.payload, { msgID: row.id, headers: row.headers }),
+          (row) =>
+            nats.publish(nats.subject(row.subject), row.payload, { msgID: row.id, headers: row.headers }),
           { concurrency: "unbounded", discard: true },
         )
       }

@@ -1,0 +1,174 @@
+import { randomBytes } from "node:crypto"
+import { fileURLToPath } from "node:url"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { connect } from "@nats-io/transport-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Option, Redacted } from "effect"
+import postgres from "postgres"
+import { AppConfig, ConfigInvalid } from "../../backend/platform/Config.ts"
+import { spawnProcess } from "../support/ChildProcess.ts"
+import { dropIsolated, isolatedEnv, natsUrl } from "../support/TestPlatform.ts"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+
+const PORT_FORM = "a port number from 0 to 65535"
+const MASTER_KEY_FORM = "the base64 encoding of 32 random bytes"
+const masterKey = randomBytes(32).toString("base64")
+
+const badValues: ReadonlyArray<{ variable: string; value: string; shown?: string; expected: string }> = [
+  { variable: "PARTNER_API_PORT", value: "abc", expected: PORT_FORM },
+  { variable: "CONSOLE_PORT", value: "70000", expected: PORT_FORM },
+  { variable: "SERVICE_ENV", value: "prod", expected: "one of development, staging, production" },
+  {
+    variable: "ROLES",
+    value: "partner-api,bogus",
+    expected: "a comma-separated list of partner-api, ingest-api, enrollment, console, workers",
+  },
+  { variable: "DATABASE_URL", value: "mysql://x", expected: "a postgres:// or postgresql:// URL" },
+  {
+    variable: "NATS_SUBJECT_PREFIX",
+    value: "a..b",
+    expected: "dot-separated tokens of letters, digits, '-' or '_'",
+  },
+  {
+    variable: "MASTER_KEY",
+    value: randomBytes(16).toString("base64"),
+    shown: "16 bytes in base64",
+    expected: MASTER_KEY_FORM,
+  },
+  { variable: "WEBHOOK_MAX_ATTEMPTS", value: "0", expected: "a whole number from 1 to 100" },
+  { variable: "LOG_LEVEL", value: "loud", expected: "one of trace, debug, info, warn, error" },
+]
+
+/** AppConfig as the service reads it from `env`, and nothing else: no process environment leaks in. */
+const configFrom = (env: Record<string, string>) =>
+  Effect.provide(Effect.service(AppConfig), AppConfig.layerFrom(env))
+
+const configInvalid = (env: Record<string, string>) =>
+  configFrom(env).pipe(
+    Effect.flip,
+    Effect.map((error) => {
+      assert.instanceOf(error, ConfigInvalid)
+      return error as ConfigInvalid
+    }),
+  )
+
+const databaseExists = (url: string) =>
+  Effect.promise(async () => {
+    const admin = new URL(url)
+    const name = admin.pathname.slice(1)
+    admin.pathname = "/postgres"
+    const sql = postgres(admin.toString(), { max: 1, onnotice: () => undefined })
+    const rows = await sql`select 1 from pg_database where datname = ${name}`
+    await sql.end()
+    return rows.length > 0
+  })
+
+const streamsWithPrefix = (prefix: string) =>
+  Effect.promise(async () => {
+    const nc = await connect({ servers: natsUrl })
+    const names: Array<string> = []
+    for await (const name of (await jetstreamManager(nc)).streams.names()) {
+      if (name.startsWith(`${prefix.toUpperCase()}_`)) names.push(name)
+    }
+    await nc.close()
+    return names
+  })
+
+describe("AppConfig", () => {
+  it.effect("uses the documented defaults when the environment is empty", () =>
+    Effect.gen(function* () {
+      const config = yield* configFrom({})
+      assert.deepStrictEqual(config.roles, ["partner-api", "ingest-api", "enrollment", "console", "workers"])
+      assert.strictEqual(config.serviceEnv, "development")
+      assert.strictEqual(
+        Redacted.value(config.databaseUrl),
+        "postgres://postgres@127.0.0.1:5432/partner_service",
+      )
+      assert.strictEqual(config.natsUrl, "nats://127.0.0.1:4222")
+      assert.strictEqual(config.natsSubjectPrefix, "")
+      assert.deepStrictEqual(config.ports, {
+        "partner-api": 8080,
+        "ingest-api": 8081,
+        enrollment: 8082,
+        console: 8083,
+      })
+      assert.strictEqual(config.publicBaseUrl, "http://127.0.0.1:8080")
+      assert.strictEqual(config.ingestBaseUrl, "http://127.0.0.1:8081")
+      assert.strictEqual(config.enrollmentHost, "http://127.0.0.1:8082")
+      assert.isTrue(Option.isNone(config.masterKey))
+      assert.strictEqual(config.httpMaxBodyBytes, 2 * 1024 * 1024)
+      assert.strictEqual(config.webhook.backoffUnitMs, 1000)
+      assert.strictEqual(config.webhook.timeoutMs, 10_000)
+      assert.strictEqual(config.webhook.maxAttempts, 25)
+      assert.strictEqual(config.webhook.rateLimitPerMinute, 1000)
+      assert.isTrue(Option.isNone(config.webhook.extraCaFile))
+      assert.isTrue(config.webhook.allowPrivateDestinations)
+      assert.strictEqual(config.logLevel, "info")
+    }),
+  )
+
+  for (const { variable, value, shown, expected } of badValues) {
+    it.effect(
+      `fails naming ${variable} and its expected form when it is ${shown ?? JSON.stringify(value)}`,
+      () =>
+        Effect.gen(function* () {
+          const error = yield* configInvalid({ [variable]: value })
+          assert.strictEqual(error.variable, variable)
+          assert.strictEqual(error.received, value)
+          assert.include(error.message, variable)
+          assert.include(error.message, expected)
+        }),
+    )
+  }
+
+  for (const serviceEnv of ["staging", "production"]) {
+    it.effect(`requires MASTER_KEY when SERVICE_ENV is ${serviceEnv}`, () =>
+      Effect.gen(function* () {
+        const error = yield* configInvalid({ SERVICE_ENV: serviceEnv })
+        assert.strictEqual(error.variable, "MASTER_KEY")
+        assert.include(error.message, `SERVICE_ENV=${serviceEnv}`)
+        assert.include(error.message, MASTER_KEY_FORM)
+
+        const config = yield* configFrom({ SERVICE_ENV: serviceEnv, MASTER_KEY: masterKey })
+        assert.strictEqual(Redacted.value(Option.getOrThrow(config.masterKey)), masterKey)
+      }),
+    )
+  }
+
+  it.effect("refuses private webhook destinations by default in production only", () =>
+    Effect.gen(function* () {
+      const allowed = (env: Record<string, string>) =>
+        Effect.map(configFrom(env), (config) => config.webhook.allowPrivateDestinations)
+      assert.isFalse(yield* allowed({ SERVICE_ENV: "production", MASTER_KEY: masterKey }))
+      assert.isTrue(yield* allowed({ SERVICE_ENV: "staging", MASTER_KEY: masterKey }))
+      assert.isTrue(yield* allowed({ SERVICE_ENV: "development" }))
+      assert.isTrue(
+        yield* allowed({
+          SERVICE_ENV: "production",
+          MASTER_KEY: masterKey,
+          WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: "true",
+        }),
+      )
+      assert.isFalse(yield* allowed({ WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: "false" }))
+    }),
+  )
+
+  it.live("fails start-up naming the variable when PARTNER_API_PORT is not a port, and starts nothing", () =>
+    Effect.gen(function* () {
+      const env = isolatedEnv({ PARTNER_API_PORT: "abc", LOG_LEVEL: "info" })
+      yield* Effect.addFinalizer(() => Effect.promise(() => dropIsolated(env)))
+      const service = yield* spawnProcess(`${root}node_modules/.bin/tsx`, ["backend/main.ts"], {
+        cwd: root,
+        env,
+      })
+      const exit = yield* service.exited
+      assert.notStrictEqual(exit.code, 0, service.stderr())
+      assert.include(service.stderr(), "PARTNER_API_PORT")
+      assert.include(service.stderr(), PORT_FORM)
+      assert.strictEqual(service.stdout(), "", "the service logged as if it had started")
+      assert.isFalse(yield* databaseExists(env.DATABASE_URL!), "the database was created")
+      assert.deepStrictEqual(yield* streamsWithPrefix(env.NATS_SUBJECT_PREFIX!), [])
+    }),
+  )
+})

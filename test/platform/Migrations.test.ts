@@ -1,0 +1,147 @@
+import { readdirSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Context, Effect, Exit, Layer, Result } from "effect"
+import { AppConfig } from "../../backend/platform/Config.ts"
+import { Db, ensureDatabase } from "../../backend/platform/Db.ts"
+import { dropIsolated, isolatedEnv, testPlatform } from "../support/TestPlatform.ts"
+
+const migrationFiles = readdirSync(fileURLToPath(new URL("../../backend/migrations/", import.meta.url)))
+  .filter((file) => /^\d{4}_.+\.sql$/.test(file))
+  .sort()
+
+/** An empty database of the test's own, dropped when the test ends: migrations start from nothing. */
+const freshDatabase = Effect.acquireRelease(
+  Effect.sync(() => isolatedEnv()).pipe(Effect.tap((env) => ensureDatabase(env.DATABASE_URL!))),
+  (env) => Effect.promise(() => dropIsolated(env)),
+)
+
+/** A Db with a pool of its own, as each process of a deployment has. */
+const connectDb = (env: Record<string, string>) =>
+  Layer.build(Db.layer.pipe(Layer.provide(AppConfig.layerFrom(env)))).pipe(Effect.map(Context.get(Db)))
+
+const appliedVersions = (db: Db["Service"]) =>
+  db.query((sql) => sql<Array<{ version: string }>>`select version from schema_migrations order by version`)
+
+const tableNames = (db: Db["Service"]) =>
+  db.query(
+    (sql) => sql<Array<{ table_name: string }>>`
+      select table_name from information_schema.tables where table_schema = 'public' order by table_name`,
+  )
+
+describe("migrate", () => {
+  it.live("applies each migration file once when run twice", () =>
+    Effect.gen(function* () {
+      const db = yield* connectDb(yield* freshDatabase)
+      assert.deepStrictEqual(yield* db.migrate, migrationFiles)
+      assert.deepStrictEqual(yield* db.migrate, [])
+      assert.deepStrictEqual(
+        (yield* appliedVersions(db)).map((row) => row.version),
+        migrationFiles,
+      )
+    }),
+  )
+
+  it.live("applies every file exactly once when two processes migrate at the same time", () =>
+    Effect.gen(function* () {
+      const env = yield* freshDatabase
+      const first = yield* connectDb(env)
+      const second = yield* connectDb(env)
+      const [a, b] = yield* Effect.all([first.migrate, second.migrate], { concurrency: "unbounded" })
+      assert.deepStrictEqual([...a, ...b].sort(), migrationFiles)
+      // The later one waits for the earlier one's run to commit, then finds nothing left to apply.
+      assert.sameMembers([a.length, b.length], [migrationFiles.length, 0])
+      assert.deepStrictEqual(
+        (yield* appliedVersions(first)).map((row) => row.version),
+        migrationFiles,
+      )
+    }),
+  )
+
+  it.live("creates the outbox with its 16 partitions and the dead letters table", () =>
+    Effect.gen(function* () {
+      const db = yield* connectDb(yield* freshDatabase)
+      yield* db.migrate
+      const tables = (yield* tableNames(db)).map((row) => row.table_name)
+      for (const table of ["outbox", "outbox_partitions", "dead_letters", "schema_migrations"]) {
+        assert.include(tables, table)
+      }
+      const partitions = yield* db.query(
+        (sql) =>
+          sql<Array<{ partition: number }>>`select partition from outbox_partitions order by partition`,
+      )
+      assert.deepStrictEqual(
+        partitions.map((row) => row.partition),
+        Array.from({ length: 16 }, (_, i) => i),
+      )
+    }),
+  )
+})
+
+const notes = Effect.gen(function* () {
+  const db = yield* Db
+  const rows = yield* db.query((sql) => sql<Array<{ note: string }>>`select note from ledger order by note`)
+  return rows.map((row) => row.note)
+})
+
+const write = (note: string) =>
+  Effect.gen(function* () {
+    const db = yield* Db
+    yield* db.query((sql) => sql`insert into ledger (note) values (${note})`)
+  })
+
+describe("Db.transaction", () => {
+  layer(testPlatform().layer, { excludeTestServices: true })((it) => {
+    it.effect("commits the work of an effect that succeeds", () =>
+      Effect.gen(function* () {
+        const db = yield* Db
+        yield* db.query((sql) => sql`create table ledger (note text primary key)`)
+        const result = yield* db.transaction(write("committed").pipe(Effect.as("done")))
+        assert.strictEqual(result, "done")
+        assert.include(yield* notes, "committed")
+      }),
+    )
+
+    it.effect("rolls back the work of an effect that fails, and returns its failure", () =>
+      Effect.gen(function* () {
+        const db = yield* Db
+        const error = yield* db
+          .transaction(write("failed").pipe(Effect.andThen(Effect.fail("rejected" as const))))
+          .pipe(Effect.flip)
+        assert.strictEqual(error, "rejected")
+        assert.notInclude(yield* notes, "failed")
+      }),
+    )
+
+    it.effect("rolls back the work of an effect that dies, and dies with its defect", () =>
+      Effect.gen(function* () {
+        const db = yield* Db
+        const boom = new Error("boom")
+        const exit = yield* db
+          .transaction(write("died").pipe(Effect.andThen(Effect.die(boom))))
+          .pipe(Effect.exit)
+        assert.deepStrictEqual(Exit.findDefect(exit), Result.succeed(boom))
+        assert.notInclude(yield* notes, "died")
+      }),
+    )
+
+    it.effect("rolls back an inner transaction's work when the outer one fails", () =>
+      Effect.gen(function* () {
+        const db = yield* Db
+        const seenInside = yield* db
+          .transaction(
+            Effect.gen(function* () {
+              yield* db.transaction(write("inner"))
+              yield* write("outer")
+              return yield* Effect.fail(yield* notes)
+            }),
+          )
+          .pipe(Effect.flip)
+        assert.includeMembers(seenInside, ["inner", "outer"])
+        const after = yield* notes
+        assert.notInclude(after, "inner")
+        assert.notInclude(after, "outer")
+      }),
+    )
+  })
+})
