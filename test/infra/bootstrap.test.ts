@@ -1,6 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { chmodSync, mkdtempSync, rmSync } from "node:fs"
-import net from "node:net"
 import os from "node:os"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -8,6 +7,7 @@ import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import postgres from "postgres"
 import { afterAll, describe, expect, it } from "vitest"
+import { answers, freePort } from "../support/Net.ts"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 const BOOTSTRAP = path.join(ROOT, "infra", "bootstrap.mjs")
@@ -28,30 +28,6 @@ function bootstrap(command: string, env: NodeJS.ProcessEnv): Promise<Run> {
       (error, stdout, stderr) =>
         resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr }),
     )
-  })
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-function answers(port: number, host = "127.0.0.1"): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port })
-    const done = (ok: boolean) => {
-      socket.destroy()
-      resolve(ok)
-    }
-    socket.setTimeout(1000, () => done(false))
-    socket.once("connect", () => done(true))
-    socket.once("error", () => done(false))
   })
 }
 

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import net from "node:net"
 import os from "node:os"
 import path from "node:path"
 import { assert, describe, it, layer } from "@effect/vitest"
@@ -8,15 +7,8 @@ import { Effect, Layer, Logger } from "effect"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { eventually } from "../support/Streams.ts"
+import { answers, freePort } from "../support/Net.ts"
 import { isolatedEnv, testPlatform } from "../support/TestPlatform.ts"
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 
 const natsServer = (port: number, storeDir: string): ChildProcess =>
   spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdio: "ignore" })
@@ -68,15 +60,7 @@ describe("Nats", () => {
       const env = isolatedEnv({ NATS_URL: `nats://127.0.0.1:${port}` })
       yield* Effect.gen(function* () {
         yield* eventually(
-          Effect.promise(
-            () =>
-              new Promise<boolean>((resolve) =>
-                net
-                  .connect(port, "127.0.0.1")
-                  .once("connect", () => resolve(true))
-                  .once("error", () => resolve(false)),
-              ),
-          ),
+          Effect.promise(() => answers(port)),
           (up) => up,
         )
         yield* Layer.build(
