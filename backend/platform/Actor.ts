@@ -162,17 +162,23 @@ export const runActor = <A, R>(
           maxAckPending: 1,
         })
         const consumer = yield* Effect.promise(() => nats.js.consumers.get(stream, name))
-        const messages = yield* Effect.promise(() => consumer.consume({ max_messages: PULL_BATCH }))
-        open.add(messages)
+        const messages = yield* Effect.acquireRelease(
+          Effect.promise(() => consumer.consume({ max_messages: PULL_BATCH })).pipe(
+            Effect.tap((messages) => Effect.sync(() => open.add(messages))),
+          ),
+          (messages) => Effect.sync(() => (open.delete(messages), messages.stop())),
+        )
         const iterator = messages[Symbol.asyncIterator]()
         while (true) {
           const next = yield* Effect.promise(() => iterator.next())
-          if (next.done) break
+          if (next.done) {
+            if (yield* Ref.get(stopping)) return
+            return yield* Effect.die(new Error(`pull on ${name} ended`))
+          }
           if (yield* Ref.get(stopping)) next.value.nak()
           else yield* process(next.value, partition)
         }
-        open.delete(messages)
-      })
+      }).pipe(Effect.scoped)
 
     const pullLoop = (partition: number) =>
       consumePartition(partition).pipe(

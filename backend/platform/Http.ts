@@ -181,7 +181,15 @@ export const gatewayLayer = <R>(role: HttpRole, routes: ReadonlyArray<Route<R>>)
       const config = yield* AppConfig
       const ports = yield* ListeningPorts
       const context = yield* Effect.context<R | Db | Nats>()
-      const app = new H3()
+      // Errors h3 raises before routing (a malformed percent-encoded path) get the contract's shape too.
+      const app = new H3({
+        onError: (error) => {
+          const status = error.status >= 400 && error.status < 500 ? error.status : 500
+          const response = endpointError(status, STATUS_CODES[status] ? `${STATUS_CODES[status]}.` : "Error.")
+          response.headers.set("x-request-id", randomUUID())
+          return response
+        },
+      })
 
       const run = (route: Route<R | Db | Nats>, event: H3Event) => {
         const incoming = event.req.headers.get("x-request-id")

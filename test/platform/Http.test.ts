@@ -133,6 +133,17 @@ describe("gateways of the service", () => {
       }),
     )
 
+    it.effect("answers a malformed percent-encoded path with 400 in the contract's shape on every port", () =>
+      Effect.gen(function* () {
+        for (const [role, port] of yield* gatewayPorts) {
+          const answer = yield* request(port, "/partners/%ZZ/units")
+          assert.strictEqual(answer.status, 400, role)
+          assert.deepStrictEqual(JSON.parse(answer.text), { status_code: 400, error: "Bad Request." }, role)
+          assert.isNotNull(answer.headers.get("x-request-id"), role)
+        }
+      }),
+    )
+
     it.effect("echoes the client's X-Request-Id on every port", () =>
       Effect.gen(function* () {
         for (const [role, port] of yield* gatewayPorts) {
