@@ -5,7 +5,7 @@ import { relayLayer } from "./platform/Outbox.ts"
 import { PlatformLayer } from "./platform/Platform.ts"
 
 /** Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. */
-const routesByRole: Record<HttpRole, ReadonlyArray<Route<never>>> = {
+export const routesByRole: Record<HttpRole, ReadonlyArray<Route<never>>> = {
   "partner-api": [],
   "ingest-api": [],
   enrollment: [],

@@ -81,6 +81,12 @@ export const errorResponse = (error: ApiError): Response => {
   }
 }
 
+/** Who made an authenticated request: filled by the gateway's guard on every non-public route. */
+export interface Caller {
+  readonly clientId: string
+  readonly scopes: ReadonlySet<string>
+}
+
 export interface HttpRequest {
   readonly method: string
   readonly path: string
@@ -92,15 +98,43 @@ export interface HttpRequest {
   readonly bytes: Effect.Effect<Uint8Array, PayloadTooLarge | BadRequest>
   /** The body parsed as JSON. */
   readonly json: Effect.Effect<unknown, PayloadTooLarge | BadRequest>
+  /** Undefined only on public routes. */
+  readonly caller: Caller | undefined
+}
+
+/** What the reference documents about a route; one schema per wire shape, the same that decodes/encodes. */
+export interface RouteDoc {
+  readonly summary: string
+  readonly description?: string
+  readonly tag: string
+  readonly body?: Schema.Top
+  readonly responses: ReadonlyArray<{
+    readonly status: number
+    readonly description: string
+    readonly schema?: Schema.Top
+  }>
 }
 
 export interface Route<R = never> {
   readonly method: HTTPMethod
-  /** h3 route pattern, e.g. `/partners/:owner_slug/units`. */
+  /** h3 route pattern, e.g. `/partners/:owner_slug/units`; `:owner_slug` and `:provider` are checked by the guard. */
   readonly path: string
-  /** OAuth scope the gateway requires; routes without one are public (token, docs, health). */
-  readonly scope?: string
+  /** `public` (token, docs, health) or the OAuth scope a token must carry. */
+  readonly access: "public" | { readonly scope: string }
+  /** Present on routes that appear in the gateway's OpenAPI document. */
+  readonly doc?: RouteDoc
   readonly handle: (request: HttpRequest) => Effect.Effect<Response, ApiError, R>
+}
+
+/**
+ * Authenticates a request for a non-public route: token, scope, then the owner or provider in the path.
+ * Fails with Unauthorized (401), Forbidden (403), NotFound (unknown slug) or TooManyRequests.
+ */
+export interface Guard<R = never> {
+  readonly authenticate: (
+    route: Route<unknown>,
+    request: Omit<HttpRequest, "caller">,
+  ) => Effect.Effect<Caller, Unauthorized | Forbidden | NotFound | TooManyRequests, R>
 }
 
 /** The port each gateway bound, for logs, tests and links when a port of 0 was configured. */
@@ -158,11 +192,17 @@ const readiness = Effect.gen(function* () {
 })
 
 const observabilityRoutes: ReadonlyArray<Route<Db | Nats>> = [
-  { method: "GET", path: "/healthz", handle: () => Effect.succeed(json(200, { status: "ok" })) },
-  { method: "GET", path: "/readyz", handle: () => readiness },
+  {
+    method: "GET",
+    path: "/healthz",
+    access: "public",
+    handle: () => Effect.succeed(json(200, { status: "ok" })),
+  },
+  { method: "GET", path: "/readyz", access: "public", handle: () => readiness },
   {
     method: "GET",
     path: "/metrics",
+    access: "public",
     handle: () =>
       Effect.promise(() => registry.metrics()).pipe(
         Effect.map((text) => new Response(text, { headers: { "content-type": registry.contentType } })),
@@ -171,16 +211,30 @@ const observabilityRoutes: ReadonlyArray<Route<Db | Nats>> = [
 ]
 
 /**
- * One h3 app on the role's port: health, readiness and metrics, then `routes`, then a JSON 404. Every response
- * carries `X-Request-Id`, every log line of the request is annotated with it, bad input never becomes a 500,
- * and a defect becomes a logged 500 in the contract's shape. The server closes when the layer's scope does.
+ * One h3 app on the role's port: health, readiness and metrics, then `routes`, then a JSON 404. A non-public
+ * route runs only after `guard` accepted the caller (without a guard it is refused). Every response carries
+ * `X-Request-Id`, every log line of the request is annotated with it, bad input never becomes a 500, and a
+ * defect becomes a logged 500 in the contract's shape. The server closes when the layer's scope does.
  */
-export const gatewayLayer = <R>(role: HttpRole, routes: ReadonlyArray<Route<R>>) =>
+export const gatewayLayer = <R, G = never>(
+  role: HttpRole,
+  routes: ReadonlyArray<Route<R>>,
+  guard?: Guard<G>,
+) =>
   Layer.effectDiscard(
     Effect.gen(function* () {
       const config = yield* AppConfig
       const ports = yield* ListeningPorts
-      const context = yield* Effect.context<R | Db | Nats>()
+      const context = yield* Effect.context<R | G | Db | Nats>()
+      const authenticate = (
+        route: Route<unknown>,
+        request: Omit<HttpRequest, "caller">,
+      ): Effect.Effect<Caller | undefined, Unauthorized | Forbidden | NotFound | TooManyRequests, G> =>
+        route.access === "public"
+          ? Effect.succeed(undefined)
+          : guard
+            ? guard.authenticate(route, request)
+            : Effect.fail(new Unauthorized())
       // Errors h3 raises before routing (a malformed percent-encoded path) get the contract's shape too.
       const app = new H3({
         onError: (error) => {
@@ -195,7 +249,7 @@ export const gatewayLayer = <R>(role: HttpRole, routes: ReadonlyArray<Route<R>>)
         const incoming = event.req.headers.get("x-request-id")
         const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID()
         const url = new URL(event.req.url)
-        const request: HttpRequest = {
+        const request: Omit<HttpRequest, "caller"> = {
           method: event.req.method,
           path: url.pathname,
           params: event.context.params ?? {},
@@ -206,7 +260,8 @@ export const gatewayLayer = <R>(role: HttpRole, routes: ReadonlyArray<Route<R>>)
           json: Effect.flatMap(readBody(event.req, config.httpMaxBodyBytes), parseJson),
         }
         const started = performance.now()
-        const respond = route.handle(request).pipe(
+        const respond = authenticate(route as Route<unknown>, request).pipe(
+          Effect.flatMap((caller) => route.handle({ ...request, caller })),
           Effect.catch((error) => Effect.succeed(errorResponse(error))),
           Effect.catchCause((cause) =>
             Effect.logError("request failed").pipe(
@@ -236,6 +291,7 @@ export const gatewayLayer = <R>(role: HttpRole, routes: ReadonlyArray<Route<R>>)
       const notFound: Route = {
         method: "GET",
         path: "/**",
+        access: "public",
         handle: () => Effect.fail(new NotFound({ message: "Not found." })),
       }
       app.all("/**", (event) => run(notFound, event))

@@ -210,12 +210,34 @@ const captureLogs = Layer.merge(
 )
 
 const routes: ReadonlyArray<Route> = [
-  { method: "POST", path: "/echo", handle: (req) => Effect.map(req.json, (body) => json(200, body)) },
-  { method: "GET", path: "/die", handle: () => Effect.die(new Error("a bug in the handler")) },
-  { method: "GET", path: "/log", handle: () => Effect.logInfo("inside").pipe(Effect.as(json(200, {}))) },
+  {
+    method: "POST",
+    path: "/echo",
+    access: "public",
+    handle: (req) => Effect.map(req.json, (body) => json(200, body)),
+  },
+  {
+    method: "GET",
+    path: "/die",
+    access: "public",
+    handle: () => Effect.die(new Error("a bug in the handler")),
+  },
+  {
+    method: "GET",
+    path: "/log",
+    access: "public",
+    handle: () => Effect.logInfo("inside").pipe(Effect.as(json(200, {}))),
+  },
+  {
+    method: "GET",
+    path: "/guarded",
+    access: { scope: "owners:write" },
+    handle: () => Effect.succeed(json(200, {})),
+  },
   ...failures.map(({ error }): Route => ({
     method: "GET",
     path: `/fail/${error._tag}`,
+    access: "public",
     handle: () => Effect.fail(error),
   })),
 ]
@@ -312,6 +334,14 @@ describe("gatewayLayer", () => {
         assert.strictEqual(answer.text, `{"status_code":500,"error":"Internal server error."}`)
         assert.strictEqual((yield* partnerApi("/healthz")).status, 200)
         assert.strictEqual((yield* partnerApi("/echo", postJson(`{"after":"defect"}`))).status, 200)
+      }),
+    )
+
+    it.effect("refuses a route that needs a scope when the gateway has no guard", () =>
+      Effect.gen(function* () {
+        const answer = yield* partnerApi("/guarded")
+        assert.strictEqual(answer.status, 401)
+        assert.strictEqual(answer.text, '{"message":"Unauthorized"}')
       }),
     )
 
