@@ -1,7 +1,6 @@
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Effect } from "effect"
+import { CliUsage } from "./Usage.ts"
 import { isNotFound, type JsMsg, Nats, Streams, type StreamBase, subjectsOverlap } from "../platform/Nats.ts"
-
-export class TailUsage extends Schema.TaggedError<TailUsage>()("TailUsage", { message: Schema.String }) {}
 
 const UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
 
@@ -48,7 +47,7 @@ export const tail = Effect.fn("cli.tail")(function* (
   const since =
     options.since === undefined ? undefined : parseSince(options.since, yield* Clock.currentTimeMillis)
   if (options.since !== undefined && since === undefined) {
-    return yield* new TailUsage({
+    return yield* new CliUsage({
       message: `--since takes a duration such as 10m, 2h or 1d, or an ISO time; got ${options.since}`,
     })
   }
@@ -64,7 +63,7 @@ export const tail = Effect.fn("cli.tail")(function* (
   // JetStream refuses a consumer whose filter the stream cannot hold, so a mismatched --stream is a usage error.
   const streams = chosen.filter((s) => subjectsOverlap(s.subjects, subject))
   if (streams.length === 0) {
-    return yield* new TailUsage({
+    return yield* new CliUsage({
       message: `no stream${options.stream ? ` named ${options.stream}` : ""} holds subjects matching ${pattern}; streams: ${known.map((s) => `${s.name} (${nats.unprefixed(s.subjects)})`).join(", ")}`,
     })
   }
@@ -76,7 +75,7 @@ export const tail = Effect.fn("cli.tail")(function* (
       ),
     )
     if (!exists) {
-      return yield* new TailUsage({
+      return yield* new CliUsage({
         message: `stream ${stream.name} does not exist yet: start the service or run \`npm run cli -- migrate\` first`,
       })
     }

@@ -1,11 +1,13 @@
-import { parseArgs } from "node:util"
 import { Effect, Layer } from "effect"
+import { Auth } from "../auth/Auth.ts"
 import { AppConfig, loadAppConfig } from "../platform/Config.ts"
 import { Nats } from "../platform/Nats.ts"
 import { runMain } from "../platform/Main.ts"
 import { loggerLayer } from "../platform/Observability.ts"
 import { PlatformLayer } from "../platform/Platform.ts"
-import { tail, TailUsage } from "./Tail.ts"
+import { clients, keys } from "./Clients.ts"
+import { tail } from "./Tail.ts"
+import { CliUsage, parse } from "./Usage.ts"
 
 const USAGE = `usage: npm run cli -- <command>
 
@@ -14,23 +16,36 @@ commands:
   tail <subject-pattern> [--since 10m] [--stream NAME]
                                             print messages on matching subjects (e.g. 'events.acme.>'),
                                             then follow new ones until ctrl-C
+  clients create --gateway partner|ingest --name NAME [--scopes "s1 s2"] [--owners slug1,slug2]
+                 [--provider NAME] [--source CODE]
+                                            create an API client; prints its id and secret (shown once)
+  clients list                              every client with its grants (never a secret)
+  clients grant CLIENT_ID --owners slug1,slug2
+                                            let a client act for more owners
+  clients revoke CLIENT_ID                  refuse the client's credentials and tokens from now on
+  keys rotate                               sign new tokens with a new key (old tokens stay valid until expiry)
 `
+
+/** The platform and authentication, for commands that manage clients. */
+const withAuth = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(Effect.provide(Auth.layer), Effect.provide(PlatformLayer))
 
 const commands = {
   migrate: () =>
     Effect.scoped(Layer.build(PlatformLayer)).pipe(
       Effect.andThen(Effect.sync(() => process.stdout.write("database migrated and streams provisioned\n"))),
     ),
-  tail: (args: ReadonlyArray<string>) => {
-    const { positionals, values } = parseArgs({
-      args: [...args],
-      allowPositionals: true,
-      options: { since: { type: "string" }, stream: { type: "string" } },
-    })
-    if (positionals.length !== 1)
-      return Effect.fail(new TailUsage({ message: "tail takes one subject pattern" }))
-    return Effect.scoped(tail(positionals[0]!, values)).pipe(Effect.provide(Nats.layer))
-  },
+  tail: (args: ReadonlyArray<string>) =>
+    Effect.gen(function* () {
+      const { positionals, values } = yield* parse(args, {
+        since: { type: "string" },
+        stream: { type: "string" },
+      })
+      if (positionals.length !== 1) return yield* new CliUsage({ message: "tail takes one subject pattern" })
+      return yield* Effect.scoped(tail(positionals[0]!, values)).pipe(Effect.provide(Nats.layer))
+    }),
+  clients: (args: ReadonlyArray<string>) => withAuth(clients(args)),
+  keys: (args: ReadonlyArray<string>) => withAuth(keys(args)),
 }
 
 const program = Effect.gen(function* () {
@@ -51,7 +66,8 @@ const program = Effect.gen(function* () {
 }).pipe(
   Effect.catchTags({
     ConfigInvalid: (error) => fail(error.message),
-    TailUsage: (error) => fail(`${error.message}\n\n${USAGE}`),
+    CliUsage: (error) => fail(`${error.message}\n\n${USAGE}`),
+    ClientCommandRejected: (error) => fail(error.message),
   }),
 )
 

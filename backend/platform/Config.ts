@@ -91,6 +91,9 @@ export interface AppConfigShape {
   readonly publicBaseUrl: string
   readonly ingestBaseUrl: string
   readonly enrollmentHost: string
+  /** The `aud` each gateway's tokens carry and require; issued to partners with their credentials. */
+  readonly audiences: { readonly partner: string; readonly ingest: string }
+  readonly tokenTtlSeconds: number
   /** base64 of 32 bytes; absent in development until the local key file is created by Crypto */
   readonly masterKey: Option.Option<Redacted.Redacted<string>>
   readonly httpMaxBodyBytes: number
@@ -137,6 +140,19 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         expected: `set outside development (SERVICE_ENV=${serviceEnv}): the base64 encoding of 32 random bytes`,
       })
     }
+    const publicBaseUrl = yield* setting("PUBLIC_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
+      localUrl(ports["partner-api"]),
+    )
+    const ingestBaseUrl = yield* setting("INGEST_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
+      localUrl(ports["ingest-api"]),
+    )
+    const audience = (name: string, fallback: string) =>
+      setting(
+        name,
+        "a non-empty audience string without spaces (usually a URL)",
+        (v) => (/\s/.test(v) ? undefined : v),
+        () => fallback,
+      )
     return {
       roles: yield* setting("ROLES", `a comma-separated list of ${Roles.join(", ")}`, roles, () => [
         ...Roles,
@@ -169,14 +185,20 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         () => 1,
       ),
       ports,
-      publicBaseUrl: yield* setting("PUBLIC_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
-        localUrl(ports["partner-api"]),
-      ),
-      ingestBaseUrl: yield* setting("INGEST_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
-        localUrl(ports["ingest-api"]),
-      ),
+      publicBaseUrl,
+      ingestBaseUrl,
       enrollmentHost: yield* setting("ENROLLMENT_HOST", "an http(s) URL", url(["http:", "https:"]), () =>
         localUrl(ports.enrollment),
+      ),
+      audiences: {
+        partner: yield* audience("PARTNER_API_AUDIENCE", publicBaseUrl),
+        ingest: yield* audience("INGEST_API_AUDIENCE", ingestBaseUrl),
+      },
+      tokenTtlSeconds: yield* setting(
+        "TOKEN_TTL_SECONDS",
+        "a whole number of seconds from 60 to 86400",
+        integer(60, 86_400),
+        () => 8600,
       ),
       masterKey: masterKeyValue,
       httpMaxBodyBytes: yield* setting(

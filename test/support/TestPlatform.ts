@@ -21,6 +21,7 @@ export const isolatedEnv = (overrides: Record<string, string> = {}) => {
     NATS_URL: natsUrl,
     NATS_SUBJECT_PREFIX: `t${id}`,
     LOG_LEVEL: "warn",
+    MASTER_KEY: randomBytes(32).toString("base64"),
     ...overrides,
   } as Record<string, string>
 }

@@ -1,0 +1,319 @@
+import { Clock, Context, Effect, Layer, Ref, Schedule, Schema } from "effect"
+import { exportJWK, generateKeyPair, importJWK, type JWK, jwtVerify, SignJWT } from "jose"
+import { AppConfig } from "../platform/Config.ts"
+import { Crypto, decoyHash, hashSecret, randomToken, verifySecret } from "../platform/Crypto.ts"
+import { Db } from "../platform/Db.ts"
+import { Unauthorized } from "../platform/Http.ts"
+import {
+  type Client,
+  ClientCommandRejected,
+  type Gateway,
+  InvalidClient,
+  InvalidTokenRequest,
+  TokenRequest,
+  TokenRequestsBlocked,
+} from "./Domain.ts"
+import { AuthRepo, type StoredKey } from "./Repo.ts"
+import { gatewayScopes, isScope } from "./Scopes.ts"
+
+const ALGORITHM = "ES256"
+/** Failed token requests allowed before a client id is slowed down, and the longest block. */
+const FREE_FAILURES = 5
+const MAX_BLOCK_SECONDS = 15 * 60
+const KEY_REFRESH = "30 seconds"
+/** Serializes creating the first signing key across processes starting at once. */
+const KEY_LOCK = 7_239_002
+
+export interface AuthenticatedCaller {
+  readonly clientId: string
+  /** The token's scopes that the client is still granted. */
+  readonly scopes: ReadonlySet<string>
+  readonly provider: string | null
+}
+
+type Key = Awaited<ReturnType<typeof generateKeyPair>>["privateKey"]
+
+interface SigningKeys {
+  /** The newest unretired key: the one that signs. */
+  readonly active: { readonly kid: string; readonly privateKey: Key }
+  /** Every key that may verify, by kid. */
+  readonly verifying: ReadonlyMap<string, Key>
+  readonly jwks: ReadonlyArray<JWK>
+}
+
+const decodeTokenRequest = Schema.decodeUnknownEffect(TokenRequest)
+
+export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
+  make: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const repo = yield* AuthRepo
+    const db = yield* Db
+    const crypto = yield* Crypto
+    const decoy = yield* decoyHash
+
+    const issuer = (gateway: Gateway) => (gateway === "partner" ? config.publicBaseUrl : config.ingestBaseUrl)
+
+    const newKey = Effect.gen(function* () {
+      const { privateKey, publicKey } = yield* Effect.promise(() =>
+        generateKeyPair(ALGORITHM, { extractable: true }),
+      )
+      const kid = `key_${randomToken(12)}`
+      const publicJwk = {
+        ...(yield* Effect.promise(() => exportJWK(publicKey))),
+        kid,
+        alg: ALGORITHM,
+        use: "sig",
+      }
+      const privateJwk = yield* Effect.promise(() => exportJWK(privateKey))
+      const privateJwkSealed = yield* crypto.seal(new TextEncoder().encode(JSON.stringify(privateJwk)))
+      yield* repo.insertKey({ kid, algorithm: ALGORITHM, publicJwk, privateJwkSealed })
+      return kid
+    })
+
+    const load = (stored: ReadonlyArray<StoredKey>) =>
+      Effect.gen(function* () {
+        const signing = stored.find((k) => k.retiredAt === null) ?? stored[0]
+        if (signing === undefined) return yield* Effect.die(new Error("no signing key"))
+        const privateJwk = JSON.parse((yield* crypto.open(signing.privateJwkSealed)).toString("utf8")) as JWK
+        const verifying = new Map<string, Key>()
+        for (const key of stored) {
+          verifying.set(key.kid, (yield* Effect.promise(() => importJWK(key.publicJwk, ALGORITHM))) as Key)
+        }
+        const active = {
+          kid: signing.kid,
+          privateKey: (yield* Effect.promise(() => importJWK(privateJwk, ALGORITHM))) as Key,
+        }
+        return { active, verifying, jwks: stored.map((k) => k.publicJwk as JWK) } satisfies SigningKeys
+      })
+
+    const readKeys = Effect.gen(function* () {
+      const live = yield* repo.liveKeys(config.tokenTtlSeconds)
+      if (live.some((k) => k.retiredAt === null)) return live
+      yield* db.transaction(
+        Effect.gen(function* () {
+          yield* db.query((sql) => sql`select pg_advisory_xact_lock(${KEY_LOCK})`)
+          const again = yield* repo.liveKeys(config.tokenTtlSeconds)
+          if (!again.some((k) => k.retiredAt === null)) yield* newKey
+        }),
+      )
+      return yield* repo.liveKeys(config.tokenTtlSeconds)
+    })
+
+    const keys = yield* Ref.make(yield* Effect.flatMap(readKeys, load))
+    const refreshKeys = Effect.flatMap(readKeys, load).pipe(Effect.flatMap((k) => Ref.set(keys, k)))
+    // Another process may rotate the keys; pick the change up without a restart.
+    yield* Effect.forkScoped(
+      refreshKeys.pipe(
+        Effect.catchCause((cause) =>
+          Effect.logWarning("signing key refresh failed", { cause: String(cause) }),
+        ),
+        Effect.repeat(Schedule.spaced(KEY_REFRESH)),
+      ),
+    )
+
+    const createClient = Effect.fn("Auth.createClient")(function* (input: {
+      readonly gateway: Gateway
+      readonly name: string
+      readonly scopes?: ReadonlyArray<string> | undefined
+      readonly owners?: ReadonlyArray<string> | undefined
+      readonly provider?: string | undefined
+      readonly source?: string | undefined
+    }) {
+      const allowed: ReadonlyArray<string> = gatewayScopes[input.gateway]
+      const scopes = input.scopes ?? allowed
+      const refused = scopes.filter((s) => !isScope(s) || !allowed.includes(s))
+      if (refused.length > 0) {
+        return yield* new ClientCommandRejected({
+          message: `scopes not available on the ${input.gateway} gateway: ${refused.join(", ")} (available: ${allowed.join(", ")})`,
+        })
+      }
+      const id = `cli_${randomToken(12)}`
+      const secret = randomToken(32)
+      yield* db.transaction(
+        Effect.gen(function* () {
+          yield* repo.insertClient({
+            id,
+            gateway: input.gateway,
+            name: input.name,
+            secretHash: yield* hashSecret(secret),
+            scopes,
+            provider: input.provider ?? null,
+            source: input.source ?? null,
+          })
+          yield* grantOwners(id, input.owners ?? [])
+        }),
+      )
+      return { clientId: id, clientSecret: secret }
+    })
+
+    const grantOwners = Effect.fn("Auth.grantOwners")(function* (
+      clientId: string,
+      slugs: ReadonlyArray<string>,
+    ) {
+      const owners = yield* repo.ownersBySlug(slugs)
+      const unknown = slugs.filter((slug) => !owners.some((o) => o.slug === slug))
+      if (unknown.length > 0) {
+        return yield* new ClientCommandRejected({ message: `unknown owner slugs: ${unknown.join(", ")}` })
+      }
+      if ((yield* repo.findClient(clientId)) === undefined) {
+        return yield* new ClientCommandRejected({ message: `no client ${clientId}` })
+      }
+      yield* repo.grantOwners(
+        clientId,
+        owners.map((o) => o.id),
+      )
+    })
+
+    /** Counts a failure and answers as for any rejected credential. */
+    const reject = (clientId: string) =>
+      Effect.gen(function* () {
+        const now = new Date(yield* Clock.currentTimeMillis)
+        yield* repo.recordFailure(clientId, now, FREE_FAILURES, MAX_BLOCK_SECONDS)
+        return yield* new InvalidClient()
+      })
+
+    const issueToken = Effect.fn("Auth.issueToken")(function* (gateway: Gateway, body: unknown) {
+      const request = yield* decodeTokenRequest(body).pipe(
+        Effect.mapError(
+          () =>
+            new InvalidTokenRequest({
+              error: "invalid_request",
+              description: "grant_type, client_id, client_secret and audience are required strings.",
+            }),
+        ),
+      )
+      if (request.grant_type !== "client_credentials") {
+        return yield* new InvalidTokenRequest({
+          error: "unsupported_grant_type",
+          description: "Only the client_credentials grant is supported.",
+        })
+      }
+      const now = yield* Clock.currentTimeMillis
+      const blockedUntil = yield* repo.blockedUntil(request.client_id)
+      if (blockedUntil !== undefined && blockedUntil.getTime() > now) {
+        return yield* new TokenRequestsBlocked({
+          retryAfterSeconds: Math.ceil((blockedUntil.getTime() - now) / 1000),
+        })
+      }
+      const client = yield* repo.findClient(request.client_id)
+      // The hash is checked even for an unknown id, so timing does not tell which ids exist.
+      const secretMatches = yield* verifySecret(request.client_secret, client?.secretHash ?? decoy)
+      if (
+        client === undefined ||
+        !secretMatches ||
+        client.revokedAt !== null ||
+        client.gateway !== gateway ||
+        request.audience !== config.audiences[gateway]
+      ) {
+        return yield* reject(request.client_id)
+      }
+      const requested = request.scope?.split(/\s+/).filter((s) => s !== "")
+      const scopes =
+        requested === undefined || requested.length === 0 ? client.scopes : [...new Set(requested)]
+      const outside = scopes.filter((s) => !client.scopes.includes(s))
+      if (outside.length > 0) {
+        return yield* new InvalidTokenRequest({
+          error: "invalid_scope",
+          description: `Scopes not granted to this client: ${outside.join(" ")}.`,
+        })
+      }
+      yield* repo.clearFailures(client.id)
+      const { active } = yield* Ref.get(keys)
+      const issuedAt = Math.floor(now / 1000)
+      const accessToken = yield* Effect.promise(() =>
+        new SignJWT({ scope: scopes.join(" ") })
+          .setProtectedHeader({ alg: ALGORITHM, kid: active.kid, typ: "JWT" })
+          .setIssuer(issuer(gateway))
+          .setSubject(client.id)
+          .setAudience(config.audiences[gateway])
+          .setIssuedAt(issuedAt)
+          .setExpirationTime(issuedAt + config.tokenTtlSeconds)
+          .setJti(randomToken(12))
+          .sign(active.privateKey),
+      )
+      return {
+        access_token: accessToken,
+        token_type: "Bearer" as const,
+        scope: scopes.join(" "),
+        expires_in: config.tokenTtlSeconds,
+      }
+    })
+
+    /** The caller behind `Authorization: Bearer <token>` on `gateway`, or Unauthorized. */
+    const authenticate = Effect.fn("Auth.authenticate")(function* (
+      gateway: Gateway,
+      authorization: string | null,
+    ) {
+      const token = /^Bearer ([A-Za-z0-9_.-]+)$/i.exec(authorization?.trim() ?? "")?.[1]
+      if (token === undefined) return yield* new Unauthorized()
+      const now = yield* Clock.currentTimeMillis
+      const { verifying } = yield* Ref.get(keys)
+      const verified = yield* Effect.tryPromise(() =>
+        jwtVerify(
+          token,
+          (header) => {
+            const key = header.kid === undefined ? undefined : verifying.get(header.kid)
+            if (key === undefined) throw new Error("unknown key")
+            return key
+          },
+          {
+            issuer: issuer(gateway),
+            audience: config.audiences[gateway],
+            algorithms: [ALGORITHM],
+            currentDate: new Date(now),
+            requiredClaims: ["sub", "exp", "iat"],
+          },
+        ),
+      ).pipe(Effect.mapError(() => new Unauthorized()))
+      const client = yield* repo.findClient(verified.payload.sub ?? "")
+      if (client === undefined || client.revokedAt !== null || client.gateway !== gateway) {
+        return yield* new Unauthorized()
+      }
+      const claimed = typeof verified.payload.scope === "string" ? verified.payload.scope.split(" ") : []
+      return {
+        clientId: client.id,
+        scopes: new Set(claimed.filter((s) => client.scopes.includes(s))),
+        provider: client.provider,
+      } satisfies AuthenticatedCaller
+    })
+
+    return {
+      createClient,
+      grantOwners,
+      listClients: repo.listClients.pipe(
+        Effect.map((clients) => clients.map(({ secretHash: _, ...client }): Client => client)),
+      ),
+      revokeClient: (clientId: string) =>
+        repo
+          .revokeClient(clientId)
+          .pipe(
+            Effect.flatMap((revoked) =>
+              revoked
+                ? Effect.void
+                : Effect.fail(new ClientCommandRejected({ message: `no active client ${clientId}` })),
+            ),
+          ),
+      issueToken,
+      authenticate,
+      ownerAccess: repo.ownerAccess,
+      jwks: Ref.get(keys).pipe(Effect.map((k) => ({ keys: k.jwks }))),
+      /** A new signing key signs from now on; the previous ones verify until their tokens expired. */
+      rotateKeys: Effect.gen(function* () {
+        const kid = yield* db.transaction(
+          Effect.gen(function* () {
+            const kid = yield* newKey
+            yield* repo.retireOtherKeys(kid)
+            return kid
+          }),
+        )
+        yield* refreshKeys
+        return kid
+      }),
+    }
+  }),
+}) {
+  static readonly layer = Layer.effect(Auth, Auth.make).pipe(
+    Layer.provide(AuthRepo.layer),
+    Layer.provide(Crypto.layer),
+  )
+}

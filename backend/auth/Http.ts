@@ -1,0 +1,130 @@
+import { Effect } from "effect"
+import { type Caller, Forbidden, type Guard, json, NotFound, type Route } from "../platform/Http.ts"
+import { Auth } from "./Auth.ts"
+import {
+  type Gateway,
+  InvalidTokenRequest,
+  JsonWebKeySet,
+  TokenError,
+  TokenRequest,
+  TokenResponse,
+} from "./Domain.ts"
+
+const decoder = new TextDecoder()
+
+/** RFC 6749 §5.1: token responses must not be cached. */
+const noStore = { "cache-control": "no-store", pragma: "no-cache" }
+
+const tokenError = (
+  status: number,
+  error: string,
+  description: string,
+  headers: Record<string, string> = {},
+) => json(status, { error, error_description: description }, { ...noStore, ...headers })
+
+/** The token request's fields, from a form-encoded body (what OAuth libraries send) or a JSON one. */
+const tokenFields = (contentType: string | null, bytes: Uint8Array) =>
+  Effect.try({
+    try: (): unknown =>
+      contentType?.toLowerCase().startsWith("application/x-www-form-urlencoded")
+        ? Object.fromEntries(new URLSearchParams(decoder.decode(bytes)))
+        : JSON.parse(decoder.decode(bytes)),
+    catch: () =>
+      new InvalidTokenRequest({
+        error: "invalid_request",
+        description: "The body is neither JSON nor a form.",
+      }),
+  })
+
+const tokenRoute = (gateway: Gateway): Route<Auth> => ({
+  method: "POST",
+  path: "/token",
+  access: "public",
+  doc: {
+    summary: "Obtain an access token (OAuth 2.0 client credentials)",
+    description:
+      "Send `grant_type=client_credentials`, the client's id and secret and this gateway's audience, as JSON or " +
+      "as a form. Cache the token and refresh it before `expires_in` runs out.",
+    tag: "Authentication",
+    body: TokenRequest,
+    responses: [
+      { status: 200, description: "A token", schema: TokenResponse },
+      {
+        status: 400,
+        description: "A malformed request, another grant type, or a scope outside the grant",
+        schema: TokenError,
+      },
+      {
+        status: 401,
+        description: "Credentials rejected (`access_denied` / `Unauthorized`)",
+        schema: TokenError,
+      },
+      {
+        status: 429,
+        description: "Too many failed attempts for this client id; see Retry-After",
+        schema: TokenError,
+      },
+    ],
+  },
+  handle: (request) =>
+    Effect.gen(function* () {
+      const auth = yield* Auth
+      const bytes = yield* request.bytes
+      const fields = yield* tokenFields(request.headers.get("content-type"), bytes)
+      const token = yield* auth.issueToken(gateway, fields)
+      return json(200, token, noStore)
+    }).pipe(
+      Effect.catchTags({
+        InvalidClient: () => Effect.succeed(tokenError(401, "access_denied", "Unauthorized")),
+        InvalidTokenRequest: (error) => Effect.succeed(tokenError(400, error.error, error.description)),
+        TokenRequestsBlocked: (error) =>
+          Effect.succeed(
+            tokenError(429, "slow_down", "Too many failed attempts; retry later.", {
+              "retry-after": String(error.retryAfterSeconds),
+            }),
+          ),
+        BadRequest: () => Effect.succeed(tokenError(400, "invalid_request", "The body could not be read.")),
+      }),
+    ),
+})
+
+const jwksRoute: Route<Auth> = {
+  method: "GET",
+  path: "/.well-known/jwks.json",
+  access: "public",
+  doc: {
+    summary: "The public keys that verify access tokens",
+    tag: "Authentication",
+    responses: [{ status: 200, description: "JSON Web Key Set", schema: JsonWebKeySet }],
+  },
+  handle: () =>
+    Auth.use((auth) => auth.jwks).pipe(
+      Effect.map((jwks) => json(200, jwks, { "cache-control": "public, max-age=300" })),
+    ),
+}
+
+/** The routes every gateway serves for authentication. */
+export const authRoutes = (gateway: Gateway): ReadonlyArray<Route<Auth>> => [tokenRoute(gateway), jwksRoute]
+
+/**
+ * The gateway check, in the order the contract implies: a valid token minted for this gateway (401), the
+ * route's scope (403), the owner in the path exists (404) and is granted (403), the provider in the path is
+ * the client's (403).
+ */
+export const authGuard = (gateway: Gateway): Guard<Auth> => ({
+  authenticate: (route, request) =>
+    Effect.gen(function* () {
+      const auth = yield* Auth
+      const caller = yield* auth.authenticate(gateway, request.headers.get("authorization"))
+      if (route.access !== "public" && !caller.scopes.has(route.access.scope)) return yield* new Forbidden()
+      const slug = request.params.owner_slug
+      if (slug !== undefined) {
+        const access = yield* auth.ownerAccess(slug, caller.clientId)
+        if (access === "unknown") return yield* new NotFound({ message: "Property owner not found." })
+        if (access === "not granted") return yield* new Forbidden()
+      }
+      const provider = request.params.provider
+      if (provider !== undefined && caller.provider !== provider) return yield* new Forbidden()
+      return { clientId: caller.clientId, scopes: caller.scopes } satisfies Caller
+    }),
+})

@@ -1,0 +1,183 @@
+import { Context, Effect, Layer } from "effect"
+import { Db, type Sql } from "../platform/Db.ts"
+import type { Client, Gateway } from "./Domain.ts"
+
+interface ClientRow {
+  readonly id: string
+  readonly gateway: Gateway
+  readonly name: string
+  readonly secret_hash: string
+  readonly scopes: Array<string>
+  readonly owners: Array<string>
+  readonly provider: string | null
+  readonly source: string | null
+  readonly created_at: Date
+  readonly revoked_at: Date | null
+}
+
+export interface StoredKey {
+  readonly kid: string
+  readonly algorithm: string
+  readonly publicJwk: Record<string, unknown>
+  readonly privateJwkSealed: Buffer
+  readonly createdAt: Date
+  readonly retiredAt: Date | null
+}
+
+const toClient = (row: ClientRow): Client & { readonly secretHash: string } => ({
+  id: row.id,
+  gateway: row.gateway,
+  name: row.name,
+  scopes: row.scopes,
+  owners: row.owners,
+  provider: row.provider,
+  source: row.source,
+  createdAt: row.created_at,
+  revokedAt: row.revoked_at,
+  secretHash: row.secret_hash,
+})
+
+const selectClients = (sql: Sql, where: ReturnType<Sql>) => sql<Array<ClientRow>>`
+  select c.id, c.gateway, c.name, c.secret_hash, c.scopes, c.provider, c.source, c.created_at, c.revoked_at,
+         coalesce(array_agg(o.slug order by o.slug) filter (where o.slug is not null), '{}') as owners
+  from clients c
+  left join client_owner_grants g on g.client_id = c.id
+  left join owners o on o.id = g.owner_id
+  ${where}
+  group by c.id
+  order by c.created_at, c.id`
+
+export class AuthRepo extends Context.Service<AuthRepo>()("partner-service/auth/AuthRepo", {
+  make: Effect.gen(function* () {
+    const db = yield* Db
+
+    const findClient = (id: string) =>
+      db
+        .query((sql) => selectClients(sql, sql`where c.id = ${id}`))
+        .pipe(Effect.map((rows) => (rows[0] ? toClient(rows[0]) : undefined)))
+
+    return {
+      insertClient: (client: {
+        readonly id: string
+        readonly gateway: Gateway
+        readonly name: string
+        readonly secretHash: string
+        readonly scopes: ReadonlyArray<string>
+        readonly provider: string | null
+        readonly source: string | null
+      }) =>
+        db.query(
+          (sql) => sql`
+            insert into clients (id, gateway, name, secret_hash, scopes, provider, source)
+            values (${client.id}, ${client.gateway}, ${client.name}, ${client.secretHash},
+                    ${sql.array([...client.scopes])}, ${client.provider}, ${client.source})`,
+        ),
+      findClient,
+      listClients: db
+        .query((sql) => selectClients(sql, sql``))
+        .pipe(Effect.map((rows) => rows.map(toClient))),
+      revokeClient: (id: string) =>
+        db
+          .query((sql) => sql`update clients set revoked_at = now() where id = ${id} and revoked_at is null`)
+          .pipe(Effect.map((result) => result.count > 0)),
+      ownersBySlug: (slugs: ReadonlyArray<string>) =>
+        db.query(
+          (sql) => sql<Array<{ id: string; slug: string }>>`
+            select id, slug from owners where slug = any(${sql.array([...slugs])})`,
+        ),
+      grantOwners: (clientId: string, ownerIds: ReadonlyArray<string>) =>
+        ownerIds.length === 0
+          ? Effect.void
+          : db.query(
+              (sql) => sql`
+                insert into client_owner_grants ${sql(ownerIds.map((ownerId) => ({ client_id: clientId, owner_id: ownerId })))}
+                on conflict do nothing`,
+            ),
+      /** Whether the owner exists, and whether the client is granted it. */
+      ownerAccess: (slug: string, clientId: string) =>
+        db
+          .query(
+            (sql) => sql<Array<{ granted: boolean }>>`
+              select exists (select 1 from client_owner_grants g where g.owner_id = o.id and g.client_id = ${clientId})
+                     as granted
+              from owners o where o.slug = ${slug}`,
+          )
+          .pipe(
+            Effect.map(([row]) => (row === undefined ? "unknown" : row.granted ? "granted" : "not granted")),
+          ),
+
+      insertKey: (key: Omit<StoredKey, "createdAt" | "retiredAt">) =>
+        db.query(
+          (sql) => sql`
+            insert into signing_keys (kid, algorithm, public_jwk, private_jwk_sealed)
+            values (${key.kid}, ${key.algorithm}, ${sql.json(key.publicJwk as never)}, ${key.privateJwkSealed})`,
+        ),
+      /** Retires every key but `kid`: it stops signing; it still verifies until its tokens expired. */
+      retireOtherKeys: (kid: string) =>
+        db.query(
+          (sql) => sql`update signing_keys set retired_at = now() where kid <> ${kid} and retired_at is null`,
+        ),
+      /** Keys that sign or may still verify: unretired, or retired less than `ttlSeconds` ago. */
+      liveKeys: (ttlSeconds: number) =>
+        db
+          .query(
+            (sql) => sql<
+              Array<{
+                kid: string
+                algorithm: string
+                public_jwk: Record<string, unknown>
+                private_jwk_sealed: Buffer
+                created_at: Date
+                retired_at: Date | null
+              }>
+            >`
+              select kid, algorithm, public_jwk, private_jwk_sealed, created_at, retired_at from signing_keys
+              where retired_at is null or retired_at > now() - make_interval(secs => ${ttlSeconds})
+              order by created_at desc, kid`,
+          )
+          .pipe(
+            Effect.map((rows) =>
+              rows.map((r): StoredKey => ({
+                kid: r.kid,
+                algorithm: r.algorithm,
+                publicJwk: r.public_jwk,
+                privateJwkSealed: r.private_jwk_sealed,
+                createdAt: r.created_at,
+                retiredAt: r.retired_at,
+              })),
+            ),
+          ),
+
+      blockedUntil: (clientId: string) =>
+        db
+          .query(
+            (sql) => sql<Array<{ blocked_until: Date | null }>>`
+              select blocked_until from token_failures where client_id = ${clientId}`,
+          )
+          .pipe(Effect.map(([row]) => row?.blocked_until ?? undefined)),
+      /**
+       * Counts a failure; from the `free`-th consecutive one on, the client id is blocked for 2^(n - free)
+       * seconds, at most `maxBlockSeconds`. A quiet hour forgets the count.
+       */
+      recordFailure: (clientId: string, now: Date, free: number, maxBlockSeconds: number) =>
+        db.query(
+          (sql) => sql`
+            insert into token_failures as f (client_id, failures, last_failure_at)
+            values (${clientId}, 1, ${now})
+            on conflict (client_id) do update set
+              failures = case when f.last_failure_at < ${now}::timestamptz - interval '1 hour' then 1
+                              else f.failures + 1 end,
+              last_failure_at = excluded.last_failure_at,
+              blocked_until = case
+                when f.last_failure_at >= ${now}::timestamptz - interval '1 hour' and f.failures + 1 >= ${free}
+                then ${now}::timestamptz
+                     + make_interval(secs => least(power(2, f.failures + 1 - ${free}), ${maxBlockSeconds}))
+                else null end`,
+        ),
+      clearFailures: (clientId: string) =>
+        db.query((sql) => sql`delete from token_failures where client_id = ${clientId}`),
+    }
+  }),
+}) {
+  static readonly layer = Layer.effect(AuthRepo, AuthRepo.make)
+}
