@@ -36,6 +36,24 @@ const tokenFields = (contentType: string | null, bytes: Uint8Array) =>
       }),
   })
 
+/**
+ * RFC 6749 §2.3.1: a client may send its credentials as HTTP Basic (each part form-encoded) instead of in the
+ * body; OAuth libraries often do by default. Body fields win when both are present.
+ */
+const withBasicCredentials = (fields: unknown, authorization: string | null): unknown => {
+  const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(authorization?.trim() ?? "")?.[1]
+  if (basic === undefined || typeof fields !== "object" || fields === null) return fields
+  const decoded = Buffer.from(basic, "base64").toString("utf8")
+  const colon = decoded.indexOf(":")
+  if (colon < 0) return fields
+  const formDecode = (part: string) => decodeURIComponent(part.replace(/\+/g, " "))
+  return {
+    client_id: formDecode(decoded.slice(0, colon)),
+    client_secret: formDecode(decoded.slice(colon + 1)),
+    ...fields,
+  }
+}
+
 const tokenRoute = (gateway: Gateway): Route<Auth> => ({
   method: "POST",
   path: "/token",
@@ -44,7 +62,8 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
     summary: "Obtain an access token (OAuth 2.0 client credentials)",
     description:
       "Send `grant_type=client_credentials`, the client's id and secret and this gateway's audience, as JSON or " +
-      "as a form. Cache the token and refresh it before `expires_in` runs out.",
+      "as a form (the id and secret may instead come as HTTP Basic credentials). Cache the token and refresh " +
+      "it before `expires_in` runs out.",
     tag: "Authentication",
     body: TokenRequest,
     responses: [
@@ -71,7 +90,10 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
       const auth = yield* Auth
       const bytes = yield* request.bytes
       const fields = yield* tokenFields(request.headers.get("content-type"), bytes)
-      const token = yield* auth.issueToken(gateway, fields)
+      const token = yield* auth.issueToken(
+        gateway,
+        withBasicCredentials(fields, request.headers.get("authorization")),
+      )
       return json(200, token, noStore)
     }).pipe(
       Effect.catchTags({
