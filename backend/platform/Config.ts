@@ -20,6 +20,9 @@ export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigIn
 
 const raw = (name: string) => Config.option(Config.String(name))
 
+/** Variables whose value may hold a secret (a key, or a password inside a URL): never echoed in errors. */
+const SENSITIVE = new Set(["MASTER_KEY", "DATABASE_URL", "NATS_URL"])
+
 /**
  * One environment variable: read as a string, decoded with `parse`, failing with a message that names the
  * variable and its expected form. Empty strings count as unset so `FOO=` falls back to the default.
@@ -34,7 +37,13 @@ const setting = <A>(
     const value = Option.getOrUndefined(yield* raw(name))?.trim()
     if (value === undefined || value === "") return fallback()
     const parsed = parse(value)
-    if (parsed === undefined) return yield* new ConfigInvalid({ variable: name, expected, received: value })
+    if (parsed === undefined) {
+      return yield* new ConfigInvalid({
+        variable: name,
+        expected,
+        ...(SENSITIVE.has(name) ? {} : { received: value }),
+      })
+    }
     return parsed
   })
 
