@@ -13,7 +13,7 @@ import {
   TokenRequest,
   TokenRequestsBlocked,
 } from "./Domain.ts"
-import { AuthRepo, type StoredKey } from "./Repo.ts"
+import { AuthRepo, type OwnerAccess, type StoredKey } from "./Repo.ts"
 import { gatewayScopes, isScope } from "./Scopes.ts"
 
 const ALGORITHM = "ES256"
@@ -23,12 +23,15 @@ const MAX_BLOCK_SECONDS = 15 * 60
 const KEY_REFRESH = "30 seconds"
 /** Serializes creating the first signing key across processes starting at once. */
 const KEY_LOCK = 7_239_002
+const TOKEN_CACHE_SIZE = 10_000
 
 export interface AuthenticatedCaller {
   readonly clientId: string
   /** The token's scopes that the client is still granted. */
   readonly scopes: ReadonlySet<string>
   readonly provider: string | null
+  /** Set when an owner slug was asked about. */
+  readonly ownerAccess: OwnerAccess | undefined
 }
 
 type Key = Awaited<ReturnType<typeof generateKeyPair>>["privateKey"]
@@ -239,41 +242,70 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
       }
     })
 
-    /** The caller behind `Authorization: Bearer <token>` on `gateway`, or Unauthorized. */
+    /**
+     * Verified tokens by gateway and token text, until they expire: a partner sends one token for hours, so
+     * its signature is checked once. Expiry is checked again on every use; revocation on the client row.
+     */
+    const verifiedTokens = new Map<
+      string,
+      { readonly sub: string; readonly scope: string; readonly exp: number }
+    >()
+
+    const verify = (gateway: Gateway, token: string, now: number) =>
+      Effect.gen(function* () {
+        const cacheKey = `${gateway} ${token}`
+        const cached = verifiedTokens.get(cacheKey)
+        if (cached !== undefined && cached.exp * 1000 > now) return cached
+        const { verifying } = yield* Ref.get(keys)
+        const { payload } = yield* Effect.tryPromise(() =>
+          jwtVerify(
+            token,
+            (header) => {
+              const key = header.kid === undefined ? undefined : verifying.get(header.kid)
+              if (key === undefined) throw new Error("unknown key")
+              return key
+            },
+            {
+              issuer: issuer(gateway),
+              audience: config.audiences[gateway],
+              algorithms: [ALGORITHM],
+              currentDate: new Date(now),
+              requiredClaims: ["sub", "exp", "iat"],
+            },
+          ),
+        ).pipe(Effect.mapError(() => new Unauthorized()))
+        const claims = {
+          sub: payload.sub ?? "",
+          scope: typeof payload.scope === "string" ? payload.scope : "",
+          exp: payload.exp ?? 0,
+        }
+        if (verifiedTokens.size >= TOKEN_CACHE_SIZE)
+          verifiedTokens.delete(verifiedTokens.keys().next().value!)
+        verifiedTokens.set(cacheKey, claims)
+        return claims
+      })
+
+    /**
+     * The caller behind `Authorization: Bearer <token>` on `gateway`, or Unauthorized; with `ownerSlug`, also
+     * whether that owner exists and is granted to the caller (one query for both).
+     */
     const authenticate = Effect.fn("Auth.authenticate")(function* (
       gateway: Gateway,
       authorization: string | null,
+      ownerSlug?: string,
     ) {
       const token = /^Bearer ([A-Za-z0-9_.-]+)$/i.exec(authorization?.trim() ?? "")?.[1]
       if (token === undefined) return yield* new Unauthorized()
-      const now = yield* Clock.currentTimeMillis
-      const { verifying } = yield* Ref.get(keys)
-      const verified = yield* Effect.tryPromise(() =>
-        jwtVerify(
-          token,
-          (header) => {
-            const key = header.kid === undefined ? undefined : verifying.get(header.kid)
-            if (key === undefined) throw new Error("unknown key")
-            return key
-          },
-          {
-            issuer: issuer(gateway),
-            audience: config.audiences[gateway],
-            algorithms: [ALGORITHM],
-            currentDate: new Date(now),
-            requiredClaims: ["sub", "exp", "iat"],
-          },
-        ),
-      ).pipe(Effect.mapError(() => new Unauthorized()))
-      const client = yield* repo.findClient(verified.payload.sub ?? "")
+      const claims = yield* verify(gateway, token, yield* Clock.currentTimeMillis)
+      const client = yield* repo.callerAccess(claims.sub, ownerSlug)
       if (client === undefined || client.revokedAt !== null || client.gateway !== gateway) {
         return yield* new Unauthorized()
       }
-      const claimed = typeof verified.payload.scope === "string" ? verified.payload.scope.split(" ") : []
       return {
-        clientId: client.id,
-        scopes: new Set(claimed.filter((s) => client.scopes.includes(s))),
+        clientId: claims.sub,
+        scopes: new Set(claims.scope.split(" ").filter((s) => client.scopes.includes(s))),
         provider: client.provider,
+        ownerAccess: client.ownerAccess,
       } satisfies AuthenticatedCaller
     })
 
@@ -295,7 +327,6 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
           ),
       issueToken,
       authenticate,
-      ownerAccess: repo.ownerAccess,
       jwks: Ref.get(keys).pipe(Effect.map((k) => ({ keys: k.jwks }))),
       /** A new signing key signs from now on; the previous ones verify until their tokens expired. */
       rotateKeys: Effect.gen(function* () {

@@ -137,14 +137,15 @@ export const authGuard = (gateway: Gateway): Guard<Auth> => ({
   authenticate: (route, request) =>
     Effect.gen(function* () {
       const auth = yield* Auth
-      const caller = yield* auth.authenticate(gateway, request.headers.get("authorization"))
+      const caller = yield* auth.authenticate(
+        gateway,
+        request.headers.get("authorization"),
+        request.params.owner_slug,
+      )
       if (route.access !== "public" && !caller.scopes.has(route.access.scope)) return yield* new Forbidden()
-      const slug = request.params.owner_slug
-      if (slug !== undefined) {
-        const access = yield* auth.ownerAccess(slug, caller.clientId)
-        if (access === "unknown") return yield* new NotFound({ message: "Property owner not found." })
-        if (access === "not granted") return yield* new Forbidden()
-      }
+      if (caller.ownerAccess === "unknown")
+        return yield* new NotFound({ message: "Property owner not found." })
+      if (caller.ownerAccess === "not granted") return yield* new Forbidden()
       const provider = request.params.provider
       if (provider !== undefined && caller.provider !== provider) return yield* new Forbidden()
       return { clientId: caller.clientId, scopes: caller.scopes } satisfies Caller

@@ -15,6 +15,8 @@ interface ClientRow {
   readonly revoked_at: Date | null
 }
 
+export type OwnerAccess = "granted" | "not granted" | "unknown"
+
 export interface StoredKey {
   readonly kid: string
   readonly algorithm: string
@@ -93,17 +95,42 @@ export class AuthRepo extends Context.Service<AuthRepo>()("partner-service/auth/
                 insert into client_owner_grants ${sql(ownerIds.map((ownerId) => ({ client_id: clientId, owner_id: ownerId })))}
                 on conflict do nothing`,
             ),
-      /** Whether the owner exists, and whether the client is granted it. */
-      ownerAccess: (slug: string, clientId: string) =>
+      /**
+       * What the gateway needs about a caller, in one query: the client's standing and, when `ownerSlug` is
+       * given, whether that owner exists and is granted to the client.
+       */
+      callerAccess: (clientId: string, ownerSlug: string | undefined) =>
         db
           .query(
-            (sql) => sql<Array<{ granted: boolean }>>`
-              select exists (select 1 from client_owner_grants g where g.owner_id = o.id and g.client_id = ${clientId})
-                     as granted
-              from owners o where o.slug = ${slug}`,
+            (sql) => sql<
+              Array<{
+                gateway: Gateway
+                scopes: Array<string>
+                provider: string | null
+                revoked_at: Date | null
+                owner_access: OwnerAccess | null
+              }>
+            >`
+              select c.gateway, c.scopes, c.provider, c.revoked_at,
+                     (select case when g.client_id is null then 'not granted' else 'granted' end
+                      from owners o
+                      left join client_owner_grants g on g.owner_id = o.id and g.client_id = c.id
+                      where o.slug = ${ownerSlug ?? null}) as owner_access
+              from clients c where c.id = ${clientId}`,
           )
           .pipe(
-            Effect.map(([row]) => (row === undefined ? "unknown" : row.granted ? "granted" : "not granted")),
+            Effect.map(([row]) =>
+              row === undefined
+                ? undefined
+                : {
+                    gateway: row.gateway,
+                    scopes: row.scopes,
+                    provider: row.provider,
+                    revokedAt: row.revoked_at,
+                    ownerAccess:
+                      ownerSlug === undefined ? undefined : (row.owner_access ?? ("unknown" as const)),
+                  },
+            ),
           ),
 
       insertKey: (key: Omit<StoredKey, "createdAt" | "retiredAt">) =>

@@ -1,5 +1,10 @@
 import { AckPolicy } from "@nats-io/jetstream"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { Pool } from "undici"
+import { Auth } from "../../backend/auth/Auth.ts"
+import { authGuard } from "../../backend/auth/Http.ts"
+import { AppConfig } from "../../backend/platform/Config.ts"
+import { gatewayLayer, json, ListeningPorts, type Route } from "../../backend/platform/Http.ts"
 import { ack, actorLayer } from "../../backend/platform/Actor.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
@@ -141,6 +146,76 @@ const actorThroughput = Effect.gen(function* () {
   } satisfies Row
 })
 
+/** Sends `count` GETs over 8 keep-alive connections, 32 in flight; requests per second. */
+const requestsPerSecond = (port: number, path: string, headers: Record<string, string>, count: number) =>
+  Effect.promise(async () => {
+    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 8 })
+    let sent = 0
+    const worker = async () => {
+      while (sent < count) {
+        sent++
+        const response = await pool.request({ method: "GET", path, headers })
+        await response.body.dump()
+        if (response.statusCode !== 200) throw new Error(`${path} answered ${response.statusCode}`)
+      }
+    }
+    const start = performance.now()
+    await Promise.all(Array.from({ length: 32 }, worker))
+    const seconds = (performance.now() - start) / 1000
+    await pool.close()
+    return count / seconds
+  })
+
+const REQUESTS = Math.max(1000, Math.floor(N / 2))
+
+/** Token check, client and owner look-ups on every request, next to a route that does none of it. */
+const authenticatedRequests = Effect.gen(function* () {
+  const db = yield* Db
+  const auth = yield* Auth
+  const config = yield* AppConfig
+  yield* db.query((sql) => sql`insert into owners (slug, name) values ('bench-owner', 'Bench Owner')`)
+  const client = yield* auth.createClient({ gateway: "partner", name: "bench", owners: ["bench-owner"] })
+  const token = yield* auth.issueToken("partner", {
+    grant_type: "client_credentials",
+    client_id: client.clientId,
+    client_secret: client.clientSecret,
+    audience: config.audiences.partner,
+  })
+  const route: Route<never> = {
+    method: "GET",
+    path: "/partners/:owner_slug/bench",
+    access: { scope: "properties:write" },
+    handle: () => Effect.succeed(json(200, { ok: true })),
+  }
+  return yield* Effect.scoped(
+    Effect.gen(function* () {
+      const ports = Context.get(
+        yield* Layer.build(
+          gatewayLayer("partner-api", [route], authGuard("partner")).pipe(
+            Layer.provideMerge(ListeningPorts.layer),
+          ),
+        ),
+        ListeningPorts,
+      )
+      const port = ports.get("partner-api")!
+      const ours = yield* requestsPerSecond(
+        port,
+        "/partners/bench-owner/bench",
+        { authorization: `Bearer ${token.access_token}` },
+        REQUESTS,
+      )
+      const baseline = yield* requestsPerSecond(port, "/healthz", {}, REQUESTS)
+      return {
+        name: `partner gateway: ${REQUESTS} authenticated owner-scoped GETs (JWT, client and owner checked)`,
+        ours,
+        baseline,
+        unit: "req/s",
+        baselineName: "GET /healthz on the same server",
+      } satisfies Row
+    }),
+  )
+}).pipe(Effect.provide(Auth.layer))
+
 const format = (rows: ReadonlyArray<Row>) =>
   [
     "| benchmark | ours | raw baseline | ours / baseline |",
@@ -153,10 +228,17 @@ const format = (rows: ReadonlyArray<Row>) =>
 
 const program = Effect.gen(function* () {
   const rows: Array<Row> = []
-  for (const bench of [outboxRelay, actorThroughput]) {
+  const benches: ReadonlyArray<Effect.Effect<Row, unknown, Db | Nats | Outbox | AppConfig>> = [
+    outboxRelay,
+    actorThroughput,
+    authenticatedRequests,
+  ]
+  for (const bench of benches) {
     rows.push(
       yield* Effect.scoped(
-        Layer.build(testPlatform().layer).pipe(Effect.flatMap((ctx) => Effect.provide(bench, ctx))),
+        Layer.build(testPlatform({ PARTNER_API_PORT: "0" }).layer).pipe(
+          Effect.flatMap((ctx) => Effect.provide(bench, ctx)),
+        ),
       ),
     )
   }
