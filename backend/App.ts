@@ -5,15 +5,17 @@ import { AppConfig, type AppConfigShape, type HttpRole } from "./platform/Config
 import { gatewayLayer, type Guard, ListeningPorts, type Route } from "./platform/Http.ts"
 import { relayLayer } from "./platform/Outbox.ts"
 import { PlatformLayer } from "./platform/Platform.ts"
+import { referenceRoutes } from "./platform/Reference.ts"
 
 /** What route handlers may use, besides the platform. */
-type AppServices = Auth
+type AppServices = Auth | AppConfig
 
 const partnerRoutes: ReadonlyArray<Route<AppServices>> = [...authRoutes("partner")]
 
 /** Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. */
 export const routesByRole: Record<HttpRole, ReadonlyArray<Route<AppServices>>> = {
-  "partner-api": partnerRoutes,
+  // The reference documents whatever the partner gateway serves, itself included (its routes have no doc).
+  "partner-api": [...partnerRoutes, ...referenceRoutes(() => routesByRole["partner-api"])],
   "ingest-api": authRoutes("ingest"),
   enrollment: [],
   console: [],

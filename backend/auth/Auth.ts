@@ -1,5 +1,13 @@
 import { Clock, Context, Effect, Layer, Ref, Schedule, Schema } from "effect"
-import { exportJWK, generateKeyPair, importJWK, type JWK, jwtVerify, SignJWT } from "jose"
+import {
+  decodeProtectedHeader,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  type JWK,
+  jwtVerify,
+  SignJWT,
+} from "jose"
 import { AppConfig } from "../platform/Config.ts"
 import { Crypto, decoyHash, hashSecret, randomToken, verifySecret } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
@@ -104,9 +112,22 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
 
     const keys = yield* Ref.make(yield* Effect.flatMap(readKeys, load))
     const refreshKeys = Effect.flatMap(readKeys, load).pipe(Effect.flatMap((k) => Ref.set(keys, k)))
-    // Another process may rotate the keys; pick the change up without a restart.
+    const lastUnknownKidRefresh = yield* Ref.make(0)
+    /**
+     * A token naming a kid this process does not know may come from a key another process just made: reload
+     * the keys, at most once a second so made-up kids cannot turn into a query per request.
+     */
+    const refreshForUnknownKid = (kid: string | undefined, now: number) =>
+      Effect.gen(function* () {
+        if (kid === undefined || (yield* Ref.get(keys)).verifying.has(kid)) return
+        if (now - (yield* Ref.get(lastUnknownKidRefresh)) < 1000) return
+        yield* Ref.set(lastUnknownKidRefresh, now)
+        yield* refreshKeys
+      })
+    // Another process may rotate the keys; pick the change up without a restart. Old failure counts go too
+    // (a quiet hour resets them anyway), so guessed client ids do not pile up.
     yield* Effect.forkScoped(
-      refreshKeys.pipe(
+      Effect.all([refreshKeys, repo.pruneFailures]).pipe(
         Effect.catchCause((cause) =>
           Effect.logWarning("signing key refresh failed", { cause: String(cause) }),
         ),
@@ -124,6 +145,9 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
     }) {
       const allowed: ReadonlyArray<string> = gatewayScopes[input.gateway]
       const scopes = input.scopes ?? allowed
+      if (scopes.length === 0) {
+        return yield* new ClientCommandRejected({ message: "a client needs at least one scope" })
+      }
       const refused = scopes.filter((s) => !isScope(s) || !allowed.includes(s))
       if (refused.length > 0) {
         return yield* new ClientCommandRejected({
@@ -256,6 +280,10 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
         const cacheKey = `${gateway} ${token}`
         const cached = verifiedTokens.get(cacheKey)
         if (cached !== undefined && cached.exp * 1000 > now) return cached
+        const header = yield* Effect.try(() => decodeProtectedHeader(token)).pipe(
+          Effect.mapError(() => new Unauthorized()),
+        )
+        yield* refreshForUnknownKid(header.kid, now)
         const { verifying } = yield* Ref.get(keys)
         const { payload } = yield* Effect.tryPromise(() =>
           jwtVerify(

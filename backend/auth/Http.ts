@@ -40,19 +40,28 @@ const tokenFields = (contentType: string | null, bytes: Uint8Array) =>
  * RFC 6749 §2.3.1: a client may send its credentials as HTTP Basic (each part form-encoded) instead of in the
  * body; OAuth libraries often do by default. Body fields win when both are present.
  */
-const withBasicCredentials = (fields: unknown, authorization: string | null): unknown => {
-  const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(authorization?.trim() ?? "")?.[1]
-  if (basic === undefined || typeof fields !== "object" || fields === null) return fields
-  const decoded = Buffer.from(basic, "base64").toString("utf8")
-  const colon = decoded.indexOf(":")
-  if (colon < 0) return fields
-  const formDecode = (part: string) => decodeURIComponent(part.replace(/\+/g, " "))
-  return {
-    client_id: formDecode(decoded.slice(0, colon)),
-    client_secret: formDecode(decoded.slice(colon + 1)),
-    ...fields,
-  }
-}
+const withBasicCredentials = (fields: unknown, authorization: string | null) =>
+  Effect.try({
+    try: (): unknown => {
+      const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(authorization?.trim() ?? "")?.[1]
+      if (basic === undefined || typeof fields !== "object" || fields === null) return fields
+      const decoded = Buffer.from(basic, "base64").toString("utf8")
+      const colon = decoded.indexOf(":")
+      if (colon < 0) return fields
+      const formDecode = (part: string) => decodeURIComponent(part.replace(/\+/g, " "))
+      return {
+        client_id: formDecode(decoded.slice(0, colon)),
+        client_secret: formDecode(decoded.slice(colon + 1)),
+        ...fields,
+      }
+    },
+    // A malformed percent-encoding is bad input, not a defect.
+    catch: () =>
+      new InvalidTokenRequest({
+        error: "invalid_request",
+        description: "The Basic credentials are not form-encoded.",
+      }),
+  })
 
 const tokenRoute = (gateway: Gateway): Route<Auth> => ({
   method: "POST",
@@ -92,7 +101,7 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
       const fields = yield* tokenFields(request.headers.get("content-type"), bytes)
       const token = yield* auth.issueToken(
         gateway,
-        withBasicCredentials(fields, request.headers.get("authorization")),
+        yield* withBasicCredentials(fields, request.headers.get("authorization")),
       )
       return json(200, token, noStore)
     }).pipe(

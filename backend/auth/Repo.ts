@@ -201,6 +201,9 @@ export class AuthRepo extends Context.Service<AuthRepo>()("partner-service/auth/
                      + make_interval(secs => least(power(2, f.failures + 1 - ${free}), ${maxBlockSeconds}))
                 else null end`,
         ),
+      pruneFailures: db.query(
+        (sql) => sql`delete from token_failures where last_failure_at < now() - interval '1 hour'`,
+      ),
       clearFailures: (clientId: string) =>
         db.query((sql) => sql`delete from token_failures where client_id = ${clientId}`),
     }
