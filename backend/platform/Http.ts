@@ -39,6 +39,30 @@ export type ApiError =
   | Forbidden
   | TooManyRequests
 
+/** Gateway authentication failure body, as `errorResponse` writes it and the reference shows it. */
+export const UnauthorizedBody = Schema.Struct({ message: Schema.Literal("Unauthorized") }).annotate({
+  identifier: "Unauthorized",
+  description: "Gateway authentication failure: nothing but `message`.",
+})
+
+/** Gateway permission failure body, as `errorResponse` writes it and the reference shows it. */
+export const ForbiddenBody = Schema.Struct({ message: Schema.Literal("Forbidden") }).annotate({
+  identifier: "Forbidden",
+  description: "Gateway permission failure: nothing but `message`.",
+})
+
+/** Endpoint error body; a 422 adds one key named for the resource with a message per field. */
+export const EndpointError = Schema.Struct({
+  status_code: Schema.Int.annotate({ description: "The HTTP status, repeated." }),
+  error: Schema.String.annotate({ description: "What went wrong, as a sentence." }),
+}).annotate({
+  identifier: "EndpointError",
+  description:
+    "Endpoint error. A validation failure (422) carries one more key named for the resource (for example " +
+    '`prospect`) whose object maps each field to its message: `{"status_code":422,"error":"Prospect invalid.",' +
+    '"prospect":{"phone":"Phone is not valid"}}`.',
+})
+
 export const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), {
     status,

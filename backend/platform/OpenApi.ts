@@ -1,29 +1,5 @@
 import { JsonSchema, Schema, SchemaRepresentation } from "effect"
-import type { Route } from "./Http.ts"
-
-/** Gateway authentication failure body, exactly as `errorResponse` writes it. */
-export const UnauthorizedBody = Schema.Struct({ message: Schema.Literal("Unauthorized") }).annotate({
-  identifier: "Unauthorized",
-  description: "Gateway authentication failure: nothing but `message`.",
-})
-
-/** Gateway permission failure body, exactly as `errorResponse` writes it. */
-export const ForbiddenBody = Schema.Struct({ message: Schema.Literal("Forbidden") }).annotate({
-  identifier: "Forbidden",
-  description: "Gateway permission failure: nothing but `message`.",
-})
-
-/** Endpoint error body; a 422 adds one key named for the resource with a message per field. */
-export const EndpointError = Schema.Struct({
-  status_code: Schema.Int.annotate({ description: "The HTTP status, repeated." }),
-  error: Schema.String.annotate({ description: "What went wrong, as a sentence." }),
-}).annotate({
-  identifier: "EndpointError",
-  description:
-    "Endpoint error. A validation failure (422) carries one more key named for the resource (for example " +
-    '`prospect`) whose object maps each field to its message: `{"status_code":422,"error":"Prospect invalid.",' +
-    '"prospect":{"phone":"Phone is not valid"}}`.',
-})
+import { EndpointError, ForbiddenBody, type Route, UnauthorizedBody } from "./Http.ts"
 
 /** An outbound webhook as the reference shows it: a POST the service sends, with `body` as its JSON. */
 export interface WebhookDoc {

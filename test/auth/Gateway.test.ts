@@ -108,6 +108,10 @@ interface Case {
 
 const bearerOf = <R>(token: Effect.Effect<string, never, R>) => Effect.map(token, (t) => `Bearer ${t}`)
 
+/** A token of the granted client carrying the route's scope: the cases then vary only the path. */
+const grantedClientToken = (guarded: { readonly scope: string }) =>
+  Callers.use(({ client }) => bearerOf(obtainToken("partner", client, guarded.scope)))
+
 const cases: ReadonlyArray<Case> = [
   { name: "no token", authorization: () => Effect.succeed(undefined), status: 401, body: UNAUTHORIZED },
   {
@@ -206,8 +210,7 @@ const cases: ReadonlyArray<Case> = [
   {
     name: "an owner not granted to the client",
     appliesTo: isOwnerRoute,
-    authorization: (guarded) =>
-      Callers.use(({ client }) => bearerOf(obtainToken("partner", client, guarded.scope))),
+    authorization: grantedClientToken,
     path: (route) => pathOf(route, { owner_slug: UNGRANTED_OWNER }),
     status: 403,
     body: FORBIDDEN,
@@ -215,8 +218,7 @@ const cases: ReadonlyArray<Case> = [
   {
     name: "an unknown owner slug",
     appliesTo: isOwnerRoute,
-    authorization: (guarded) =>
-      Callers.use(({ client }) => bearerOf(obtainToken("partner", client, guarded.scope))),
+    authorization: grantedClientToken,
     path: (route) => pathOf(route, { owner_slug: "no-such-owner" }),
     status: 404,
     body: OWNER_NOT_FOUND,
@@ -224,8 +226,7 @@ const cases: ReadonlyArray<Case> = [
   {
     name: "a provider that is not the client's",
     appliesTo: isProviderRoute,
-    authorization: (guarded) =>
-      Callers.use(({ client }) => bearerOf(obtainToken("partner", client, guarded.scope))),
+    authorization: grantedClientToken,
     path: (route) => pathOf(route, { provider: "other-pms" }),
     status: 403,
     body: FORBIDDEN,
