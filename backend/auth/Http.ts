@@ -63,6 +63,17 @@ const withBasicCredentials = (fields: unknown, authorization: string | null) =>
       }),
   })
 
+/**
+ * The audience from the token URL's query when the body has none: browser OAuth clients (the docs page's
+ * Authorize dialog) can add query parameters to the token request but not body fields.
+ */
+const withQueryAudience = (fields: unknown, query: URLSearchParams): unknown => {
+  const audience = query.get("audience")
+  if (audience === null || typeof fields !== "object" || fields === null || "audience" in fields)
+    return fields
+  return { ...fields, audience }
+}
+
 const tokenRoute = (gateway: Gateway): Route<Auth> => ({
   method: "POST",
   path: "/token",
@@ -99,10 +110,8 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
       const auth = yield* Auth
       const bytes = yield* request.bytes
       const fields = yield* tokenFields(request.headers.get("content-type"), bytes)
-      const token = yield* auth.issueToken(
-        gateway,
-        yield* withBasicCredentials(fields, request.headers.get("authorization")),
-      )
+      const withCredentials = yield* withBasicCredentials(fields, request.headers.get("authorization"))
+      const token = yield* auth.issueToken(gateway, withQueryAudience(withCredentials, request.query))
       return json(200, token, noStore)
     }).pipe(
       Effect.catchTags({

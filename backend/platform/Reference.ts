@@ -37,10 +37,12 @@ body bytes. Answer 2xx within 10 seconds; anything else is retried with backoff 
 out of order: treat each payload as current state and reconcile on \`status\`.`
 
 const SECURITY_DESCRIPTION =
-  "OAuth 2.0 client credentials. POST a JSON body with `grant_type` (`client_credentials`), `client_id`, " +
-  "`client_secret` and `audience` to `/token`: the audience is a field of the token request body, issued by the " +
-  "operator with the credentials. Omit `scope` to get every scope granted to the client; a subset narrows the " +
-  "token. `ingest:events` is granted only by the ingestion gateway's own `/token` and audience."
+  "OAuth 2.0 client credentials. POST `grant_type` (`client_credentials`), `client_id`, `client_secret` and " +
+  "`audience` to `/token`, as JSON or as a form (the id and secret may come as HTTP Basic credentials instead). " +
+  "The audience is issued by the operator with the credentials; it belongs in the body, and is also read from " +
+  "the token URL's query when the body has none, which is how this page's Authorize dialog sends it. Omit " +
+  "`scope` to get every scope granted to the client; a subset narrows the token. `ingest:events` is granted " +
+  "only by the ingestion gateway's own `/token` and audience."
 
 const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
 
@@ -116,6 +118,8 @@ const INITIALIZER = `window.addEventListener("load", function () {
     docExpansion: "list",
     defaultModelsExpandDepth: 0,
   })
+  // Swagger UI cannot put the audience in the token request's body; /token also reads it from the query.
+  window.ui.initOAuth({ additionalQueryStringParams: { audience: root.dataset.audience } })
 })
 `
 
@@ -164,7 +168,7 @@ const escapeHtml = (text: string) =>
     (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!,
   )
 
-const docsPage = (base: string, assets: Readonly<Record<AssetName, Asset>>) => {
+const docsPage = (base: string, audience: string, assets: Readonly<Record<AssetName, Asset>>) => {
   const href = (name: AssetName) =>
     escapeHtml(`${base}/docs/assets/${name}?v=${assets[name].etag.replaceAll('"', "")}`)
   return `<!doctype html>
@@ -179,7 +183,11 @@ const docsPage = (base: string, assets: Readonly<Record<AssetName, Asset>>) => {
     <link rel="icon" type="image/png" sizes="16x16" href="${href("favicon-16x16.png")}" />
   </head>
   <body>
-    <div id="swagger-ui" data-url="${escapeHtml(`${base}/openapi.json`)}"></div>
+    <div
+      id="swagger-ui"
+      data-url="${escapeHtml(`${base}/openapi.json`)}"
+      data-audience="${escapeHtml(audience)}"
+    ></div>
     <script src="${href("swagger-ui-bundle.js")}"></script>
     <script src="${href("reference.js")}"></script>
   </body>
@@ -240,8 +248,9 @@ export const referenceRoutes = (
         const config = yield* AppConfig
         const files = yield* assets
         const base = new URL(config.publicBaseUrl).pathname.replace(/\/+$/, "")
-        const page = cachedIn(pages, base, () =>
-          makeAsset(docsPage(base, files), "text/html; charset=utf-8", REVALIDATE),
+        const audience = config.audiences.partner
+        const page = cachedIn(pages, `${base} ${audience}`, () =>
+          makeAsset(docsPage(base, audience, files), "text/html; charset=utf-8", REVALIDATE),
         )
         return serve(request, page, {
           "content-security-policy": DOCS_CSP,

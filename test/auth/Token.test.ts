@@ -140,6 +140,31 @@ describe("POST /token", () => {
       }),
     )
 
+    it.effect(
+      "takes the audience from the token URL's query when the body has none, as the docs page sends it",
+      () =>
+        Effect.gen(function* () {
+          const client = yield* partnerClient()
+          const port = yield* portOf("partner")
+          const form = new URLSearchParams({
+            grant_type: "client_credentials",
+            client_id: client.clientId,
+            client_secret: client.clientSecret,
+          }).toString()
+          const post = (audience: string) =>
+            httpRequest(port, `/token?audience=${encodeURIComponent(audience)}`, {
+              method: "POST",
+              headers: { "content-type": "application/x-www-form-urlencoded" },
+              body: form,
+            })
+          const good = yield* post(yield* audienceOf("partner"))
+          assert.strictEqual((yield* ownerFixture(tokenOf(good).access_token)).status, 200)
+          const otherGateways = yield* post(yield* audienceOf("ingest"))
+          assert.strictEqual(otherGateways.status, 401)
+          assert.strictEqual(otherGateways.text, ACCESS_DENIED)
+        }),
+    )
+
     it.effect("answers HTTP Basic credentials that are not form-encoded with 400 invalid_request", () =>
       Effect.gen(function* () {
         const client = yield* partnerClient()

@@ -6,8 +6,10 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, References } from "effect"
 import { type BrowserContext, chromium, type Page } from "playwright-core"
 import { appLayer } from "../../backend/App.ts"
+import { Auth } from "../../backend/auth/Auth.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { ListeningPorts } from "../../backend/platform/Http.ts"
+import { freePort } from "../support/Net.ts"
 import { isolatedEnv, isolationLayer } from "../support/TestPlatform.ts"
 
 const CHROMIUM = "/usr/bin/chromium"
@@ -67,8 +69,18 @@ const visit = (context: BrowserContext, url: string) =>
     return { page, requests, problems }
   })
 
+// A fixed port, so the document's token URL (from PUBLIC_BASE_URL) is the one the page can reach.
+const PORT = await freePort()
 const service = Layer.unwrap(Effect.map(Effect.service(AppConfig), appLayer)).pipe(
-  Layer.provideMerge(isolationLayer(isolatedEnv({ ROLES: "partner-api", PARTNER_API_PORT: "0" }))),
+  Layer.provideMerge(
+    isolationLayer(
+      isolatedEnv({
+        ROLES: "partner-api",
+        PARTNER_API_PORT: String(PORT),
+        PUBLIC_BASE_URL: `http://127.0.0.1:${PORT}`,
+      }),
+    ),
+  ),
   Layer.provide(Layer.succeed(References.MinimumLogLevel, "Warn")),
 )
 
@@ -139,6 +151,21 @@ describe("the docs page in headless Chromium", () => {
           })
           assert.match(dialog, /Token URL:?\s*\S+\/token/)
           for (const scope of ["prospects:write", "webhooks:manage"]) assert.include(dialog, scope)
+
+          // And it obtains a token with a real client's credentials (the audience rides in the query).
+          const client = yield* (yield* Auth).createClient({ gateway: "partner", name: "docs reader" })
+          const authorized = yield* Effect.promise(async () => {
+            const modal = page.locator(".modal-ux")
+            const credentials = modal.locator('input:not([type="checkbox"])')
+            await credentials.nth(0).fill(client.clientId)
+            await credentials.nth(1).fill(client.clientSecret)
+            const tokenAnswer = page.waitForResponse((response) => response.url().includes("/token"))
+            await modal.locator("button.modal-btn.authorize").first().click()
+            const answer = await tokenAnswer
+            await modal.getByText("Logout").first().waitFor({ timeout: 10_000 })
+            return answer.status()
+          })
+          assert.strictEqual(authorized, 200, "the Authorize dialog got a token")
 
           assert.isNotEmpty(requests)
           const elsewhere = requests.filter(

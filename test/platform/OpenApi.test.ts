@@ -178,12 +178,14 @@ describe("the partner gateway's reference", () => {
           "default-src 'none'",
         ])
           assert.include(csp, directive)
-        assert.notMatch(page.text, /https?:\/\//, "no absolute URL in the page")
         assert.include(page.text, 'data-url="/openapi.json"')
+        // The token request's audience, for the Authorize dialog: an identifier, not something fetched.
+        assert.include(page.text, `data-audience="${BASE_URL}"`)
         const links = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) =>
           m[1]!.replaceAll("&amp;", "&"),
         )
         assert.isAtLeast(links.length, 3)
+        for (const link of links) assert.notMatch(link, /^(https?:)?\/\//, `${link} is on this origin`)
         const types: Record<string, RegExp> = {
           js: /^text\/javascript/,
           css: /^text\/css/,
