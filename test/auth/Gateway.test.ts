@@ -18,6 +18,8 @@ import {
   fixtureRoutes,
   gatewayPort,
   httpRequest,
+  ingestFixturePort,
+  ingestFixtureRoute,
   obtainToken,
   OWNER_NOT_FOUND,
   tokenSignedByAnotherKey,
@@ -314,5 +316,19 @@ describe("the partner gateway's guard", () => {
         }),
       )
     }
+
+    it.effect("has the ingestion gateway refuse a partner-gateway token and accept its own", () =>
+      Effect.gen(function* () {
+        const { client, ingestClient } = yield* Callers
+        const port = yield* ingestFixturePort
+        const post = (token: string) =>
+          httpRequest(port, ingestFixtureRoute.path, requestInit(ingestFixtureRoute, `Bearer ${token}`))
+        const partnerToken = yield* post(yield* obtainToken("partner", client))
+        assert.strictEqual(partnerToken.status, 401)
+        assert.strictEqual(partnerToken.text, UNAUTHORIZED)
+        const ingestToken = yield* post(yield* obtainToken("ingest", ingestClient))
+        assert.strictEqual(ingestToken.status, 202, ingestToken.text)
+      }),
+    )
   })
 })

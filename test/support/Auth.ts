@@ -57,20 +57,33 @@ export const fixtureRoutes: ReadonlyArray<Route> = [
   },
 ]
 
-/** The gateway serving `fixtureRoutes` through `authGuard("partner")`, on a free port of its own. */
-export class FixtureGateway extends Context.Service<FixtureGateway, { readonly port: number }>()(
-  "test/support/Auth/FixtureGateway",
-) {
+/** An event route of the ingestion gateway's kind, until the ingestion issue adds the real one. */
+export const ingestFixtureRoute: Route = {
+  method: "POST",
+  path: "/events/fixture",
+  access: { scope: "ingest:events" },
+  handle: (request) => Effect.succeed(json(202, { client_id: request.caller?.clientId })),
+}
+
+/**
+ * Gateways serving the fixture routes through the real guards, on free ports of their own: `port` behind
+ * `authGuard("partner")`, `ingestPort` behind `authGuard("ingest")`.
+ */
+export class FixtureGateway extends Context.Service<
+  FixtureGateway,
+  { readonly port: number; readonly ingestPort: number }
+>()("test/support/Auth/FixtureGateway") {
   static readonly layer = Layer.effect(
     FixtureGateway,
     Effect.gen(function* () {
       const ports = new Map<HttpRole, number>()
       yield* Layer.build(
-        gatewayLayer("partner-api", fixtureRoutes, authGuard("partner")).pipe(
-          Layer.provide(Layer.succeed(ListeningPorts, ports)),
-        ),
+        Layer.mergeAll(
+          gatewayLayer("partner-api", fixtureRoutes, authGuard("partner")),
+          gatewayLayer("ingest-api", [ingestFixtureRoute], authGuard("ingest")),
+        ).pipe(Layer.provide(Layer.succeed(ListeningPorts, ports))),
       )
-      return { port: ports.get("partner-api")! }
+      return { port: ports.get("partner-api")!, ingestPort: ports.get("ingest-api")! }
     }),
   )
 }
@@ -112,6 +125,7 @@ export const gatewayPort = (role: HttpRole) =>
   Effect.map(Effect.service(ListeningPorts), (ports) => ports.get(role)!)
 
 export const fixturePort = Effect.map(Effect.service(FixtureGateway), (gateway) => gateway.port)
+export const ingestFixturePort = Effect.map(Effect.service(FixtureGateway), (gateway) => gateway.ingestPort)
 
 export const bearer = (token: string): RequestInit => ({ headers: { authorization: `Bearer ${token}` } })
 
