@@ -6,11 +6,13 @@ import { gatewayLayer, type Guard, ListeningPorts, type Route } from "./platform
 import { relayLayer } from "./platform/Outbox.ts"
 import { PlatformLayer } from "./platform/Platform.ts"
 import { referenceRoutes } from "./platform/Reference.ts"
+import { rosterRoutes } from "./roster/Http.ts"
+import { Roster } from "./roster/Roster.ts"
 
 /** What route handlers may use, besides the platform. */
-type AppServices = Auth | AppConfig
+type AppServices = Auth | AppConfig | Roster
 
-const partnerRoutes: ReadonlyArray<Route<AppServices>> = [...authRoutes("partner")]
+const partnerRoutes: ReadonlyArray<Route<AppServices>> = [...authRoutes("partner"), ...rosterRoutes]
 
 /** Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. */
 export const routesByRole: Record<HttpRole, ReadonlyArray<Route<AppServices>>> = {
@@ -35,7 +37,7 @@ export const appLayer = (config: AppConfigShape) => {
   const workers = config.roles.includes("workers") ? [relayLayer()] : []
   return Layer.mergeAll(Layer.empty, ...gateways, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
-    Layer.provideMerge(Auth.layer),
+    Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer)),
     Layer.provideMerge(PlatformLayer),
     Layer.provide(Layer.succeed(AppConfig, config)),
   )

@@ -5,7 +5,9 @@ import { Nats } from "../platform/Nats.ts"
 import { runMain } from "../platform/Main.ts"
 import { loggerLayer } from "../platform/Observability.ts"
 import { PlatformLayer } from "../platform/Platform.ts"
+import { Roster } from "../roster/Roster.ts"
 import { clients, keys } from "./Clients.ts"
+import { owners } from "./Owners.ts"
 import { tail } from "./Tail.ts"
 import { CliUsage, parse } from "./Usage.ts"
 
@@ -24,6 +26,10 @@ commands:
                                             let a client act for more owners
   clients revoke CLIENT_ID                  refuse the client's credentials and tokens from now on
   keys rotate                               sign new tokens with a new key (old tokens stay valid until expiry)
+  owners create-managed --name NAME --external-org-id ID
+                                            an owner with an existing relationship with the service
+  owners grant --owner SLUG --client CLIENT_ID [--buildings PMS_PROPERTY_ID,...]
+                                            grant an owner, or only named buildings of it, to a client
 `
 
 /** The platform and authentication, for commands that manage clients. */
@@ -46,6 +52,8 @@ const commands = {
     }),
   clients: (args: ReadonlyArray<string>) => withAuth(clients(args)),
   keys: (args: ReadonlyArray<string>) => withAuth(keys(args)),
+  owners: (args: ReadonlyArray<string>) =>
+    Effect.scoped(owners(args)).pipe(Effect.provide(Roster.layer), Effect.provide(PlatformLayer)),
 }
 
 const program = Effect.gen(function* () {

@@ -15,11 +15,11 @@ export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", { messa
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
   limitBytes: Schema.Number,
 }) {}
-/** 422 with field-level detail: `{"status_code":422,"error":message,[resource]:{field:message}}`. */
+/** 422, with field-level detail when given: `{"status_code":422,"error":message,[resource]:{field:message}}`. */
 export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", {
   message: Schema.String,
-  resource: Schema.String,
-  fields: Schema.Record(Schema.String, Schema.Unknown),
+  resource: Schema.optional(Schema.String),
+  fields: Schema.optional(Schema.Record(Schema.String, Schema.Unknown)),
 }) {}
 /** Gateway authentication failure: the body is exactly `{"message":"Unauthorized"}`. */
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {}) {}
@@ -95,7 +95,7 @@ export const errorResponse = (error: ApiError): Response => {
         { connection: "close" },
       )
     case "Unprocessable":
-      return endpointError(422, error.message, { [error.resource]: error.fields })
+      return endpointError(422, error.message, error.resource ? { [error.resource]: error.fields ?? {} } : {})
     case "Unauthorized":
       return json(401, { message: "Unauthorized" })
     case "Forbidden":

@@ -1,0 +1,185 @@
+import { Schema } from "effect"
+
+/** Batches hold at most this many items; a larger one is refused whole before any item runs. */
+export const MAX_BATCH = 500
+
+const NonEmpty = Schema.String.check(Schema.isMinLength(1, { message: "can't be blank" }))
+/** Omitted: keep the stored value; `null`: clear it (only optional fields). */
+const Clearable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))
+
+const httpsOrigin = Schema.String.check(
+  Schema.makeFilter((value: string) => {
+    const parsed = URL.canParse(value) ? new URL(value) : undefined
+    return parsed?.protocol === "https:" && parsed.origin === value.replace(/\/$/, "")
+      ? undefined
+      : "must be an HTTPS origin such as https://pms.example.com"
+  }),
+)
+
+export const DefaultCoverage = Schema.Struct({
+  type: Schema.Literal("multiplier"),
+  value: Schema.Number.check(
+    Schema.isGreaterThan(0, { message: "must be a positive multiple of monthly rent" }),
+  ),
+}).annotate({ identifier: "DefaultCoverage", description: "Coverage as a multiple of monthly rent." })
+
+export const PropertyOwnerInput = Schema.Struct({
+  external_org_id: NonEmpty,
+  name: Schema.optional(NonEmpty),
+  purchase_flow_enabled: Schema.optional(Schema.Boolean),
+  max_coverage_amount_cents: Clearable(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+  embedded_frame_ancestors: Schema.optional(Schema.Array(httpsOrigin)),
+  guarantor_coverage_capable: Schema.optional(Schema.Boolean),
+}).annotate({ identifier: "PropertyOwnerInput" })
+export type PropertyOwnerInput = typeof PropertyOwnerInput.Type
+
+export const PropertyOwner = Schema.Struct({
+  external_org_id: Schema.String,
+  owner_slug: Schema.String,
+  name: Schema.String,
+  purchase_flow_enabled: Schema.Boolean,
+  active: Schema.Boolean,
+  max_coverage_amount_cents: Schema.NullOr(Schema.Int),
+  embedded_frame_ancestors: Schema.Array(Schema.String),
+  guarantor_coverage_capable: Schema.Boolean,
+  default_bank_account_external_id: Schema.NullOr(Schema.String),
+}).annotate({ identifier: "PropertyOwner" })
+export type PropertyOwner = typeof PropertyOwner.Type
+
+export const PropertyOwnerResponse = Schema.Struct({
+  status_code: Schema.Literals([200, 201]),
+  owner_slug: Schema.String,
+  property_owner: PropertyOwner,
+}).annotate({ identifier: "PropertyOwnerResponse" })
+
+export const BankAccountItem = Schema.Struct({
+  external_system_id: NonEmpty,
+  display_name: NonEmpty,
+  routing_number: Schema.String.check(Schema.isPattern(/^\d{9}$/, { message: "must be 9 digits" })),
+  account_number: Schema.String.check(
+    Schema.isPattern(/^\d{1,20}$/, { message: "must be at most 20 digits" }),
+  ),
+  default: Schema.optional(Schema.Boolean),
+}).annotate({ identifier: "BankAccountItem" })
+export type BankAccountItem = typeof BankAccountItem.Type
+
+export const PropertyTypes = [
+  "single_family",
+  "garden_community",
+  "multifamily",
+  "single_address_garden_community",
+] as const
+export type PropertyType = (typeof PropertyTypes)[number]
+/** Building kinds that hold exactly one unit. */
+export const SINGLE_UNIT_TYPES: ReadonlyArray<PropertyType> = ["single_family", "garden_community"]
+
+export const PmsTypes = ["yardi", "realpage"] as const
+
+export const PropertyAddress = Schema.Struct({
+  line_one: NonEmpty,
+  line_two: Clearable(Schema.String),
+  city: NonEmpty,
+  state: NonEmpty,
+  zip: Schema.Union([Schema.String, Schema.Int]),
+  country: Clearable(Schema.String),
+}).annotate({ identifier: "PropertyAddress" })
+
+export const PropertyItem = Schema.Struct({
+  external_system_id: NonEmpty,
+  building_name: NonEmpty,
+  address: PropertyAddress,
+  type: Schema.optional(Schema.Literals(PropertyTypes)),
+  policy_holder_name: Clearable(NonEmpty),
+  pms_type: Clearable(Schema.Literals(PmsTypes)),
+  pms_property_id: Clearable(NonEmpty),
+  default_coverage: Clearable(DefaultCoverage),
+  bank_account_external_id: Clearable(NonEmpty),
+  active: Schema.optional(Schema.Boolean),
+}).annotate({ identifier: "PropertyItem" })
+export type PropertyItem = typeof PropertyItem.Type
+
+export const UnitAddress = Schema.Struct({
+  line_one: Schema.optional(Schema.String),
+  line_two: Clearable(Schema.String),
+  city: Schema.optional(Schema.String),
+  state: Schema.optional(Schema.String),
+  zip: Schema.optional(Schema.Union([Schema.String, Schema.Int])),
+}).annotate({ identifier: "UnitAddress" })
+
+export const UnitItem = Schema.Struct({
+  external_system_id: NonEmpty,
+  property_external_id: NonEmpty,
+  name: Clearable(NonEmpty),
+  address: Clearable(UnitAddress),
+  pms_unit_id: Clearable(NonEmpty),
+  default_coverage: Clearable(DefaultCoverage),
+}).annotate({ identifier: "UnitItem" })
+export type UnitItem = typeof UnitItem.Type
+
+const Errors = Schema.Record(Schema.String, Schema.Array(Schema.String))
+
+/** One item's outcome; a failed item carries only `errors`, the others the stored resource's fields. */
+const itemResult = <F extends Schema.Struct.Fields>(identifier: string, fields: F) =>
+  Schema.Struct({
+    external_system_id: Schema.String,
+    action: Schema.Literals(["created", "updated", "failed"]),
+    errors: Schema.optional(Errors),
+    ...fields,
+  }).annotate({ identifier })
+
+export const BankAccountResult = itemResult("BankAccountResult", {
+  display_name: Schema.optional(Schema.String),
+  routing_number: Schema.optional(Schema.String),
+  account_number_last4: Schema.optional(Schema.String),
+  default: Schema.optional(Schema.Boolean),
+})
+export const PropertyResult = itemResult("PropertyResult", {
+  building_name: Schema.optional(Schema.String),
+  address: Schema.optional(
+    Schema.Struct({ line_one: Schema.String, city: Schema.String, state: Schema.String, zip: Schema.String }),
+  ),
+  type: Schema.optional(Schema.String),
+  active: Schema.optional(Schema.Boolean),
+})
+export const UnitResult = itemResult("UnitResult", {
+  name: Schema.optional(Schema.String),
+  property_external_id: Schema.optional(Schema.String),
+})
+
+export const batchResponse = <S extends Schema.Top>(identifier: string, result: S) =>
+  Schema.Struct({
+    status_code: Schema.Literal(200),
+    results: Schema.Array(result),
+    meta: Schema.Struct({ created: Schema.Int, updated: Schema.Int, failed: Schema.Int }),
+  }).annotate({ identifier })
+
+export interface ItemResult {
+  readonly external_system_id: string
+  readonly action: "created" | "updated" | "failed"
+  readonly errors?: Record<string, Array<string>>
+  readonly [field: string]: unknown
+}
+
+export const failed = (externalSystemId: string, errors: Record<string, Array<string>>): ItemResult => ({
+  external_system_id: externalSystemId,
+  action: "failed",
+  errors,
+})
+
+/** The owner's `external_org_id` belongs to an owner the service manages directly (409). */
+export class OwnerManagedByService extends Schema.TaggedError<OwnerManagedByService>()(
+  "OwnerManagedByService",
+  {
+    externalOrgId: Schema.String,
+  },
+) {}
+
+/** A first owner write without a name (the slug and default policy holder come from it). */
+export class OwnerInvalid extends Schema.TaggedError<OwnerInvalid>()("OwnerInvalid", {
+  fields: Schema.Record(Schema.String, Schema.String),
+}) {}
+
+/** A batch that is not an array, or holds more than `MAX_BATCH` items: refused whole. */
+export class BatchRejected extends Schema.TaggedError<BatchRejected>()("BatchRejected", {
+  message: Schema.String,
+}) {}

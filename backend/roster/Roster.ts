@@ -1,0 +1,741 @@
+import { Context, Effect, Layer } from "effect"
+import { Crypto } from "../platform/Crypto.ts"
+import { Db } from "../platform/Db.ts"
+import { Forbidden } from "../platform/Http.ts"
+import { Outbox, type OutboxMessage } from "../platform/Outbox.ts"
+import { decodeFields, type FieldErrors } from "../platform/Validation.ts"
+import {
+  deriveBuildingStreet,
+  normalizeState,
+  normalizeStreetLine,
+  normalizeZip,
+  remainderAfterStreet,
+  unitLabelFromLine,
+  unitLabelFromLineTwo,
+} from "./Address.ts"
+import {
+  BankAccountItem,
+  BatchRejected,
+  failed,
+  type ItemResult,
+  MAX_BATCH,
+  OwnerInvalid,
+  OwnerManagedByService,
+  type PropertyOwner,
+  type PropertyOwnerInput,
+  PropertyItem,
+  type PropertyType,
+  SINGLE_UNIT_TYPES,
+  UnitItem,
+} from "./Domain.ts"
+import { type OwnerRow, type PropertyRow, RosterRepo, type UnitRow } from "./Repo.ts"
+
+const decodeBankAccount = decodeFields(BankAccountItem)
+const decodeProperty = decodeFields(PropertyItem)
+const decodeUnit = decodeFields(UnitItem)
+
+/** The partner's identifier of an item, even of one that does not decode, for its result. */
+const externalIdOf = (item: unknown) =>
+  typeof item === "object" &&
+  item !== null &&
+  typeof (item as { external_system_id?: unknown }).external_system_id === "string"
+    ? (item as { external_system_id: string }).external_system_id
+    : ""
+
+const batchOf = (body: unknown) =>
+  !Array.isArray(body)
+    ? Effect.fail(
+        new BatchRejected({ message: "The body must be a JSON array of items (even for one item)." }),
+      )
+    : body.length > MAX_BATCH
+      ? Effect.fail(
+          new BatchRejected({
+            message: `A batch holds at most ${MAX_BATCH} items; this one has ${body.length}. Nothing was processed.`,
+          }),
+        )
+      : Effect.succeed(body as ReadonlyArray<unknown>)
+
+/** `acme-properties` from "Acme Properties, Inc.": readable, stable, URL-safe. */
+const slugify = (name: string) =>
+  name
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 48)
+    .replace(/-+$/, "") || "owner"
+
+const meta = (results: ReadonlyArray<ItemResult>) => ({
+  created: results.filter((r) => r.action === "created").length,
+  updated: results.filter((r) => r.action === "updated").length,
+  failed: results.filter((r) => r.action === "failed").length,
+})
+
+type Kind = "owner" | "bank_account" | "property" | "unit"
+
+/** `roster.<owner_slug>.<kind>.<created|updated>`, one per applied item, keyed by owner so they stay in order. */
+const rosterEvents = (slug: string, kind: Kind, results: ReadonlyArray<ItemResult>): Array<OutboxMessage> =>
+  results
+    .filter((r) => r.action !== "failed")
+    .map((r) => ({ subject: `roster.${slug}.${kind}.${r.action}`, key: slug, payload: r }))
+
+const sameText = (a: string | null | undefined, b: string | null | undefined) =>
+  (a ?? "").trim().toLowerCase() === (b ?? "").trim().toLowerCase()
+
+interface PropertyState extends Omit<PropertyRow, "id"> {
+  readonly id?: string
+}
+
+interface UnitState extends Omit<UnitRow, "id"> {
+  readonly id?: string
+}
+
+export class Roster extends Context.Service<Roster>()("partner-service/roster/Roster", {
+  make: Effect.gen(function* () {
+    const repo = yield* RosterRepo
+    const db = yield* Db
+    const outbox = yield* Outbox
+    const crypto = yield* Crypto
+
+    const ownerView = (owner: OwnerRow, defaultAccountExternalId: string | null): PropertyOwner => ({
+      external_org_id: owner.external_org_id ?? "",
+      owner_slug: owner.slug,
+      name: owner.name,
+      purchase_flow_enabled: owner.purchase_flow_enabled,
+      active: owner.purchase_flow_enabled,
+      max_coverage_amount_cents:
+        owner.max_coverage_amount_cents === null ? null : Number(owner.max_coverage_amount_cents),
+      embedded_frame_ancestors: owner.embedded_frame_ancestors,
+      guarantor_coverage_capable: owner.guarantor_coverage_capable,
+      default_bank_account_external_id: defaultAccountExternalId,
+    })
+
+    const defaultAccountExternalId = (owner: OwnerRow) =>
+      owner.default_bank_account_id === null
+        ? Effect.succeed(null)
+        : repo
+            .bankAccounts(owner.id)
+            .pipe(
+              Effect.map(
+                (accounts) =>
+                  accounts.find((a) => a.id === owner.default_bank_account_id)?.external_system_id ?? null,
+              ),
+            )
+
+    const uniqueSlug = (name: string) =>
+      Effect.gen(function* () {
+        const base = slugify(name)
+        const taken = yield* repo.slugsLike(base)
+        let slug = base
+        for (let n = 2; taken.has(slug); n++) slug = `${base}-${n}`
+        return slug
+      })
+
+    /**
+     * `POST /partners/property_owners`: an upsert on `external_org_id`. A new owner starts with the purchase flow
+     * off and is granted to the client that created it; an existing one may be updated only by a client it is
+     * granted to.
+     */
+    const upsertOwner = Effect.fn("Roster.upsertOwner")(function* (
+      clientId: string,
+      input: PropertyOwnerInput,
+    ) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          yield* repo.lockExternalOrgId(input.external_org_id)
+          const existing = yield* repo.ownerByExternalOrgId(input.external_org_id)
+          if (existing?.managed_by_service) {
+            return yield* new OwnerManagedByService({ externalOrgId: input.external_org_id })
+          }
+          if (existing === undefined) {
+            if (input.name === undefined) {
+              return yield* new OwnerInvalid({ fields: { name: "is required when the owner is created" } })
+            }
+            const owner = yield* repo.insertOwner({
+              slug: yield* uniqueSlug(input.name),
+              name: input.name,
+              external_org_id: input.external_org_id,
+              managed_by_service: false,
+              max_coverage_amount_cents: input.max_coverage_amount_cents ?? null,
+              embedded_frame_ancestors: input.embedded_frame_ancestors ?? [],
+              guarantor_coverage_capable: input.guarantor_coverage_capable ?? false,
+            })
+            yield* repo.grant(owner.id, clientId, null)
+            const view = ownerView(owner, null)
+            yield* outbox.enqueue(
+              rosterEvents(owner.slug, "owner", [
+                { external_system_id: owner.external_org_id!, action: "created", ...view },
+              ]),
+            )
+            return { created: true, owner: view }
+          }
+          if (!(yield* isGranted(existing.id, clientId))) return yield* new Forbidden()
+          const updated: OwnerRow = {
+            ...existing,
+            name: input.name ?? existing.name,
+            purchase_flow_enabled: input.purchase_flow_enabled ?? existing.purchase_flow_enabled,
+            max_coverage_amount_cents:
+              input.max_coverage_amount_cents === undefined
+                ? existing.max_coverage_amount_cents
+                : input.max_coverage_amount_cents === null
+                  ? null
+                  : String(input.max_coverage_amount_cents),
+            embedded_frame_ancestors: input.embedded_frame_ancestors
+              ? [...input.embedded_frame_ancestors]
+              : existing.embedded_frame_ancestors,
+            guarantor_coverage_capable:
+              input.guarantor_coverage_capable ?? existing.guarantor_coverage_capable,
+          }
+          yield* repo.updateOwner(updated)
+          const view = ownerView(updated, yield* defaultAccountExternalId(updated))
+          yield* outbox.enqueue(
+            rosterEvents(updated.slug, "owner", [
+              { external_system_id: updated.external_org_id!, action: "updated", ...view },
+            ]),
+          )
+          return { created: false, owner: view }
+        }),
+      )
+    })
+
+    const isGranted = (ownerId: string, clientId: string) =>
+      db
+        .query(
+          (sql) => sql<Array<{ one: number }>>`
+            select 1 as one from client_owner_grants where owner_id = ${ownerId} and client_id = ${clientId}`,
+        )
+        .pipe(Effect.map((rows) => rows.length > 0))
+
+    /** Loads the owner of a slug the gateway already resolved, and serializes this batch with others of its owner. */
+    const lockedOwner = (slug: string) =>
+      Effect.gen(function* () {
+        const owner = yield* repo.ownerBySlug(slug)
+        if (owner === undefined) return yield* Effect.die(new Error(`owner ${slug} vanished`))
+        yield* repo.lockOwner(owner.id)
+        return (yield* repo.ownerBySlug(slug))!
+      })
+
+    /** `POST /partners/{owner_slug}/bank_accounts`. */
+    const upsertBankAccounts = Effect.fn("Roster.upsertBankAccounts")(function* (
+      slug: string,
+      body: unknown,
+    ) {
+      const items = yield* batchOf(body)
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const owner = yield* lockedOwner(slug)
+          const stored = yield* repo.bankAccounts(owner.id)
+          const byExternalId = new Map(stored.map((a) => [a.external_system_id, a]))
+          let defaultExternalId = stored.find(
+            (a) => a.id === owner.default_bank_account_id,
+          )?.external_system_id
+          // The last item of each identifier wins; earlier ones of it report as updates of it.
+          const pending = new Map<string, { readonly item: BankAccountItem; readonly sealed: Buffer }>()
+          const results: Array<ItemResult> = []
+          for (const raw of items) {
+            const decoded = decodeBankAccount(raw)
+            if ("errors" in decoded) {
+              results.push(failed(externalIdOf(raw), decoded.errors))
+              continue
+            }
+            const item = decoded.value
+            if (item.default === false && defaultExternalId === item.external_system_id) {
+              results.push(
+                failed(item.external_system_id, {
+                  default: [
+                    "can't be false on the owner's default account: set default on another account to move it",
+                  ],
+                }),
+              )
+              continue
+            }
+            const created =
+              !byExternalId.has(item.external_system_id) && !pending.has(item.external_system_id)
+            pending.set(item.external_system_id, {
+              item,
+              sealed: yield* crypto.seal(new TextEncoder().encode(item.account_number)),
+            })
+            // The owner's first account becomes the default; `default: true` moves it.
+            if (item.default === true || defaultExternalId === undefined)
+              defaultExternalId = item.external_system_id
+            results.push({
+              external_system_id: item.external_system_id,
+              action: created ? "created" : "updated",
+            })
+          }
+
+          const rows = [...pending.values()].map(({ item, sealed }) => ({
+            external_system_id: item.external_system_id,
+            display_name: item.display_name,
+            routing_number: item.routing_number,
+            account_number_sealed: sealed,
+            account_number_last4: item.account_number.slice(-4),
+          }))
+          const inserted = yield* repo.insertBankAccounts(
+            owner.id,
+            rows.filter((r) => !byExternalId.has(r.external_system_id)),
+          )
+          yield* repo.updateBankAccounts(
+            rows
+              .filter((r) => byExternalId.has(r.external_system_id))
+              .map(({ external_system_id, ...r }) => ({
+                ...r,
+                id: byExternalId.get(external_system_id)!.id,
+              })),
+          )
+          const idOf = (externalId: string) =>
+            byExternalId.get(externalId)?.id ??
+            inserted.find((r) => r.external_system_id === externalId)?.id ??
+            null
+          const defaultId = defaultExternalId === undefined ? null : idOf(defaultExternalId)
+          if (defaultId !== owner.default_bank_account_id) {
+            yield* repo.updateOwner({ ...owner, default_bank_account_id: defaultId })
+          }
+          const finished = results.map((result) => {
+            if (result.action === "failed") return result
+            const { item } = pending.get(result.external_system_id)!
+            return {
+              ...result,
+              display_name: item.display_name,
+              routing_number: item.routing_number,
+              account_number_last4: item.account_number.slice(-4),
+              default: result.external_system_id === defaultExternalId,
+            }
+          })
+          yield* outbox.enqueue(rosterEvents(owner.slug, "bank_account", finished))
+          return { results: finished, meta: meta(finished) }
+        }),
+      )
+    })
+
+    /** What a property result shows of the stored building. */
+    const propertyView = (
+      externalId: string,
+      action: "created" | "updated",
+      p: PropertyState,
+    ): ItemResult => ({
+      external_system_id: externalId,
+      action,
+      building_name: p.building_name,
+      address: { line_one: p.street, city: p.city, state: p.state, zip: p.zip },
+      type: p.type,
+      active: p.active,
+    })
+
+    /** `POST /partners/{owner_slug}/properties`: each item matched and applied in order (see the spec's rules). */
+    const upsertProperties = Effect.fn("Roster.upsertProperties")(function* (
+      slug: string,
+      clientId: string,
+      body: unknown,
+    ) {
+      const items = yield* batchOf(body)
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const owner = yield* lockedOwner(slug)
+          const model: Array<PropertyState> = yield* repo.properties(owner.id)
+          const accounts = new Map(
+            (yield* repo.bankAccounts(owner.id)).map((a) => [a.external_system_id, a.id]),
+          )
+          const granted = owner.managed_by_service
+            ? yield* repo.grantedBuildings(owner.id, clientId)
+            : undefined
+          const touched = new Set<PropertyState>()
+          const results: Array<ItemResult> = []
+
+          for (const raw of items) {
+            const decoded = decodeProperty(raw)
+            if ("errors" in decoded) {
+              results.push(failed(externalIdOf(raw), decoded.errors))
+              continue
+            }
+            const item = decoded.value
+            const outcome = applyProperty(item, model, accounts, owner, granted)
+            if ("errors" in outcome) {
+              results.push(failed(item.external_system_id, outcome.errors))
+              continue
+            }
+            touched.add(outcome.state)
+            results.push(
+              propertyView(item.external_system_id, outcome.created ? "created" : "updated", outcome.state),
+            )
+          }
+
+          yield* repo.upsertProperties(owner.id, [...touched])
+          yield* outbox.enqueue(rosterEvents(owner.slug, "property", results))
+          return { results, meta: meta(results) }
+        }),
+      )
+    })
+
+    /** `POST /partners/{owner_slug}/units`: buildings' streets derived first, then each item in order. */
+    const upsertUnits = Effect.fn("Roster.upsertUnits")(function* (slug: string, body: unknown) {
+      const items = yield* batchOf(body)
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const owner = yield* lockedOwner(slug)
+          const properties = yield* repo.properties(owner.id)
+          const byExternalId = new Map(
+            properties.filter((p) => p.external_system_id !== null).map((p) => [p.external_system_id!, p]),
+          )
+          const decoded = items.map((raw) => ({ raw, decoded: decodeUnit(raw) }))
+          const referenced = new Set(
+            decoded.flatMap(({ decoded }) =>
+              "value" in decoded && byExternalId.has(decoded.value.property_external_id)
+                ? [byExternalId.get(decoded.value.property_external_id)!.id]
+                : [],
+            ),
+          )
+          const units: Array<UnitState> = yield* repo.units([...referenced])
+
+          // The building street is the part its units' addresses share: derive it before naming units.
+          const streets = new Map<string, string>()
+          const streetUpdates: Array<{ id: string; street: string; street_key: string }> = []
+          const disagreements: Array<{ property_id: string; stored_street: string; derived_street: string }> =
+            []
+          for (const property of properties.filter((p) => referenced.has(p.id))) {
+            const lines = [
+              ...units.filter((u) => u.property_id === property.id).map((u) => u.line_one),
+              ...decoded.flatMap(({ decoded }) =>
+                "value" in decoded && decoded.value.property_external_id === property.external_system_id
+                  ? [decoded.value.address?.line_one]
+                  : [],
+              ),
+            ].filter((line): line is string => typeof line === "string" && line.trim() !== "")
+            const derived = lines.length === 0 ? undefined : deriveBuildingStreet(lines)
+            streets.set(property.id, property.street)
+            if (derived === undefined || derived === property.street) continue
+            if (property.address_locked) {
+              disagreements.push({
+                property_id: property.id,
+                stored_street: property.street,
+                derived_street: derived,
+              })
+              continue
+            }
+            streets.set(property.id, derived)
+            streetUpdates.push({
+              id: property.id,
+              street: derived,
+              street_key: normalizeStreetLine(derived).key,
+            })
+          }
+
+          const touched = new Set<UnitState>()
+          const results: Array<ItemResult> = []
+          for (const { raw, decoded: d } of decoded) {
+            if ("errors" in d) {
+              results.push(failed(externalIdOf(raw), d.errors))
+              continue
+            }
+            const item = d.value
+            const property = byExternalId.get(item.property_external_id)
+            if (property === undefined) {
+              results.push(
+                failed(item.external_system_id, {
+                  property_external_id: [
+                    "is not a known property: send the property first (earlier in this request or before)",
+                  ],
+                }),
+              )
+              continue
+            }
+            const outcome = applyUnit(item, property, streets.get(property.id) ?? property.street, units)
+            if ("errors" in outcome) {
+              results.push(failed(item.external_system_id, outcome.errors))
+              continue
+            }
+            touched.add(outcome.state)
+            results.push({
+              external_system_id: item.external_system_id,
+              action: outcome.created ? "created" : "updated",
+              name: outcome.state.name,
+              property_external_id: item.property_external_id,
+            })
+          }
+
+          yield* repo.updatePropertyStreets(streetUpdates)
+          yield* repo.recordDisagreements(disagreements)
+          for (const disagreement of disagreements) {
+            yield* Effect.logWarning("derived building street differs from the locked one").pipe(
+              Effect.annotateLogs({ owner: owner.slug, ...disagreement }),
+            )
+          }
+          yield* repo.upsertUnits([...touched])
+          yield* outbox.enqueue(rosterEvents(owner.slug, "unit", results))
+          return { results, meta: meta(results) }
+        }),
+      )
+    })
+
+    /** Operators: an owner with an existing relationship (its purchase flow and coverage stay service-owned). */
+    const createManagedOwner = Effect.fn("Roster.createManagedOwner")(function* (
+      name: string,
+      externalOrgId: string,
+    ) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          yield* repo.lockExternalOrgId(externalOrgId)
+          const existing = yield* repo.ownerByExternalOrgId(externalOrgId)
+          if (existing !== undefined) return existing
+          const owner = yield* repo.insertOwner({
+            slug: yield* uniqueSlug(name),
+            name,
+            external_org_id: externalOrgId,
+            managed_by_service: true,
+            max_coverage_amount_cents: null,
+            embedded_frame_ancestors: [],
+            guarantor_coverage_capable: false,
+          })
+          yield* repo.updateOwner({ ...owner, purchase_flow_enabled: true })
+          return owner
+        }),
+      )
+    })
+
+    return {
+      upsertOwner,
+      upsertBankAccounts,
+      upsertProperties,
+      upsertUnits,
+      createManagedOwner,
+      /** Operators: grant an owner, or only the named buildings (PMS property ids) of it, to a client. */
+      grantOwner: (ownerId: string, clientId: string, buildings: ReadonlyArray<string> | null) =>
+        repo.grant(ownerId, clientId, buildings),
+      ownerBySlug: repo.ownerBySlug,
+    }
+  }),
+}) {
+  static readonly layer = Layer.effect(Roster, Roster.make).pipe(
+    Layer.provide(RosterRepo.layer),
+    Layer.provide(Crypto.layer),
+  )
+}
+
+/**
+ * One property item against the owner's buildings (mutated in place on success): the spec's matching rules in
+ * order — linked identifier, then (pms_type, pms_property_id) with building_name choosing among several, then
+ * building_name + normalized street + zip, then create.
+ */
+const applyProperty = (
+  item: PropertyItem,
+  model: Array<PropertyState>,
+  accounts: ReadonlyMap<string, string>,
+  owner: OwnerRow,
+  granted: ReadonlyArray<string> | undefined,
+): { readonly errors: FieldErrors } | { readonly state: PropertyState; readonly created: boolean } => {
+  const errors: FieldErrors = {}
+  const street = normalizeStreetLine(item.address.line_one)
+  const state = normalizeState(item.address.state)
+  const zip = normalizeZip(item.address.zip)
+  if (state === undefined)
+    errors["address.state"] = ["is not a US state, territory or military state (two letters or full name)"]
+  if (zip === undefined) errors["address.zip"] = ["must be a five-digit ZIP code (ZIP+4 is accepted)"]
+  const bankAccountId =
+    item.bank_account_external_id === undefined || item.bank_account_external_id === null
+      ? item.bank_account_external_id
+      : accounts.get(item.bank_account_external_id)
+  if (bankAccountId === undefined && typeof item.bank_account_external_id === "string") {
+    errors.bank_account_external_id = ["is not a registered bank account of this owner: register it first"]
+  }
+  if (Object.keys(errors).length > 0) return { errors }
+
+  let target = model.find((p) => p.external_system_id === item.external_system_id)
+  if (target === undefined && item.pms_type && item.pms_property_id) {
+    const samePms = model.filter(
+      (p) => p.pms_type === item.pms_type && p.pms_property_id === item.pms_property_id,
+    )
+    const candidates =
+      samePms.length > 1 ? samePms.filter((p) => sameText(p.building_name, item.building_name)) : samePms
+    if (candidates.length > 1) {
+      return {
+        errors: {
+          building_name: [
+            `matches ${candidates.length} buildings of this PMS property; nothing separates them`,
+          ],
+        },
+      }
+    }
+    target = candidates[0]
+  }
+  if (target === undefined) {
+    const candidates = model.filter(
+      (p) => sameText(p.building_name, item.building_name) && p.street_key === street.key && p.zip === zip,
+    )
+    if (candidates.length > 1) {
+      return {
+        errors: {
+          building_name: [`matches ${candidates.length} buildings at this address; nothing separates them`],
+        },
+      }
+    }
+    target = candidates[0]
+  }
+  if (
+    target !== undefined &&
+    target.external_system_id !== null &&
+    target.external_system_id !== item.external_system_id
+  ) {
+    return {
+      errors: {
+        external_system_id: [
+          `the matching building is already linked to ${target.external_system_id}: one building, one identifier (the service corrects identifier changes)`,
+        ],
+      },
+    }
+  }
+  const pmsPropertyId = item.pms_property_id === undefined ? target?.pms_property_id : item.pms_property_id
+  if (
+    granted !== undefined &&
+    (pmsPropertyId === null || pmsPropertyId === undefined || !granted.includes(pmsPropertyId))
+  ) {
+    return { errors: { pms_property_id: ["is not a building granted to these credentials"] } }
+  }
+
+  const base: PropertyState = target ?? {
+    external_system_id: null,
+    building_name: item.building_name,
+    street_key: street.key,
+    street: street.display,
+    city: item.address.city.trim(),
+    state: state!,
+    zip: zip!,
+    type: "multifamily",
+    policy_holder_name: null,
+    pms_type: null,
+    pms_property_id: null,
+    default_coverage_type: "multiplier",
+    default_coverage_value: "1",
+    bank_account_id: null,
+    active: true,
+    // Renter guarantee comes with creation by this endpoint only, never to a matched building.
+    renter_guarantee_enabled: owner.guarantor_coverage_capable,
+    address_locked: false,
+  }
+  const next: PropertyState = {
+    ...base,
+    external_system_id: item.external_system_id,
+    building_name: item.building_name,
+    ...(base.address_locked
+      ? {}
+      : {
+          street_key: street.key,
+          street: street.display,
+          city: item.address.city.trim(),
+          state: state!,
+          zip: zip!,
+        }),
+    type: (item.type as PropertyType | undefined) ?? base.type,
+    policy_holder_name:
+      item.policy_holder_name === undefined ? base.policy_holder_name : item.policy_holder_name,
+    pms_type: item.pms_type === undefined ? base.pms_type : item.pms_type,
+    pms_property_id: item.pms_property_id === undefined ? base.pms_property_id : item.pms_property_id,
+    ...(item.default_coverage === undefined
+      ? {}
+      : item.default_coverage === null
+        ? { default_coverage_type: "multiplier", default_coverage_value: "1" }
+        : {
+            default_coverage_type: item.default_coverage.type,
+            default_coverage_value: String(item.default_coverage.value),
+          }),
+    bank_account_id: bankAccountId === undefined ? base.bank_account_id : bankAccountId,
+    active: item.active ?? base.active,
+  }
+  if (target === undefined) model.push(next)
+  else model[model.indexOf(target)] = next
+  return { state: next, created: target === undefined }
+}
+
+/**
+ * One unit item within its building (the units array is mutated on success): matched by linked identifier, then
+ * `pms_unit_id`, then name ignoring case; its name sent, or derived in the spec's order.
+ */
+const applyUnit = (
+  item: UnitItem,
+  property: PropertyRow,
+  buildingStreet: string,
+  units: Array<UnitState>,
+): { readonly errors: FieldErrors } | { readonly state: UnitState; readonly created: boolean } => {
+  const siblings = units.filter((u) => u.property_id === property.id)
+  const address = item.address ?? undefined
+  const lineOne = address?.line_one
+  const lineTwo = address?.line_two ?? undefined
+  const single = SINGLE_UNIT_TYPES.includes(property.type as PropertyType)
+  const derivedName =
+    (lineOne && (unitLabelFromLine(lineOne) ?? remainderAfterStreet(lineOne, buildingStreet))) ||
+    (lineTwo && unitLabelFromLineTwo(lineTwo)) ||
+    item.pms_unit_id ||
+    undefined
+
+  let target = siblings.find((u) => u.external_system_id === item.external_system_id)
+  if (target === undefined && item.pms_unit_id)
+    target = siblings.find((u) => u.pms_unit_id === item.pms_unit_id)
+  const nameForMatch = item.name ?? derivedName
+  if (target === undefined && nameForMatch) target = siblings.find((u) => sameText(u.name, nameForMatch))
+  if (
+    target !== undefined &&
+    target.external_system_id !== null &&
+    target.external_system_id !== item.external_system_id
+  ) {
+    return {
+      errors: {
+        external_system_id: [
+          `the unit named ${target.name} is already linked to ${target.external_system_id}`,
+        ],
+      },
+    }
+  }
+  if (target === undefined && single && siblings.length > 0) {
+    return {
+      errors: {
+        property_external_id: [
+          `a ${property.type} building holds exactly one unit, and this one has it already`,
+        ],
+      },
+    }
+  }
+  const name = item.name ?? derivedName ?? target?.name ?? (single ? "1" : undefined)
+  if (name === undefined) return { errors: { name: ["unit name required and not derivable"] } }
+
+  const base: UnitState = target ?? {
+    property_id: property.id,
+    external_system_id: null,
+    name,
+    line_one: null,
+    line_two: null,
+    city: null,
+    state: null,
+    zip: null,
+    pms_unit_id: null,
+    default_coverage_type: null,
+    default_coverage_value: null,
+  }
+  const next: UnitState = {
+    ...base,
+    external_system_id: item.external_system_id,
+    name,
+    ...(item.address === undefined
+      ? {}
+      : item.address === null
+        ? { line_one: null, line_two: null, city: null, state: null, zip: null }
+        : {
+            line_one: address?.line_one ?? base.line_one,
+            line_two: address?.line_two === undefined ? base.line_two : address.line_two,
+            city: address?.city ?? base.city,
+            state: address?.state ?? base.state,
+            zip: address?.zip === undefined ? base.zip : String(address.zip),
+          }),
+    pms_unit_id: item.pms_unit_id === undefined ? base.pms_unit_id : item.pms_unit_id,
+    ...(item.default_coverage === undefined
+      ? {}
+      : item.default_coverage === null
+        ? { default_coverage_type: null, default_coverage_value: null }
+        : {
+            default_coverage_type: item.default_coverage.type,
+            default_coverage_value: String(item.default_coverage.value),
+          }),
+  }
+  if (target === undefined) units.push(next)
+  else units[units.indexOf(target)] = next
+  return { state: next, created: target === undefined }
+}
