@@ -241,7 +241,7 @@ export class RosterRepo extends Context.Service<RosterRepo>()("partner-service/r
                   ? Promise.resolve([])
                   : sql`
                       update properties p set ${sql.unsafe(assignments(columns))}, updated_at = now()
-                      from (select * from json_populate_recordset(null::properties, ${sql.json(changed as never)})) v
+                      from (select * from jsonb_populate_recordset(null::properties, ${sql.json(changed as never)})) v
                       where p.id = v.id`,
               ]).then(([inserted]) => inserted)
             }),
@@ -280,7 +280,7 @@ export class RosterRepo extends Context.Service<RosterRepo>()("partner-service/r
                   ? Promise.resolve()
                   : sql`
                       update units u set ${sql.unsafe(assignments(columns))}, updated_at = now()
-                      from (select * from json_populate_recordset(null::units, ${sql.json(changed as never)})) v
+                      from (select * from jsonb_populate_recordset(null::units, ${sql.json(changed as never)})) v
                       where u.id = v.id`,
               ]).then(() => undefined)
             }),

@@ -12,6 +12,7 @@ import { Outbox, relayLayer } from "../../backend/platform/Outbox.ts"
 import { partitionedSubject } from "../../backend/platform/Partition.ts"
 import { Schema } from "effect"
 import { eventually } from "../support/Streams.ts"
+import { type LatencyRow, rosterBatches } from "./Roster.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
 
 interface Row {
@@ -226,6 +227,16 @@ const format = (rows: ReadonlyArray<Row>) =>
     ),
   ].join("\n")
 
+const formatLatency = (rows: ReadonlyArray<LatencyRow>) =>
+  [
+    "| benchmark | ours p50 / p99 | raw baseline p50 / p99 | ours / baseline (p50) |",
+    "|---|---|---|---|",
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} ms | ${r.baselineP50.toFixed(1)} / ${r.baselineP99.toFixed(1)} ms (${r.baselineName}) | ${(r.p50 / r.baselineP50).toFixed(1)}x |`,
+    ),
+  ].join("\n")
+
 const program = Effect.gen(function* () {
   const rows: Array<Row> = []
   const benches: ReadonlyArray<Effect.Effect<Row, unknown, Db | Nats | Outbox | AppConfig>> = [
@@ -242,7 +253,12 @@ const program = Effect.gen(function* () {
       ),
     )
   }
-  process.stdout.write(`${format(rows)}\n`)
+  const latencies = yield* Effect.scoped(
+    Layer.build(testPlatform({ PARTNER_API_PORT: "0" }).layer).pipe(
+      Effect.flatMap((ctx) => Effect.provide(rosterBatches, ctx)),
+    ),
+  )
+  process.stdout.write(`${format(rows)}\n\n${formatLatency(latencies)}\n`)
 })
 
 Effect.runPromise(program).catch((error) => {
