@@ -3,6 +3,8 @@ import { Db } from "../platform/Db.ts"
 
 /** Serializes roster writes per owner across processes, so a batch reads and writes a consistent roster. */
 const ROSTER_LOCK = 7_239_100
+/** Serializes the choice of a slug among owners whose names give the same one. */
+const SLUG_LOCK = 7_239_101
 
 export interface OwnerRow {
   readonly id: string
@@ -86,6 +88,9 @@ export class RosterRepo extends Context.Service<RosterRepo>()("partner-service/r
       /** Serializes first writes of one external_org_id (two requests creating the same owner at once). */
       lockExternalOrgId: (externalOrgId: string) =>
         db.query((sql) => sql`select pg_advisory_xact_lock(${ROSTER_LOCK}, hashtext(${externalOrgId}))`),
+      /** Held until commit, so the next owner of that name sees this one's slug taken. */
+      lockSlug: (base: string) =>
+        db.query((sql) => sql`select pg_advisory_xact_lock(${SLUG_LOCK}, hashtext(${base}))`),
       ownerBySlug: (slug: string) =>
         db
           .query((sql) => sql<Array<OwnerRow>>`select ${sql(OWNER_COLUMNS)} from owners where slug = ${slug}`)

@@ -83,6 +83,12 @@ const rosterEvents = (slug: string, kind: Kind, results: ReadonlyArray<ItemResul
 const sameText = (a: string | null | undefined, b: string | null | undefined) =>
   (a ?? "").trim().toLowerCase() === (b ?? "").trim().toLowerCase()
 
+/** The street a building's units' address lines share, or undefined when they share none (or have none). */
+const sharedStreet = (lines: ReadonlyArray<string | null | undefined>) => {
+  const present = lines.filter((line): line is string => typeof line === "string" && line.trim() !== "")
+  return present.length === 0 ? undefined : deriveBuildingStreet(present)
+}
+
 interface PropertyState extends Omit<PropertyRow, "id"> {
   readonly id?: string
 }
@@ -123,9 +129,11 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
               ),
             )
 
+    /** Inside the transaction that inserts the owner: the slug lock is held until it commits. */
     const uniqueSlug = (name: string) =>
       Effect.gen(function* () {
         const base = slugify(name)
+        yield* repo.lockSlug(base)
         const taken = yield* repo.slugsLike(base)
         let slug = base
         for (let n = 2; taken.has(slug); n++) slug = `${base}-${n}`
@@ -340,6 +348,15 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
           const granted = owner.managed_by_service
             ? yield* repo.grantedBuildings(owner.id, clientId)
             : undefined
+          // Once units derived a building's street, the seed address sent again does not replace it.
+          const unitLines = yield* repo.units(model.map((p) => p.id!))
+          const derivedStreets = new Map<string, string>()
+          for (const property of model) {
+            const derived = sharedStreet(
+              unitLines.filter((u) => u.property_id === property.id).map((u) => u.line_one),
+            )
+            if (derived !== undefined) derivedStreets.set(property.id!, derived)
+          }
           const touched = new Set<PropertyState>()
           const results: Array<ItemResult> = []
 
@@ -350,7 +367,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
               continue
             }
             const item = decoded.value
-            const outcome = applyProperty(item, model, accounts, owner, granted)
+            const outcome = applyProperty(item, model, accounts, owner, granted, derivedStreets)
             if ("errors" in outcome) {
               results.push(failed(item.external_system_id, outcome.errors))
               continue
@@ -361,7 +378,11 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
             )
           }
 
-          yield* repo.upsertProperties(owner.id, [...touched])
+          // Only the latest state of each building: one sent twice in a batch is written once, as last applied.
+          yield* repo.upsertProperties(
+            owner.id,
+            model.filter((p) => touched.has(p)),
+          )
           yield* outbox.enqueue(rosterEvents(owner.slug, "property", results))
           return { results, meta: meta(results) }
         }),
@@ -388,37 +409,22 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
           )
           const units: Array<UnitState> = yield* repo.units([...referenced])
 
-          // The building street is the part its units' addresses share: derive it before naming units.
+          // The building street is the part its units' addresses share: derive it from every line sent before
+          // naming units; what is stored is derived again below from the units as applied.
           const streets = new Map<string, string>()
-          const streetUpdates: Array<{ id: string; street: string; street_key: string }> = []
-          const disagreements: Array<{ property_id: string; stored_street: string; derived_street: string }> =
-            []
           for (const property of properties.filter((p) => referenced.has(p.id))) {
-            const lines = [
+            const derived = sharedStreet([
               ...units.filter((u) => u.property_id === property.id).map((u) => u.line_one),
               ...decoded.flatMap(({ decoded }) =>
                 "value" in decoded && decoded.value.property_external_id === property.external_system_id
                   ? [decoded.value.address?.line_one]
                   : [],
               ),
-            ].filter((line): line is string => typeof line === "string" && line.trim() !== "")
-            const derived = lines.length === 0 ? undefined : deriveBuildingStreet(lines)
-            streets.set(property.id, property.street)
-            if (derived === undefined || derived === property.street) continue
-            if (property.address_locked) {
-              disagreements.push({
-                property_id: property.id,
-                stored_street: property.street,
-                derived_street: derived,
-              })
-              continue
-            }
-            streets.set(property.id, derived)
-            streetUpdates.push({
-              id: property.id,
-              street: derived,
-              street_key: normalizeStreetLine(derived).key,
-            })
+            ])
+            streets.set(
+              property.id,
+              derived === undefined || property.address_locked ? property.street : derived,
+            )
           }
 
           const touched = new Set<UnitState>()
@@ -454,6 +460,29 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
             })
           }
 
+          // A failed item's address counts for nothing: the stored street comes from the units as applied.
+          const streetUpdates: Array<{ id: string; street: string; street_key: string }> = []
+          const disagreements: Array<{ property_id: string; stored_street: string; derived_street: string }> =
+            []
+          for (const property of properties.filter((p) => referenced.has(p.id))) {
+            const derived = sharedStreet(
+              units.filter((u) => u.property_id === property.id).map((u) => u.line_one),
+            )
+            if (derived === undefined || derived === property.street) continue
+            if (property.address_locked) {
+              disagreements.push({
+                property_id: property.id,
+                stored_street: property.street,
+                derived_street: derived,
+              })
+              continue
+            }
+            streetUpdates.push({
+              id: property.id,
+              street: derived,
+              street_key: normalizeStreetLine(derived).key,
+            })
+          }
           yield* repo.updatePropertyStreets(streetUpdates)
           yield* repo.recordDisagreements(disagreements)
           for (const disagreement of disagreements) {
@@ -461,7 +490,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
               Effect.annotateLogs({ owner: owner.slug, ...disagreement }),
             )
           }
-          yield* repo.upsertUnits([...touched])
+          yield* repo.upsertUnits(units.filter((u) => touched.has(u)))
           yield* outbox.enqueue(rosterEvents(owner.slug, "unit", results))
           return { results, meta: meta(results) }
         }),
@@ -523,6 +552,7 @@ const applyProperty = (
   accounts: ReadonlyMap<string, string>,
   owner: OwnerRow,
   granted: ReadonlyArray<string> | undefined,
+  derivedStreets: ReadonlyMap<string, string>,
 ): { readonly errors: FieldErrors } | { readonly state: PropertyState; readonly created: boolean } => {
   const errors: FieldErrors = {}
   const street = normalizeStreetLine(item.address.line_one)
@@ -612,6 +642,7 @@ const applyProperty = (
     renter_guarantee_enabled: owner.guarantor_coverage_capable,
     address_locked: false,
   }
+  const derived = target?.id === undefined ? undefined : derivedStreets.get(target.id)
   const next: PropertyState = {
     ...base,
     external_system_id: item.external_system_id,
@@ -619,8 +650,8 @@ const applyProperty = (
     ...(base.address_locked
       ? {}
       : {
-          street_key: street.key,
-          street: street.display,
+          street_key: derived === undefined ? street.key : normalizeStreetLine(derived).key,
+          street: derived ?? street.display,
           city: item.address.city.trim(),
           state: state!,
           zip: zip!,
@@ -670,26 +701,28 @@ const applyUnit = (
   let target = siblings.find((u) => u.external_system_id === item.external_system_id)
   if (target === undefined && item.pms_unit_id)
     target = siblings.find((u) => u.pms_unit_id === item.pms_unit_id)
-  const nameForMatch = item.name ?? derivedName
+  // A single-unit building's unit is named 1 by default, so an item without a name matches it by that name.
+  const nameForMatch = item.name ?? derivedName ?? (single ? "1" : undefined)
   if (target === undefined && nameForMatch) target = siblings.find((u) => sameText(u.name, nameForMatch))
-  if (
+  const linkedElsewhere =
     target !== undefined &&
     target.external_system_id !== null &&
     target.external_system_id !== item.external_system_id
-  ) {
-    return {
-      errors: {
-        external_system_id: [
-          `the unit named ${target.name} is already linked to ${target.external_system_id}`,
-        ],
-      },
-    }
-  }
-  if (target === undefined && single && siblings.length > 0) {
+  // In a single-unit building, an item that is not its one unit is a second unit, whatever it matched.
+  if (single && siblings.length > 0 && (target === undefined || linkedElsewhere)) {
     return {
       errors: {
         property_external_id: [
           `a ${property.type} building holds exactly one unit, and this one has it already`,
+        ],
+      },
+    }
+  }
+  if (linkedElsewhere) {
+    return {
+      errors: {
+        external_system_id: [
+          `the unit named ${target!.name} is already linked to ${target!.external_system_id}`,
         ],
       },
     }
