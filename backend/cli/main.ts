@@ -5,6 +5,8 @@ import { Nats } from "../platform/Nats.ts"
 import { runMain } from "../platform/Main.ts"
 import { loggerLayer } from "../platform/Observability.ts"
 import { PlatformLayer } from "../platform/Platform.ts"
+import type { ClientCommandRejected } from "../auth/Domain.ts"
+import type { OwnerNotManaged } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
 import { clients, keys } from "./Clients.ts"
 import { owners } from "./Owners.ts"
@@ -36,7 +38,13 @@ commands:
 const withAuth = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.scoped(effect).pipe(Effect.provide(Auth.layer), Effect.provide(PlatformLayer))
 
-const commands = {
+/** Failures a command reports as a message (exit status 2) rather than a crash. */
+type CommandFailure = CliUsage | ClientCommandRejected | OwnerNotManaged
+
+const commands: Record<
+  string,
+  (args: ReadonlyArray<string>) => Effect.Effect<unknown, CommandFailure, AppConfig>
+> = {
   migrate: () =>
     Effect.scoped(Layer.build(PlatformLayer)).pipe(
       Effect.andThen(Effect.sync(() => process.stdout.write("database migrated and streams provisioned\n"))),
@@ -58,7 +66,7 @@ const commands = {
 
 const program = Effect.gen(function* () {
   const [name, ...args] = process.argv.slice(2)
-  const command = commands[name as keyof typeof commands]
+  const command = name !== undefined && Object.hasOwn(commands, name) ? commands[name] : undefined
   if (command === undefined) {
     process.stderr.write(USAGE)
     process.exitCode = name === undefined || name === "help" || name === "--help" ? 0 : 2
@@ -76,6 +84,7 @@ const program = Effect.gen(function* () {
     ConfigInvalid: (error) => fail(error.message),
     CliUsage: (error) => fail(`${error.message}\n\n${USAGE}`),
     ClientCommandRejected: (error) => fail(error.message),
+    OwnerNotManaged: (error) => fail(error.message),
   }),
 )
 

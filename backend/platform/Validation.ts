@@ -10,11 +10,13 @@ const sentence = (message: string) => {
   const expected = /^Expected (.+)$/.exec(message)?.[1]
   if (expected === undefined) return message
   return `must be ${expected
+    .replace(/\{ readonly [^}]*\}/g, "an object of the documented shape")
     .replace(/\bstring\b/g, "a string")
     .replace(/\bnumber\b/g, "a number")
     .replace(/\bboolean\b/g, "true or false")
     .replace(/\bnull\b/g, "null")
-    .replace(/ \| undefined$/, "")}`
+    .replace(/ \| undefined$/, "")
+    .replaceAll(" | ", " or ")}`
 }
 
 /**

@@ -174,6 +174,16 @@ export class OwnerManagedByService extends Schema.TaggedError<OwnerManagedByServ
   },
 ) {}
 
+/** An operator asked to create a managed owner whose `external_org_id` a partner-created owner already has. */
+export class OwnerNotManaged extends Schema.TaggedError<OwnerNotManaged>()("OwnerNotManaged", {
+  externalOrgId: Schema.String,
+  slug: Schema.String,
+}) {
+  override get message() {
+    return `${this.externalOrgId} is already the partner-created owner ${this.slug}; it cannot become a managed owner here`
+  }
+}
+
 /** A first owner write without a name (the slug and default policy holder come from it). */
 export class OwnerInvalid extends Schema.TaggedError<OwnerInvalid>()("OwnerInvalid", {
   fields: Schema.Record(Schema.String, Schema.String),

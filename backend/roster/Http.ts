@@ -158,6 +158,6 @@ export const rosterRoutes: ReadonlyArray<Route<Roster>> = [
     item: UnitItem,
     result: UnitResult,
     responseName: "UnitBatchResponse",
-    run: (roster, slug, _clientId, body) => roster.upsertUnits(slug, body),
+    run: (roster, slug, clientId, body) => roster.upsertUnits(slug, clientId, body),
   }),
 ]

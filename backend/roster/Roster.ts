@@ -21,6 +21,7 @@ import {
   MAX_BATCH,
   OwnerInvalid,
   OwnerManagedByService,
+  OwnerNotManaged,
   type PropertyOwner,
   type PropertyOwnerInput,
   PropertyItem,
@@ -390,11 +391,18 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
     })
 
     /** `POST /partners/{owner_slug}/units`: buildings' streets derived first, then each item in order. */
-    const upsertUnits = Effect.fn("Roster.upsertUnits")(function* (slug: string, body: unknown) {
+    const upsertUnits = Effect.fn("Roster.upsertUnits")(function* (
+      slug: string,
+      clientId: string,
+      body: unknown,
+    ) {
       const items = yield* batchOf(body)
       return yield* db.transaction(
         Effect.gen(function* () {
           const owner = yield* lockedOwner(slug)
+          const granted = owner.managed_by_service
+            ? yield* repo.grantedBuildings(owner.id, clientId)
+            : undefined
           const properties = yield* repo.properties(owner.id)
           const byExternalId = new Map(
             properties.filter((p) => p.external_system_id !== null).map((p) => [p.external_system_id!, p]),
@@ -442,6 +450,17 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
                   property_external_id: [
                     "is not a known property: send the property first (earlier in this request or before)",
                   ],
+                }),
+              )
+              continue
+            }
+            if (
+              granted !== undefined &&
+              (property.pms_property_id === null || !granted.includes(property.pms_property_id))
+            ) {
+              results.push(
+                failed(item.external_system_id, {
+                  property_external_id: ["is not a building granted to these credentials"],
                 }),
               )
               continue
@@ -506,6 +525,9 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
         Effect.gen(function* () {
           yield* repo.lockExternalOrgId(externalOrgId)
           const existing = yield* repo.ownerByExternalOrgId(externalOrgId)
+          if (existing !== undefined && !existing.managed_by_service) {
+            return yield* new OwnerNotManaged({ externalOrgId, slug: existing.slug })
+          }
           if (existing !== undefined) return existing
           const owner = yield* repo.insertOwner({
             slug: yield* uniqueSlug(name),

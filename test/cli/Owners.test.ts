@@ -67,6 +67,35 @@ describe("npm run cli -- owners", () => {
         }),
     )
 
+    it.effect(
+      "create-managed refuses an external_org_id a partner-created owner already has, exiting 2",
+      () =>
+        Effect.gen(function* () {
+          const partner = yield* rosterPartner()
+          const created = yield* postOwner(partner, {
+            external_org_id: "org-cli-partner",
+            name: "Partner Made",
+          })
+          assert.strictEqual(created.status, 200, created.text)
+          const run = yield* cli(
+            "owners",
+            "create-managed",
+            "--name",
+            "Partner Made",
+            "--external-org-id",
+            "org-cli-partner",
+          )
+          assert.strictEqual(run.code, 2)
+          assert.strictEqual(run.stdout, "")
+          assert.include(run.stderr, "org-cli-partner is already the partner-created owner partner-made")
+          const rows = yield* query(
+            (sql) => sql<Array<{ managed_by_service: boolean }>>`
+            select managed_by_service from owners where external_org_id = 'org-cli-partner'`,
+          )
+          assert.deepStrictEqual([...rows], [{ managed_by_service: false }])
+        }),
+    )
+
     it.effect("create-managed without --name or --external-org-id exits 2 with the usage", () =>
       Effect.gen(function* () {
         for (const args of [["--name", "No Id"], ["--external-org-id", "org-no-name"], []]) {

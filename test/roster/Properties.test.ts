@@ -268,14 +268,14 @@ describe("POST /partners/{owner_slug}/properties", () => {
             {
               external_system_id: "prop-appfolio",
               action: "failed",
-              errors: { pms_type: [`must be "yardi" | "realpage"`] },
+              errors: { pms_type: [`must be "yardi" or "realpage"`] },
             },
             {
               external_system_id: "prop-type",
               action: "failed",
               errors: {
                 type: [
-                  `must be "single_family" | "garden_community" | "multifamily" | "single_address_garden_community"`,
+                  `must be "single_family" or "garden_community" or "multifamily" or "single_address_garden_community"`,
                 ],
               },
             },
@@ -283,7 +283,7 @@ describe("POST /partners/{owner_slug}/properties", () => {
               external_system_id: "prop-coverage",
               action: "failed",
               // The union with null hides which member failed: the message names the whole shape.
-              errors: { default_coverage: [`must be { readonly "type": "multiplier", ... } | null`] },
+              errors: { default_coverage: ["must be an object of the documented shape or null"] },
             },
             {
               external_system_id: "prop-state",
@@ -819,6 +819,35 @@ describe("POST /partners/{owner_slug}/properties", () => {
               [null, "Legacy Two"],
             ],
           )
+        }),
+      )
+
+      it.effect("fails a unit item for a building outside the set granted to the partner", () =>
+        Effect.gen(function* () {
+          const { partner, slug } = yield* managedOwner("legacy-c")
+          // Another client, granted every building, links the one this partner may not touch.
+          const operatorSide = yield* rosterPartner()
+          const owner = (yield* Roster.use((roster) => roster.ownerBySlug(slug)))!
+          yield* Roster.use((roster) => roster.grantOwner(owner.id, operatorSide.clientId, null))
+          yield* properties(operatorSide, slug, [
+            property("leg-2", { pms_type: "yardi", pms_property_id: "LEG-2" }),
+          ])
+          yield* properties(partner, slug, [
+            property("leg-1", { pms_type: "yardi", pms_property_id: "LEG-1" }),
+          ])
+
+          const body = yield* postBatch(partner, slug, "units", [
+            { external_system_id: "u-1", property_external_id: "leg-1", name: "101" },
+            { external_system_id: "u-2", property_external_id: "leg-2", name: "201" },
+          ])
+          assert.deepStrictEqual(body.results, [
+            { external_system_id: "u-1", action: "created", name: "101", property_external_id: "leg-1" },
+            {
+              external_system_id: "u-2",
+              action: "failed",
+              errors: { property_external_id: ["is not a building granted to these credentials"] },
+            },
+          ])
         }),
       )
     })
