@@ -48,6 +48,8 @@ create table properties (
   bank_account_id bigint references bank_accounts (id),
   active boolean not null default true,
   renter_guarantee_enabled boolean not null default false,
+  -- set once the street was derived from the building's units: a resent seed address no longer replaces it
+  street_derived boolean not null default false,
   -- set when service staff corrected the address or a policy exists: derivation stops
   address_locked boolean not null default false,
   created_at timestamptz not null default now(),

@@ -45,6 +45,7 @@ export interface PropertyRow {
   readonly bank_account_id: string | null
   readonly active: boolean
   readonly renter_guarantee_enabled: boolean
+  readonly street_derived: boolean
   readonly address_locked: boolean
 }
 
@@ -296,7 +297,8 @@ export class RosterRepo extends Context.Service<RosterRepo>()("partner-service/r
           ? Effect.void
           : db.query(
               (sql) => sql`
-                update properties p set street = v.street, street_key = v.street_key, updated_at = now()
+                update properties p set street = v.street, street_key = v.street_key, street_derived = true,
+                  updated_at = now()
                 from (values ${sql(rows.map((r) => [r.id, r.street, r.street_key]))}) as v (id, street, street_key)
                 where p.id = v.id::bigint`,
             ),

@@ -349,15 +349,6 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
           const granted = owner.managed_by_service
             ? yield* repo.grantedBuildings(owner.id, clientId)
             : undefined
-          // Once units derived a building's street, the seed address sent again does not replace it.
-          const unitLines = yield* repo.units(model.map((p) => p.id!))
-          const derivedStreets = new Map<string, string>()
-          for (const property of model) {
-            const derived = sharedStreet(
-              unitLines.filter((u) => u.property_id === property.id).map((u) => u.line_one),
-            )
-            if (derived !== undefined) derivedStreets.set(property.id!, derived)
-          }
           const touched = new Set<PropertyState>()
           const results: Array<ItemResult> = []
 
@@ -368,7 +359,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
               continue
             }
             const item = decoded.value
-            const outcome = applyProperty(item, model, accounts, owner, granted, derivedStreets)
+            const outcome = applyProperty(item, model, accounts, owner, granted)
             if ("errors" in outcome) {
               results.push(failed(item.external_system_id, outcome.errors))
               continue
@@ -415,19 +406,26 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
                 : [],
             ),
           )
-          const units: Array<UnitState> = yield* repo.units([...referenced])
+          // Each building's units, and the address lines this batch sends for it, grouped once.
+          const unitsOf = new Map<string, Array<UnitState>>([...referenced].map((id) => [id, []]))
+          for (const unit of yield* repo.units([...referenced])) unitsOf.get(unit.property_id)!.push(unit)
+          const sentLines = new Map<string, Array<string | undefined>>()
+          for (const { decoded: d } of decoded) {
+            if (!("value" in d)) continue
+            const property = byExternalId.get(d.value.property_external_id)
+            if (property !== undefined) {
+              sentLines.set(property.id, [...(sentLines.get(property.id) ?? []), d.value.address?.line_one])
+            }
+          }
+          const touchedProperties = properties.filter((p) => referenced.has(p.id))
 
           // The building street is the part its units' addresses share: derive it from every line sent before
           // naming units; what is stored is derived again below from the units as applied.
           const streets = new Map<string, string>()
-          for (const property of properties.filter((p) => referenced.has(p.id))) {
+          for (const property of touchedProperties) {
             const derived = sharedStreet([
-              ...units.filter((u) => u.property_id === property.id).map((u) => u.line_one),
-              ...decoded.flatMap(({ decoded }) =>
-                "value" in decoded && decoded.value.property_external_id === property.external_system_id
-                  ? [decoded.value.address?.line_one]
-                  : [],
-              ),
+              ...unitsOf.get(property.id)!.map((u) => u.line_one),
+              ...(sentLines.get(property.id) ?? []),
             ])
             streets.set(
               property.id,
@@ -465,7 +463,12 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
               )
               continue
             }
-            const outcome = applyUnit(item, property, streets.get(property.id) ?? property.street, units)
+            const outcome = applyUnit(
+              item,
+              property,
+              streets.get(property.id) ?? property.street,
+              unitsOf.get(property.id)!,
+            )
             if ("errors" in outcome) {
               results.push(failed(item.external_system_id, outcome.errors))
               continue
@@ -483,10 +486,8 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
           const streetUpdates: Array<{ id: string; street: string; street_key: string }> = []
           const disagreements: Array<{ property_id: string; stored_street: string; derived_street: string }> =
             []
-          for (const property of properties.filter((p) => referenced.has(p.id))) {
-            const derived = sharedStreet(
-              units.filter((u) => u.property_id === property.id).map((u) => u.line_one),
-            )
+          for (const property of touchedProperties) {
+            const derived = sharedStreet(unitsOf.get(property.id)!.map((u) => u.line_one))
             if (derived === undefined || derived === property.street) continue
             if (property.address_locked) {
               disagreements.push({
@@ -509,7 +510,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
               Effect.annotateLogs({ owner: owner.slug, ...disagreement }),
             )
           }
-          yield* repo.upsertUnits(units.filter((u) => touched.has(u)))
+          yield* repo.upsertUnits([...unitsOf.values()].flat().filter((u) => touched.has(u)))
           yield* outbox.enqueue(rosterEvents(owner.slug, "unit", results))
           return { results, meta: meta(results) }
         }),
@@ -574,7 +575,6 @@ const applyProperty = (
   accounts: ReadonlyMap<string, string>,
   owner: OwnerRow,
   granted: ReadonlyArray<string> | undefined,
-  derivedStreets: ReadonlyMap<string, string>,
 ): { readonly errors: FieldErrors } | { readonly state: PropertyState; readonly created: boolean } => {
   const errors: FieldErrors = {}
   const street = normalizeStreetLine(item.address.line_one)
@@ -662,9 +662,9 @@ const applyProperty = (
     active: true,
     // Renter guarantee comes with creation by this endpoint only, never to a matched building.
     renter_guarantee_enabled: owner.guarantor_coverage_capable,
+    street_derived: false,
     address_locked: false,
   }
-  const derived = target?.id === undefined ? undefined : derivedStreets.get(target.id)
   const next: PropertyState = {
     ...base,
     external_system_id: item.external_system_id,
@@ -672,8 +672,8 @@ const applyProperty = (
     ...(base.address_locked
       ? {}
       : {
-          street_key: derived === undefined ? street.key : normalizeStreetLine(derived).key,
-          street: derived ?? street.display,
+          // Once units derived the street, the seed sent again does not replace it.
+          ...(base.street_derived ? {} : { street_key: street.key, street: street.display }),
           city: item.address.city.trim(),
           state: state!,
           zip: zip!,
@@ -700,16 +700,15 @@ const applyProperty = (
 }
 
 /**
- * One unit item within its building (the units array is mutated on success): matched by linked identifier, then
+ * One unit item within its building (`siblings`, its units, mutated on success): matched by linked identifier, then
  * `pms_unit_id`, then name ignoring case; its name sent, or derived in the spec's order.
  */
 const applyUnit = (
   item: UnitItem,
   property: PropertyRow,
   buildingStreet: string,
-  units: Array<UnitState>,
+  siblings: Array<UnitState>,
 ): { readonly errors: FieldErrors } | { readonly state: UnitState; readonly created: boolean } => {
-  const siblings = units.filter((u) => u.property_id === property.id)
   const address = item.address ?? undefined
   const lineOne = address?.line_one
   const lineTwo = address?.line_two ?? undefined
@@ -790,7 +789,7 @@ const applyUnit = (
             default_coverage_value: String(item.default_coverage.value),
           }),
   }
-  if (target === undefined) units.push(next)
-  else units[units.indexOf(target)] = next
+  if (target === undefined) siblings.push(next)
+  else siblings[siblings.indexOf(target)] = next
   return { state: next, created: target === undefined }
 }
