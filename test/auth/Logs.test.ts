@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer, Logger, References } from "effect"
+import { Effect, Layer } from "effect"
 import { Auth } from "../../backend/auth/Auth.ts"
 import {
   audienceOf,
@@ -14,19 +14,16 @@ import {
   requestToken,
   type TokenFields,
 } from "../support/Auth.ts"
+import { captureLogs } from "../support/Logs.ts"
 
 const OWNER = "logs-owner"
 
 /** Every line the service and the test log, at every level, as the JSON lines production writes. */
-const lines: Array<string> = []
-const captureLogs = Layer.merge(
-  Logger.layer([Logger.map(Logger.formatJson, (line) => void lines.push(line))]),
-  Layer.succeed(References.MinimumLogLevel, "All"),
-)
+const { lines, layer: captured } = captureLogs("All")
 
 const env = authEnv()
 const service = Layer.effectDiscard(createOwner(OWNER)).pipe(
-  Layer.provideMerge(authService({ env, references: captureLogs }).layer),
+  Layer.provideMerge(authService({ env, references: captured }).layer),
 )
 
 describe("log lines of an authentication flow", () => {

@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer, Logger, References } from "effect"
+import { Effect } from "effect"
 import { Crypto } from "../../backend/platform/Crypto.ts"
 import { authService } from "../support/Auth.ts"
 import {
@@ -12,14 +12,11 @@ import {
   type RosterPartner,
   rosterPartner,
 } from "../support/Roster.ts"
+import { captureLogs } from "../support/Logs.ts"
 
-/** Every line the service logs, at every level, as production writes them. */
-const lines: Array<string> = []
-const captureLogs = Layer.merge(
-  Logger.layer([Logger.map(Logger.formatJson, (line) => void lines.push(line))]),
-  Layer.succeed(References.MinimumLogLevel, "All"),
-)
-const service = authService({ references: captureLogs })
+/** Every line the service logs at every level, as production writes them. */
+const { lines, layer: logs } = captureLogs("All")
+const service = authService({ references: logs })
 
 /**
  * Every account number of eight digits or more a test sent (shorter ones could occur in a log line by chance):

@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer, Logger, References } from "effect"
+import { Effect } from "effect"
 import { authService } from "../support/Auth.ts"
 import {
   createOwnerThroughApi,
@@ -9,14 +9,11 @@ import {
   type RosterPartner,
   rosterPartner,
 } from "../support/Roster.ts"
+import { captureLogs } from "../support/Logs.ts"
 
 /** Every line the service logs from warnings up, as production writes them. */
-const lines: Array<string> = []
-const captureLogs = Layer.merge(
-  Logger.layer([Logger.map(Logger.formatJson, (line) => void lines.push(line))]),
-  Layer.succeed(References.MinimumLogLevel, "Warn"),
-)
-const service = authService({ references: captureLogs })
+const { lines, layer: logs } = captureLogs("Warn")
+const service = authService({ references: logs })
 
 const SEED = { line_one: "12 Oak Ct", city: "Springfield", state: "IL", zip: "62701" }
 
