@@ -3,16 +3,8 @@ import { Crypto } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
 import { Forbidden } from "../platform/Http.ts"
 import { Outbox, type OutboxMessage } from "../platform/Outbox.ts"
-import { decodeFields, type FieldErrors } from "../platform/Validation.ts"
-import {
-  deriveBuildingStreet,
-  normalizeState,
-  normalizeStreetLine,
-  normalizeZip,
-  remainderAfterStreet,
-  unitLabelFromLine,
-  unitLabelFromLineTwo,
-} from "./Address.ts"
+import { decodeFields } from "../platform/Validation.ts"
+import { deriveBuildingStreet, normalizeStreetLine } from "./Address.ts"
 import {
   BankAccountItem,
   BatchRejected,
@@ -25,11 +17,10 @@ import {
   type PropertyOwner,
   type PropertyOwnerInput,
   PropertyItem,
-  type PropertyType,
-  SINGLE_UNIT_TYPES,
   UnitItem,
 } from "./Domain.ts"
-import { type OwnerRow, type PropertyRow, RosterRepo, type UnitRow } from "./Repo.ts"
+import { applyProperty, applyUnit, type PropertyState, type UnitState } from "./Matching.ts"
+import { type OwnerRow, RosterRepo } from "./Repo.ts"
 
 const decodeBankAccount = decodeFields(BankAccountItem)
 const decodeProperty = decodeFields(PropertyItem)
@@ -81,21 +72,10 @@ const rosterEvents = (slug: string, kind: Kind, results: ReadonlyArray<ItemResul
     .filter((r) => r.action !== "failed")
     .map((r) => ({ subject: `roster.${slug}.${kind}.${r.action}`, key: slug, payload: r }))
 
-const sameText = (a: string | null | undefined, b: string | null | undefined) =>
-  (a ?? "").trim().toLowerCase() === (b ?? "").trim().toLowerCase()
-
 /** The street a building's units' address lines share, or undefined when they share none (or have none). */
 const sharedStreet = (lines: ReadonlyArray<string | null | undefined>) => {
   const present = lines.filter((line): line is string => typeof line === "string" && line.trim() !== "")
   return present.length === 0 ? undefined : deriveBuildingStreet(present)
-}
-
-interface PropertyState extends Omit<PropertyRow, "id"> {
-  readonly id?: string
-}
-
-interface UnitState extends Omit<UnitRow, "id"> {
-  readonly id?: string
 }
 
 export class Roster extends Context.Service<Roster>()("partner-service/roster/Roster", {
@@ -562,234 +542,4 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
     Layer.provide(RosterRepo.layer),
     Layer.provide(Crypto.layer),
   )
-}
-
-/**
- * One property item against the owner's buildings (mutated in place on success): the spec's matching rules in
- * order — linked identifier, then (pms_type, pms_property_id) with building_name choosing among several, then
- * building_name + normalized street + zip, then create.
- */
-const applyProperty = (
-  item: PropertyItem,
-  model: Array<PropertyState>,
-  accounts: ReadonlyMap<string, string>,
-  owner: OwnerRow,
-  granted: ReadonlyArray<string> | undefined,
-): { readonly errors: FieldErrors } | { readonly state: PropertyState; readonly created: boolean } => {
-  const errors: FieldErrors = {}
-  const street = normalizeStreetLine(item.address.line_one)
-  const state = normalizeState(item.address.state)
-  const zip = normalizeZip(item.address.zip)
-  if (state === undefined)
-    errors["address.state"] = ["is not a US state, territory or military state (two letters or full name)"]
-  if (zip === undefined) errors["address.zip"] = ["must be a five-digit ZIP code (ZIP+4 is accepted)"]
-  const bankAccountId =
-    item.bank_account_external_id === undefined || item.bank_account_external_id === null
-      ? item.bank_account_external_id
-      : accounts.get(item.bank_account_external_id)
-  if (bankAccountId === undefined && typeof item.bank_account_external_id === "string") {
-    errors.bank_account_external_id = ["is not a registered bank account of this owner: register it first"]
-  }
-  if (Object.keys(errors).length > 0) return { errors }
-
-  let target = model.find((p) => p.external_system_id === item.external_system_id)
-  if (target === undefined && item.pms_type && item.pms_property_id) {
-    const samePms = model.filter(
-      (p) => p.pms_type === item.pms_type && p.pms_property_id === item.pms_property_id,
-    )
-    const candidates =
-      samePms.length > 1 ? samePms.filter((p) => sameText(p.building_name, item.building_name)) : samePms
-    if (candidates.length > 1) {
-      return {
-        errors: {
-          building_name: [
-            `matches ${candidates.length} buildings of this PMS property; nothing separates them`,
-          ],
-        },
-      }
-    }
-    target = candidates[0]
-  }
-  if (target === undefined) {
-    const candidates = model.filter(
-      (p) => sameText(p.building_name, item.building_name) && p.street_key === street.key && p.zip === zip,
-    )
-    if (candidates.length > 1) {
-      return {
-        errors: {
-          building_name: [`matches ${candidates.length} buildings at this address; nothing separates them`],
-        },
-      }
-    }
-    target = candidates[0]
-  }
-  if (
-    target !== undefined &&
-    target.external_system_id !== null &&
-    target.external_system_id !== item.external_system_id
-  ) {
-    return {
-      errors: {
-        external_system_id: [
-          `the matching building is already linked to ${target.external_system_id}: one building, one identifier (the service corrects identifier changes)`,
-        ],
-      },
-    }
-  }
-  const pmsPropertyId = item.pms_property_id === undefined ? target?.pms_property_id : item.pms_property_id
-  if (
-    granted !== undefined &&
-    (pmsPropertyId === null || pmsPropertyId === undefined || !granted.includes(pmsPropertyId))
-  ) {
-    return { errors: { pms_property_id: ["is not a building granted to these credentials"] } }
-  }
-
-  const base: PropertyState = target ?? {
-    external_system_id: null,
-    building_name: item.building_name,
-    street_key: street.key,
-    street: street.display,
-    city: item.address.city.trim(),
-    state: state!,
-    zip: zip!,
-    type: "multifamily",
-    policy_holder_name: null,
-    pms_type: null,
-    pms_property_id: null,
-    default_coverage_type: "multiplier",
-    default_coverage_value: "1",
-    bank_account_id: null,
-    active: true,
-    // Renter guarantee comes with creation by this endpoint only, never to a matched building.
-    renter_guarantee_enabled: owner.guarantor_coverage_capable,
-    street_derived: false,
-    address_locked: false,
-  }
-  const next: PropertyState = {
-    ...base,
-    external_system_id: item.external_system_id,
-    building_name: item.building_name,
-    ...(base.address_locked
-      ? {}
-      : {
-          // Once units derived the street, the seed sent again does not replace it.
-          ...(base.street_derived ? {} : { street_key: street.key, street: street.display }),
-          city: item.address.city.trim(),
-          state: state!,
-          zip: zip!,
-        }),
-    type: (item.type as PropertyType | undefined) ?? base.type,
-    policy_holder_name:
-      item.policy_holder_name === undefined ? base.policy_holder_name : item.policy_holder_name,
-    pms_type: item.pms_type === undefined ? base.pms_type : item.pms_type,
-    pms_property_id: item.pms_property_id === undefined ? base.pms_property_id : item.pms_property_id,
-    ...(item.default_coverage === undefined
-      ? {}
-      : item.default_coverage === null
-        ? { default_coverage_type: "multiplier", default_coverage_value: "1" }
-        : {
-            default_coverage_type: item.default_coverage.type,
-            default_coverage_value: String(item.default_coverage.value),
-          }),
-    bank_account_id: bankAccountId === undefined ? base.bank_account_id : bankAccountId,
-    active: item.active ?? base.active,
-  }
-  if (target === undefined) model.push(next)
-  else model[model.indexOf(target)] = next
-  return { state: next, created: target === undefined }
-}
-
-/**
- * One unit item within its building (`siblings`, its units, mutated on success): matched by linked identifier, then
- * `pms_unit_id`, then name ignoring case; its name sent, or derived in the spec's order.
- */
-const applyUnit = (
-  item: UnitItem,
-  property: PropertyRow,
-  buildingStreet: string,
-  siblings: Array<UnitState>,
-): { readonly errors: FieldErrors } | { readonly state: UnitState; readonly created: boolean } => {
-  const address = item.address ?? undefined
-  const lineOne = address?.line_one
-  const lineTwo = address?.line_two ?? undefined
-  const single = SINGLE_UNIT_TYPES.includes(property.type as PropertyType)
-  const derivedName =
-    (lineOne && (unitLabelFromLine(lineOne) ?? remainderAfterStreet(lineOne, buildingStreet))) ||
-    (lineTwo && unitLabelFromLineTwo(lineTwo)) ||
-    item.pms_unit_id ||
-    undefined
-
-  let target = siblings.find((u) => u.external_system_id === item.external_system_id)
-  if (target === undefined && item.pms_unit_id)
-    target = siblings.find((u) => u.pms_unit_id === item.pms_unit_id)
-  // A single-unit building's unit is named 1 by default, so an item without a name matches it by that name.
-  const nameForMatch = item.name ?? derivedName ?? (single ? "1" : undefined)
-  if (target === undefined && nameForMatch) target = siblings.find((u) => sameText(u.name, nameForMatch))
-  const linkedElsewhere =
-    target !== undefined &&
-    target.external_system_id !== null &&
-    target.external_system_id !== item.external_system_id
-  // In a single-unit building, an item that is not its one unit is a second unit, whatever it matched.
-  if (single && siblings.length > 0 && (target === undefined || linkedElsewhere)) {
-    return {
-      errors: {
-        property_external_id: [
-          `a ${property.type} building holds exactly one unit, and this one has it already`,
-        ],
-      },
-    }
-  }
-  if (linkedElsewhere) {
-    return {
-      errors: {
-        external_system_id: [
-          `the unit named ${target!.name} is already linked to ${target!.external_system_id}`,
-        ],
-      },
-    }
-  }
-  const name = item.name ?? derivedName ?? target?.name ?? (single ? "1" : undefined)
-  if (name === undefined) return { errors: { name: ["unit name required and not derivable"] } }
-
-  const base: UnitState = target ?? {
-    property_id: property.id,
-    external_system_id: null,
-    name,
-    line_one: null,
-    line_two: null,
-    city: null,
-    state: null,
-    zip: null,
-    pms_unit_id: null,
-    default_coverage_type: null,
-    default_coverage_value: null,
-  }
-  const next: UnitState = {
-    ...base,
-    external_system_id: item.external_system_id,
-    name,
-    ...(item.address === undefined
-      ? {}
-      : item.address === null
-        ? { line_one: null, line_two: null, city: null, state: null, zip: null }
-        : {
-            line_one: address?.line_one ?? base.line_one,
-            line_two: address?.line_two === undefined ? base.line_two : address.line_two,
-            city: address?.city ?? base.city,
-            state: address?.state ?? base.state,
-            zip: address?.zip === undefined ? base.zip : String(address.zip),
-          }),
-    pms_unit_id: item.pms_unit_id === undefined ? base.pms_unit_id : item.pms_unit_id,
-    ...(item.default_coverage === undefined
-      ? {}
-      : item.default_coverage === null
-        ? { default_coverage_type: null, default_coverage_value: null }
-        : {
-            default_coverage_type: item.default_coverage.type,
-            default_coverage_value: String(item.default_coverage.value),
-          }),
-  }
-  if (target === undefined) siblings.push(next)
-  else siblings[siblings.indexOf(target)] = next
-  return { state: next, created: target === undefined }
 }
