@@ -6,10 +6,12 @@ import { runMain } from "../platform/Main.ts"
 import { loggerLayer } from "../platform/Observability.ts"
 import { PlatformLayer } from "../platform/Platform.ts"
 import type { ClientCommandRejected } from "../auth/Domain.ts"
+import { type SourceCommandRejected, Sources } from "../prospects/Sources.ts"
 import type { OwnerNotManaged } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
 import { clients, keys } from "./Clients.ts"
 import { owners } from "./Owners.ts"
+import { sources } from "./Sources.ts"
 import { tail } from "./Tail.ts"
 import { CliUsage, parse } from "./Usage.ts"
 
@@ -32,6 +34,12 @@ commands:
                                             an owner with an existing relationship with the service
   owners grant --owner SLUG --client CLIENT_ID [--buildings PMS_PROPERTY_ID,...]
                                             grant an owner, or only named buildings of it, to a client
+  sources create --code CODE --flow embedded|expedited [--optional-ingest-fields]
+                 [--redirect-domains a.com,b.com] [--clients CLIENT_ID,...]
+                                            issue a source code, or update it: each run sets the flow and
+                                            whether ingest fields are optional; a list given replaces the
+                                            stored one ('' empties it), an omitted one is kept
+  sources list                              every source with its flow, redirect domains and clients
 `
 
 /** The platform and authentication, for commands that manage clients. */
@@ -39,7 +47,7 @@ const withAuth = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.scoped(effect).pipe(Effect.provide(Auth.layer), Effect.provide(PlatformLayer))
 
 /** Failures a command reports as a message (exit status 2) rather than a crash. */
-type CommandFailure = CliUsage | ClientCommandRejected | OwnerNotManaged
+type CommandFailure = CliUsage | ClientCommandRejected | OwnerNotManaged | SourceCommandRejected
 
 const commands: Record<
   string,
@@ -62,6 +70,8 @@ const commands: Record<
   keys: (args: ReadonlyArray<string>) => withAuth(keys(args)),
   owners: (args: ReadonlyArray<string>) =>
     Effect.scoped(owners(args)).pipe(Effect.provide(Roster.layer), Effect.provide(PlatformLayer)),
+  sources: (args: ReadonlyArray<string>) =>
+    Effect.scoped(sources(args)).pipe(Effect.provide(Sources.layer), Effect.provide(PlatformLayer)),
 }
 
 const program = Effect.gen(function* () {
@@ -85,6 +95,7 @@ const program = Effect.gen(function* () {
     CliUsage: (error) => fail(`${error.message}\n\n${USAGE}`),
     ClientCommandRejected: (error) => fail(error.message),
     OwnerNotManaged: (error) => fail(error.message),
+    SourceCommandRejected: (error) => fail(error.message),
   }),
 )
 
