@@ -633,5 +633,42 @@ describe("POST /partners/{owner_slug}/units", () => {
           }),
       )
     })
+
+    it.effect(
+      "applies concurrent batches for one owner one after the other, losing and doubling nothing",
+      () =>
+        Effect.gen(function* () {
+          const { partner, slug } = yield* building()
+          // Overlapping batches: every one creates or renames u-0..u-19, and adds ten units of its own.
+          const batch = (round: number) =>
+            units(partner, slug, [
+              ...Array.from({ length: 20 }, (_, i) => unit(`u-${i}`, { name: `${100 + i}-r${round}` })),
+              ...Array.from({ length: 10 }, (_, i) => unit(`r${round}-${i}`, { name: `${round}-${i}` })),
+            ])
+          const answers = yield* Effect.all(
+            Array.from({ length: 6 }, (_, round) => batch(round)),
+            { concurrency: "unbounded" },
+          )
+          for (const answer of answers)
+            assert.strictEqual(answer.meta.failed, 0, JSON.stringify(answer.results))
+          // Exactly one batch created the shared units; the others updated them.
+          const created = answers.map(
+            (a) =>
+              a.results.filter((r) => r.external_system_id.startsWith("u-") && r.action === "created").length,
+          )
+          assert.deepStrictEqual(
+            [...created].sort((a, b) => a - b),
+            [0, 0, 0, 0, 0, 20],
+          )
+          const rows = yield* stored(slug)
+          assert.strictEqual(rows.length, 20 + 6 * 10)
+          assert.strictEqual(new Set(rows.map((r) => r.external_system_id)).size, rows.length)
+          // The shared units carry the names of one whole batch: batches did not interleave.
+          const rounds = new Set(
+            rows.filter((r) => r.external_system_id!.startsWith("u-")).map((r) => r.name.split("-r")[1]),
+          )
+          assert.strictEqual(rounds.size, 1)
+        }),
+    )
   })
 })
