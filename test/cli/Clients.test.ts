@@ -1,14 +1,12 @@
-import { fileURLToPath } from "node:url"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, References } from "effect"
 import { Auth } from "../../backend/auth/Auth.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { PlatformLayer } from "../../backend/platform/Platform.ts"
 import { authEnv, createClient, createOwner } from "../support/Auth.ts"
-import { spawnProcess } from "../support/ChildProcess.ts"
+import { runCli } from "../support/ChildProcess.ts"
 import { isolationLayer } from "../support/TestPlatform.ts"
 
-const root = fileURLToPath(new URL("../..", import.meta.url))
 const env = authEnv()
 const OWNER = "cli-acme"
 const OTHER_OWNER = "cli-other"
@@ -21,13 +19,8 @@ const platform = Layer.effectDiscard(Effect.all([createOwner(OWNER), createOwner
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
 )
 
-/** `npm run cli -- ...` as an operator runs it, to the end; whatever it started is killed afterwards. */
-const cli = (...args: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const child = yield* spawnProcess("npm", ["run", "--silent", "cli", "--", ...args], { cwd: root, env })
-    const exit = yield* child.exited
-    return { code: exit.code, stdout: child.stdout(), stderr: child.stderr() }
-  }).pipe(Effect.scoped)
+/** `npm run cli -- ...` on this file's database. */
+const cli = (...args: ReadonlyArray<string>) => runCli(env, ...args)
 
 interface Created {
   readonly client_id: string

@@ -1,24 +1,14 @@
-import { fileURLToPath } from "node:url"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { normalizeStreetLine } from "../../backend/roster/Address.ts"
 import { authService, FORBIDDEN } from "../support/Auth.ts"
-import { spawnProcess } from "../support/ChildProcess.ts"
+import { runCli } from "../support/ChildProcess.ts"
 import { postBatch, postJson, postOwner, query, rosterPartner } from "../support/Roster.ts"
 
-const root = fileURLToPath(new URL("../..", import.meta.url))
 const service = authService()
 
-/** `npm run cli -- ...` as an operator runs it, on the service's database, to the end. */
-const cli = (...args: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const child = yield* spawnProcess("npm", ["run", "--silent", "cli", "--", ...args], {
-      cwd: root,
-      env: service.env,
-    })
-    const exit = yield* child.exited
-    return { code: exit.code, stdout: child.stdout(), stderr: child.stderr() }
-  }).pipe(Effect.scoped)
+/** `npm run cli -- ...` on this file's database. */
+const cli = (...args: ReadonlyArray<string>) => runCli(service.env, ...args)
 
 const createManaged = (name: string, externalOrgId: string) =>
   Effect.gen(function* () {
