@@ -205,15 +205,35 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
         return (yield* repo.ownerBySlug(slug))!
       })
 
+    /**
+     * What every roster batch does around its own rules: refuse a batch that is not an array of at most 500,
+     * apply `items` under the owner's lock in one transaction, publish a `roster.*` message per applied item.
+     */
+    const rosterBatch = <E>(
+      slug: string,
+      kind: Kind,
+      body: unknown,
+      apply: (owner: OwnerRow, items: ReadonlyArray<unknown>) => Effect.Effect<Array<ItemResult>, E>,
+    ) =>
+      Effect.gen(function* () {
+        const items = yield* batchOf(body)
+        return yield* db.transaction(
+          Effect.gen(function* () {
+            const owner = yield* lockedOwner(slug)
+            const results = yield* apply(owner, items)
+            yield* outbox.enqueue(rosterEvents(owner.slug, kind, results))
+            return { results, meta: meta(results) }
+          }),
+        )
+      })
+
     /** `POST /partners/{owner_slug}/bank_accounts`. */
     const upsertBankAccounts = Effect.fn("Roster.upsertBankAccounts")(function* (
       slug: string,
       body: unknown,
     ) {
-      const items = yield* batchOf(body)
-      return yield* db.transaction(
+      return yield* rosterBatch(slug, "bank_account", body, (owner, items) =>
         Effect.gen(function* () {
-          const owner = yield* lockedOwner(slug)
           const stored = yield* repo.bankAccounts(owner.id)
           const byExternalId = new Map(stored.map((a) => [a.external_system_id, a]))
           let defaultExternalId = stored.find(
@@ -292,8 +312,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
               default: result.external_system_id === defaultExternalId,
             }
           })
-          yield* outbox.enqueue(rosterEvents(owner.slug, "bank_account", finished))
-          return { results: finished, meta: meta(finished) }
+          return finished
         }),
       )
     })
@@ -318,10 +337,8 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
       clientId: string,
       body: unknown,
     ) {
-      const items = yield* batchOf(body)
-      return yield* db.transaction(
+      return yield* rosterBatch(slug, "property", body, (owner, items) =>
         Effect.gen(function* () {
-          const owner = yield* lockedOwner(slug)
           const model: Array<PropertyState> = yield* repo.properties(owner.id)
           const accounts = new Map(
             (yield* repo.bankAccounts(owner.id)).map((a) => [a.external_system_id, a.id]),
@@ -355,8 +372,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
             owner.id,
             model.filter((p) => touched.has(p)),
           )
-          yield* outbox.enqueue(rosterEvents(owner.slug, "property", results))
-          return { results, meta: meta(results) }
+          return results
         }),
       )
     })
@@ -367,10 +383,8 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
       clientId: string,
       body: unknown,
     ) {
-      const items = yield* batchOf(body)
-      return yield* db.transaction(
+      return yield* rosterBatch(slug, "unit", body, (owner, items) =>
         Effect.gen(function* () {
-          const owner = yield* lockedOwner(slug)
           const granted = owner.managed_by_service
             ? yield* repo.grantedBuildings(owner.id, clientId)
             : undefined
@@ -491,8 +505,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
             )
           }
           yield* repo.upsertUnits([...unitsOf.values()].flat().filter((u) => touched.has(u)))
-          yield* outbox.enqueue(rosterEvents(owner.slug, "unit", results))
-          return { results, meta: meta(results) }
+          return results
         }),
       )
     })
