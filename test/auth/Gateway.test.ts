@@ -110,6 +110,18 @@ interface Case {
 
 const bearerOf = <R>(token: Effect.Effect<string, never, R>) => Effect.map(token, (t) => `Bearer ${t}`)
 
+/** A token of a fresh, fully granted client carrying the route's scope, taken before `change` alters the client. */
+const tokenThenChange = <E, R>(
+  guarded: { readonly scope: string },
+  change: (clientId: string) => Effect.Effect<unknown, E, R>,
+) =>
+  Effect.gen(function* () {
+    const client = yield* createClient({ gateway: "partner", owners: [GRANTED_OWNER], provider: PROVIDER })
+    const token = yield* obtainToken("partner", client, guarded.scope)
+    yield* change(client.clientId)
+    return `Bearer ${token}`
+  })
+
 /** A token of the granted client carrying the route's scope: the cases then vary only the path. */
 const grantedClientToken = (guarded: { readonly scope: string }) =>
   Callers.use(({ client }) => bearerOf(obtainToken("partner", client, guarded.scope)))
@@ -165,16 +177,9 @@ const cases: ReadonlyArray<Case> = [
   {
     name: "a token of a client revoked after it was issued",
     authorization: (guarded) =>
-      Effect.gen(function* () {
-        const client = yield* createClient({
-          gateway: "partner",
-          owners: [GRANTED_OWNER],
-          provider: PROVIDER,
-        })
-        const token = yield* obtainToken("partner", client, guarded.scope)
-        yield* Effect.orDie((yield* Auth).revokeClient(client.clientId))
-        return `Bearer ${token}`
-      }),
+      tokenThenChange(guarded, (clientId) =>
+        Effect.orDie(Effect.flatMap(Effect.service(Auth), (auth) => auth.revokeClient(clientId))),
+      ),
     status: 401,
     body: UNAUTHORIZED,
   },
@@ -193,19 +198,14 @@ const cases: ReadonlyArray<Case> = [
     // No API removes a scope from a client yet; operators would do what this SQL does.
     name: "a token carrying a scope since removed from the client",
     authorization: (guarded) =>
-      Effect.gen(function* () {
-        const client = yield* createClient({
-          gateway: "partner",
-          owners: [GRANTED_OWNER],
-          provider: PROVIDER,
-        })
-        const token = yield* obtainToken("partner", client, guarded.scope)
-        yield* (yield* Db).query(
-          (sql) =>
-            sql`update clients set scopes = array_remove(scopes, ${guarded.scope}) where id = ${client.clientId}`,
-        )
-        return `Bearer ${token}`
-      }),
+      tokenThenChange(guarded, (clientId) =>
+        Effect.flatMap(Effect.service(Db), (db) =>
+          db.query(
+            (sql) =>
+              sql`update clients set scopes = array_remove(scopes, ${guarded.scope}) where id = ${clientId}`,
+          ),
+        ),
+      ),
     status: 403,
     body: FORBIDDEN,
   },
