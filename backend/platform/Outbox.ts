@@ -41,11 +41,14 @@ export class Outbox extends Context.Service<
           headers: m.headers ?? {},
           payload: Buffer.from(encoder.encode(JSON.stringify(m.payload))),
         }))
+        // One round trip: the rows and the wake-up, which Postgres delivers on commit, when the rows are visible.
         yield* db.query(
-          (sql) => sql`insert into outbox ${sql(rows, "key", "partition", "subject", "headers", "payload")}`,
+          (sql) => sql`
+            with written as (
+              insert into outbox ${sql(rows, "key", "partition", "subject", "headers", "payload")} returning 1
+            )
+            select pg_notify(${CHANNEL}, '') from (select 1) once where exists (select 1 from written)`,
         )
-        // Delivered on commit only, so the relay wakes when the rows are visible.
-        yield* db.query((sql) => sql`select pg_notify(${CHANNEL}, '')`)
       })
       return Outbox.of({ enqueue })
     }),
