@@ -1,26 +1,45 @@
 import { Layer } from "effect"
 import { Auth } from "./auth/Auth.ts"
 import { authGuard, authRoutes } from "./auth/Http.ts"
-import { AppConfig, type AppConfigShape, type HttpRole } from "./platform/Config.ts"
+import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
+import { actorLayer } from "./platform/Actor.ts"
 import { gatewayLayer, type Guard, ListeningPorts, type Route } from "./platform/Http.ts"
 import { relayLayer } from "./platform/Outbox.ts"
 import { PlatformLayer } from "./platform/Platform.ts"
 import { referenceRoutes } from "./platform/Reference.ts"
+import { eligibilityActor } from "./prospects/Consumer.ts"
+import { prospectRoutes, stagingRoutes } from "./prospects/Http.ts"
+import { Prospects } from "./prospects/Prospects.ts"
+import { Sources } from "./prospects/Sources.ts"
 import { rosterRoutes } from "./roster/Http.ts"
 import { Roster } from "./roster/Roster.ts"
 
-/** What route handlers may use, besides the platform. */
-type AppServices = Auth | AppConfig | Roster
+/** What route handlers and actors may use, besides the platform. */
+type AppServices = Auth | AppConfig | Roster | Sources | Prospects
 
-const partnerRoutes: ReadonlyArray<Route<AppServices>> = [...authRoutes("partner"), ...rosterRoutes]
-
-/** Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. */
-export const routesByRole: Record<HttpRole, ReadonlyArray<Route<AppServices>>> = {
-  // The reference documents whatever the partner gateway serves, itself included (its routes have no doc).
-  "partner-api": [...partnerRoutes, ...referenceRoutes(() => routesByRole["partner-api"])],
-  "ingest-api": authRoutes("ingest"),
-  enrollment: [],
-  console: [],
+/**
+ * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
+ * staging reset routes exist only when `SERVICE_ENV=staging`.
+ */
+export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray<Route<AppServices>> => {
+  switch (role) {
+    case "partner-api": {
+      // The reference documents whatever the partner gateway serves, itself included (its routes have no doc).
+      const routes: ReadonlyArray<Route<AppServices>> = [
+        ...authRoutes("partner"),
+        ...rosterRoutes,
+        ...prospectRoutes,
+        ...(serviceEnv === "staging" ? stagingRoutes : []),
+        ...referenceRoutes(() => routes),
+      ]
+      return routes
+    }
+    case "ingest-api":
+      return authRoutes("ingest")
+    case "enrollment":
+    case "console":
+      return []
+  }
 }
 
 /** How each gateway authenticates its non-public routes (a gateway without a guard refuses them). */
@@ -29,15 +48,18 @@ const guards: Partial<Record<HttpRole, Guard<AppServices>>> = {
   "ingest-api": authGuard("ingest"),
 }
 
+const httpRoles: ReadonlyArray<HttpRole> = ["partner-api", "ingest-api", "enrollment", "console"]
+
 /** Every role of `config.roles` on the platform; `ListeningPorts` tells which ports the gateways bound. */
 export const appLayer = (config: AppConfigShape) => {
-  const gateways = (Object.keys(routesByRole) as Array<HttpRole>)
+  const gateways = httpRoles
     .filter((role) => config.roles.includes(role))
-    .map((role) => gatewayLayer(role, routesByRole[role], guards[role]))
-  const workers = config.roles.includes("workers") ? [relayLayer()] : []
+    .map((role) => gatewayLayer(role, routesFor(role, config.serviceEnv), guards[role]))
+  const workers = config.roles.includes("workers") ? [relayLayer(), actorLayer(eligibilityActor)] : []
   return Layer.mergeAll(Layer.empty, ...gateways, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
-    Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer)),
+    Layer.provideMerge(Prospects.layer),
+    Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer, Sources.layer)),
     Layer.provideMerge(PlatformLayer),
     Layer.provide(Layer.succeed(AppConfig, config)),
   )

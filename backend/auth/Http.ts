@@ -155,11 +155,11 @@ export const authGuard = (gateway: Gateway): Guard<Auth> => ({
   authenticate: (route, request) =>
     Effect.gen(function* () {
       const auth = yield* Auth
-      const caller = yield* auth.authenticate(
-        gateway,
-        request.headers.get("authorization"),
-        request.params.owner_slug,
-      )
+      const ownerSlug =
+        route.access !== "public" && route.access.ownerFromQuery
+          ? request.query.get("owner_slug") || undefined
+          : request.params.owner_slug
+      const caller = yield* auth.authenticate(gateway, request.headers.get("authorization"), ownerSlug)
       if (route.access !== "public" && !caller.scopes.has(route.access.scope)) return yield* new Forbidden()
       if (caller.ownerAccess === "unknown")
         return yield* new NotFound({ message: "Property owner not found." })

@@ -143,8 +143,11 @@ export interface Route<R = never> {
   readonly method: HTTPMethod
   /** h3 route pattern, e.g. `/partners/:owner_slug/units`; `:owner_slug` and `:provider` are checked by the guard. */
   readonly path: string
-  /** `public` (token, docs, health) or the OAuth scope a token must carry. */
-  readonly access: "public" | { readonly scope: string }
+  /**
+   * `public` (token, docs, health) or the OAuth scope a token must carry; `ownerFromQuery` for a route that
+   * names its owner in the `owner_slug` query parameter rather than the path.
+   */
+  readonly access: "public" | { readonly scope: string; readonly ownerFromQuery?: true }
   /** Present on routes that appear in the gateway's OpenAPI document. */
   readonly doc?: RouteDoc
   readonly handle: (request: HttpRequest) => Effect.Effect<Response, ApiError, R>

@@ -1,7 +1,7 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { decodeJwt } from "jose"
-import { routesByRole } from "../../backend/App.ts"
+import { routesFor } from "../../backend/App.ts"
 import { Auth } from "../../backend/auth/Auth.ts"
 import { gatewayScopes } from "../../backend/auth/Scopes.ts"
 import type { AppConfig } from "../../backend/platform/Config.ts"
@@ -37,7 +37,7 @@ interface GuardedRoute {
   readonly scope: string
 }
 
-const realRoutes = routesByRole["partner-api"] as ReadonlyArray<Route<unknown>>
+const realRoutes = routesFor("partner-api", "development") as ReadonlyArray<Route<unknown>>
 const publicRoutes = realRoutes.filter((route) => route.access === "public")
 const guardedRoutes: ReadonlyArray<GuardedRoute> = [
   ...realRoutes.map((route) => ({ route, served: "partner-api" as const })),

@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { routesByRole } from "../../backend/App.ts"
+import { routesFor } from "../../backend/App.ts"
 import { authService, gatewayPort, httpRequest } from "../support/Auth.ts"
 import { createOwnerThroughApi, rosterPartner } from "../support/Roster.ts"
 
@@ -92,7 +92,7 @@ describe("hostile input", () => {
         const partner = yield* rosterPartner()
         const slug = yield* createOwnerThroughApi(partner, { external_org_id: "hostile", name: "Hostile" })
         const port = yield* gatewayPort("partner-api")
-        const routes = routesByRole["partner-api"].filter((r) => r.method === "POST" || r.method === "PUT")
+        const routes = routesFor("partner-api", "development").filter((r) => r.method === "POST" || r.method === "PUT")
         assert.isNotEmpty(routes)
         const bodies = [...hostileValues.map((value) => JSON.stringify(value)), ...hostileTexts]
         const answers: Array<string> = []

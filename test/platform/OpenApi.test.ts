@@ -1,6 +1,6 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer, References, Schema } from "effect"
-import { appLayer, routesByRole } from "../../backend/App.ts"
+import { appLayer, routesFor } from "../../backend/App.ts"
 import { Scopes } from "../../backend/auth/Scopes.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { json, ListeningPorts, type Route } from "../../backend/platform/Http.ts"
@@ -115,7 +115,7 @@ describe("the partner gateway's reference", () => {
     it.effect("documents each documented partner route once, guarded ones with exactly their scope", () =>
       Effect.gen(function* () {
         const document = yield* fetchDocument
-        const documented = routesByRole["partner-api"].filter((route) => route.doc !== undefined)
+        const documented = routesFor("partner-api", "development").filter((route) => route.doc !== undefined)
         assert.strictEqual(operations(document).length, documented.length)
         for (const route of documented) {
           const operation = (document.paths as Record<string, Record<string, Json>>)[

@@ -1,0 +1,46 @@
+import { Cause, Duration, Effect } from "effect"
+import { ack, type ActorDefinition, nak } from "../platform/Actor.ts"
+import { ELIGIBILITY_PARTITIONS, EligibilityRequested } from "./Events.ts"
+import { Prospects } from "./Prospects.ts"
+
+/** Deliveries of one request that may fail before its prospect goes to `error`. */
+export const ELIGIBILITY_ATTEMPTS = 5
+
+/** 200 ms, 400 ms, 800 ms, 1.6 s between attempts: a decision that fails this often is not transient. */
+const retryDelay = (deliveryCount: number) => Duration.millis(200 * 2 ** (deliveryCount - 1))
+
+/**
+ * The eligibility actor: one request of a prospect at a time (requests are partitioned by prospect), decided on
+ * the prospect as stored now. A decision that keeps failing moves the prospect to `error` with the reason; a
+ * failure to record even that is left to the actor runtime's own retries and dead letters.
+ */
+export const eligibilityActor: ActorDefinition<EligibilityRequested, Prospects> = {
+  name: "eligibility",
+  stream: "ELIGIBILITY",
+  subject: "eligibility.requested.*",
+  partitions: ELIGIBILITY_PARTITIONS,
+  schema: EligibilityRequested,
+  maxDefects: 10,
+  handle: (request, delivery) =>
+    Prospects.use((prospects) => prospects.decide(request)).pipe(
+      Effect.as(ack),
+      Effect.catchCause((cause) =>
+        Effect.gen(function* () {
+          const reason = Cause.pretty(cause).split("\n")[0] ?? "eligibility check failed"
+          yield* Effect.logWarning("eligibility check failed").pipe(
+            Effect.annotateLogs({
+              prospect_id: request.prospect_id,
+              version: request.version,
+              attempt: delivery.deliveryCount,
+              reason,
+            }),
+          )
+          if (delivery.deliveryCount < ELIGIBILITY_ATTEMPTS) return nak(retryDelay(delivery.deliveryCount))
+          yield* Prospects.use((prospects) =>
+            prospects.fail(request, `eligibility check failed ${delivery.deliveryCount} times: ${reason}`),
+          )
+          return ack
+        }),
+      ),
+    ),
+}

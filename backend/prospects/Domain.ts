@@ -1,0 +1,262 @@
+import { Schema } from "effect"
+import { PropertyItem, UnitItem } from "../roster/Domain.ts"
+import { ProspectStatus } from "../webhooks/Events.ts"
+
+/** Longest string a prospect field takes (the spec leaves field sizes open). */
+export const MAX_TEXT = 255
+export const MAX_AUTHORIZED_MEMBERS = 20
+
+/** Omitted: keep the stored value; `null`: clear it. */
+const Clearable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))
+
+const Text = Schema.String.check(
+  Schema.isMinLength(1, { message: "can't be blank" }),
+  Schema.isMaxLength(MAX_TEXT, { message: `is longer than ${MAX_TEXT} characters` }),
+)
+
+const isCalendarDate = (value: string) => {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value)
+  if (match === null) return false
+  const date = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])))
+  return date.toISOString().slice(0, 10) === value
+}
+
+const CalendarDate = Schema.String.annotate({ format: "date" }).check(
+  Schema.makeFilter((value: string) =>
+    isCalendarDate(value) ? undefined : "is not a valid date (YYYY-MM-DD)",
+  ),
+)
+
+const Timestamp = Schema.String.annotate({ format: "date-time" }).check(
+  Schema.makeFilter((value: string) =>
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) &&
+    isCalendarDate(value.slice(0, 10)) &&
+    !Number.isNaN(Date.parse(value))
+      ? undefined
+      : "is not a valid timestamp (ISO 8601 with a time zone, such as 2025-01-15T10:30:00Z)",
+  ),
+)
+
+const Cents = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "can't be negative" })).check(
+  Schema.isLessThanOrEqualTo(Number.MAX_SAFE_INTEGER, { message: "is too large" }),
+)
+
+/** Exactly 10 digits: no country code, no punctuation. */
+const Phone = Schema.String.annotate({
+  description: "Exactly 10 digits, no country code, no punctuation.",
+}).check(Schema.isPattern(/^\d{10}$/, { message: "Phone is not valid" }))
+
+const Email = Text.check(
+  Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: "is not a valid email address" }),
+)
+
+export const ScreeningResults = ["approved", "conditional", "denied"] as const
+export const EmploymentStatuses = [
+  "full_time_student",
+  "employed",
+  "self_employed",
+  "unemployed",
+  "retired",
+  "corporation",
+] as const
+
+export const AuthorizedMember = Schema.Struct({
+  first_name: Text,
+  last_name: Text,
+  email: Clearable(Email),
+  phone: Clearable(Phone),
+}).annotate({
+  identifier: "AuthorizedMember",
+  description: "Someone the renter authorizes to act on the enrollment.",
+})
+
+/** The prospect's own fields, as a partner sends them; nested roster items are decoded by the roster. */
+export const prospectFields = {
+  source: Text.annotate({ description: "The source code issued to the partner." }),
+  source_prospect_id: Text.annotate({ description: "The partner's prospect identifier." }),
+  email: Clearable(Email),
+  phone: Clearable(Phone),
+  first_name: Clearable(Text),
+  last_name: Clearable(Text),
+  birthdate: Clearable(CalendarDate),
+  lease_start_date: Clearable(CalendarDate),
+  lease_end_date: Clearable(CalendarDate),
+  monthly_rent_cents: Clearable(Cents),
+  deposit_amount_cents: Clearable(Cents),
+  screening_result: Clearable(Schema.Literals(ScreeningResults)),
+  employment_status: Clearable(Schema.Literals(EmploymentStatuses)),
+  yearly_income: Clearable(Cents.annotate({ description: "Whole dollars a year." })),
+  has_ssn: Clearable(Schema.Boolean),
+  social_security_number: Clearable(
+    Schema.String.check(Schema.isPattern(/^\d{9}$/, { message: "must be 9 digits" })).annotate({
+      description: "Stored encrypted; never returned.",
+    }),
+  ),
+  citizenship: Clearable(Schema.Literals(["us_or_green_card", "non_us"])),
+  education_level: Clearable(
+    Schema.Literals([
+      "high_school",
+      "associate_degree",
+      "bachelor_degree",
+      "masters_degree",
+      "doctoral_degree",
+    ]),
+  ),
+  terms_accepted_at: Clearable(Timestamp),
+  authorized_members: Clearable(
+    Schema.Array(AuthorizedMember).check(
+      Schema.isMaxLength(MAX_AUTHORIZED_MEMBERS, {
+        message: `holds at most ${MAX_AUTHORIZED_MEMBERS} members`,
+      }),
+    ),
+  ),
+  guarantor_coverage: Schema.optional(Schema.Boolean),
+  pms_type: Clearable(Schema.Literal("yardi")),
+  pms_property_id: Clearable(Text),
+  pms_unit_id: Clearable(Text),
+  pms_prospect_id: Clearable(Text),
+  property_external_id: Clearable(
+    Text.annotate({ description: "The partner's `external_system_id` of the property." }),
+  ),
+  unit_external_id: Clearable(
+    Text.annotate({ description: "The partner's `external_system_id` of the unit." }),
+  ),
+}
+
+/** What the service decodes of a prospect before handing nested items to the roster. */
+export const ProspectFields = Schema.Struct(prospectFields)
+export type ProspectFields = typeof ProspectFields.Type
+
+/** A unit nested in a prospect belongs to the prospect's property unless it names another. */
+export const NestedUnitItem = UnitItem.mapFields((fields) => ({
+  ...fields,
+  property_external_id: Schema.optional(fields.property_external_id),
+})).annotate({ identifier: "NestedUnitItem" })
+
+export const ProspectInput = Schema.Struct({
+  ...prospectFields,
+  property: Schema.optional(PropertyItem),
+  unit: Schema.optional(NestedUnitItem),
+}).annotate({
+  identifier: "ProspectInput",
+  description:
+    "A prospect, upserted on (`source`, `source_prospect_id`). Omitted fields keep their stored value and `null` " +
+    "clears one; `authorized_members` replaces the stored array. Reference the building and unit by " +
+    "`property_external_id` / `unit_external_id`, by `pms_property_id` / `pms_unit_id`, or nest `property` and " +
+    "`unit` in the shapes of the roster endpoints to create or update them on the way.",
+})
+
+export const ProspectRequest = Schema.Struct({ prospect: ProspectInput }).annotate({
+  identifier: "ProspectRequest",
+})
+
+/** Fields every source requires before eligibility runs. */
+export const REQUIRED_FIELDS = [
+  "email",
+  "phone",
+  "first_name",
+  "last_name",
+  "birthdate",
+  "lease_start_date",
+  "lease_end_date",
+  "monthly_rent_cents",
+  "deposit_amount_cents",
+  "has_ssn",
+  "terms_accepted_at",
+  "authorized_members",
+] as const
+/** Required too, except on sources configured for optional ingest fields. */
+export const INGEST_FIELDS = ["screening_result", "employment_status", "yearly_income"] as const
+
+const OfferedProduct = Schema.Struct({
+  product_type: Schema.Literals(["security_deposit_insurance", "cash_deposit"]),
+}).annotate({ identifier: "OfferedProduct" })
+
+const nullable = <S extends Schema.Top>(schema: S) => Schema.NullOr(schema)
+
+export const Prospect = Schema.Struct({
+  id: Schema.Int.annotate({ description: "Service prospect id; webhooks carry it as `tpp_<id>`." }),
+  source: Schema.String,
+  source_prospect_id: Schema.String,
+  status: ProspectStatus,
+  email: nullable(Schema.String),
+  phone: nullable(Schema.String),
+  first_name: nullable(Schema.String),
+  last_name: nullable(Schema.String),
+  birthdate: nullable(Schema.String),
+  lease_start_date: nullable(Schema.String),
+  lease_end_date: nullable(Schema.String),
+  monthly_rent_cents: nullable(Schema.Int),
+  deposit_amount_cents: nullable(Schema.Int),
+  screening_result: nullable(Schema.Literals(ScreeningResults)),
+  employment_status: nullable(Schema.Literals(EmploymentStatuses)),
+  yearly_income: nullable(Schema.Int),
+  has_ssn: nullable(Schema.Boolean),
+  citizenship: nullable(Schema.String),
+  education_level: nullable(Schema.String),
+  terms_accepted_at: nullable(Schema.String),
+  authorized_members: nullable(Schema.Array(AuthorizedMember)),
+  pms_type: nullable(Schema.Literal("yardi")),
+  pms_property_id: nullable(Schema.String),
+  pms_unit_id: nullable(Schema.String),
+  pms_prospect_id: nullable(Schema.String),
+  property_external_id: nullable(Schema.String),
+  unit_external_id: nullable(Schema.String),
+  effective_coverage_amount_cents: nullable(Schema.Int).annotate({
+    description:
+      "The unit's (else the property's) coverage multiplier times monthly rent, capped by the owner.",
+  }),
+  percent_savings: Schema.Null,
+  enrollment_url: nullable(Schema.String).annotate({
+    description: "Link on the source's flow; null until eligible for at least one product.",
+  }),
+  hosted_enrollment_url: nullable(Schema.String).annotate({
+    description: "The same enrollment on the expedited full-page flow; null until eligible.",
+  }),
+  offered_products: Schema.Array(OfferedProduct).annotate({
+    description: "Empty until the renter has supplied the last underwriting inputs in the enrollment flow.",
+  }),
+  application_submitted: Schema.Boolean,
+  latest_coverage: Schema.Null,
+  guarantor_coverage: Schema.Boolean,
+  rg_eligibility_status: Schema.optionalKey(Schema.Literals(["eligible", "ineligible"])),
+  rg_ineligibility_reasons: Schema.optionalKey(Schema.Array(Schema.String)),
+  sdi_ineligibility_reasons: Schema.optionalKey(Schema.Array(Schema.String)),
+  cd_ineligibility_reasons: Schema.optionalKey(Schema.Array(Schema.String)),
+  missing_fields: Schema.Array(Schema.String).annotate({
+    description: "Required fields not supplied yet: what keeps the prospect `incomplete`.",
+  }),
+  error_reason: Schema.optionalKey(
+    Schema.String.annotate({ description: "Why eligibility could not finish; present in status `error`." }),
+  ),
+}).annotate({ identifier: "Prospect" })
+export type Prospect = typeof Prospect.Type
+
+export const ProspectResponse = Schema.Struct({
+  status_code: Schema.Literals([200, 201]),
+  prospect: Prospect,
+}).annotate({ identifier: "ProspectResponse" })
+
+export const TestResidentReset = Schema.Struct({
+  status_code: Schema.Literal(200),
+  reset: Schema.Struct({
+    insurance_policy_ids: Schema.Array(Schema.Int),
+    unlinked_yardi_resident_ids: Schema.Array(Schema.Int),
+    reprocessed_prospect_id: Schema.Int,
+  }),
+}).annotate({ identifier: "TestResidentReset" })
+
+export const ResidentsReset = Schema.Struct({
+  status_code: Schema.Literal(200),
+  reset: Schema.Struct({
+    prospect_ids: Schema.Array(Schema.Int),
+    insurance_policy_ids: Schema.Array(Schema.Int),
+  }),
+}).annotate({ identifier: "ResidentsReset" })
+
+/** Field-level refusal of a prospect: `{"status_code":422,"error":"Prospect invalid.","prospect":{...}}`. */
+export class ProspectInvalid extends Schema.TaggedError<ProspectInvalid>()("ProspectInvalid", {
+  fields: Schema.Record(Schema.String, Schema.String),
+}) {}
+
+export class ProspectNotFound extends Schema.TaggedError<ProspectNotFound>()("ProspectNotFound", {}) {}

@@ -1,0 +1,151 @@
+import { Effect, Schema } from "effect"
+import { json, NotFound, type Route, Unprocessable } from "../platform/Http.ts"
+import { PropertyResult, UnitResult } from "../roster/Domain.ts"
+import { ProspectRequest, ProspectResponse, ResidentsReset, TestResidentReset } from "./Domain.ts"
+import { Prospects } from "./Prospects.ts"
+import { unknownSourceErrors } from "./Sources.ts"
+
+const prospectInvalid = (fields: Record<string, string>) =>
+  new Unprocessable({ message: "Prospect invalid.", resource: "prospect", fields })
+
+const notFound = (message: string) => () => Effect.fail(new NotFound({ message }))
+
+const PostProspectResponse = ProspectResponse.mapFields((fields) => ({
+  ...fields,
+  property: Schema.optionalKey(PropertyResult),
+  unit: Schema.optionalKey(UnitResult),
+})).annotate({
+  identifier: "PostProspectResponse",
+  description:
+    "The prospect (`status_code` 201 when this POST created it, 200 otherwise), with the roster result of a " +
+    "nested `property` or `unit` when one was sent.",
+})
+
+const upsertRoute: Route<Prospects> = {
+  method: "POST",
+  path: "/partners/:owner_slug/prospects",
+  access: { scope: "prospects:write" },
+  doc: {
+    summary: "Create or update a prospect",
+    description:
+      'Body `{"prospect": {...}}`, upserted on (`source`, `source_prospect_id`). HTTP 200 both times; `status_code` ' +
+      "is 201 when the prospect was created. A prospect missing a required field is stored `incomplete` " +
+      "(`missing_fields` lists them): POST again with the values. A complete one is `processing` until its " +
+      "eligibility is decided (`prospect.ready`, or GET it); the enrollment links appear then, when it is eligible " +
+      "for at least one product. Nested `property` and `unit` items follow the roster endpoints' rules and report " +
+      "their own result. Field errors and an unknown source are a 422 and change nothing.",
+    tag: "Prospects",
+    body: ProspectRequest,
+    responses: [
+      { status: 200, description: "The prospect as stored", schema: PostProspectResponse },
+      {
+        status: 422,
+        description:
+          "Invalid fields (a phone that is not 10 digits: 'Phone is not valid'), or a source not issued to these credentials",
+      },
+    ],
+  },
+  handle: (request) =>
+    Effect.gen(function* () {
+      const body = yield* request.json
+      const caller = request.caller!
+      const { created, ...result } = yield* Prospects.use((prospects) =>
+        prospects.upsert(request.params.owner_slug!, caller, body),
+      )
+      return json(200, { status_code: created ? 201 : 200, ...result })
+    }).pipe(
+      Effect.catchTags({
+        ProspectInvalid: (error) => Effect.fail(prospectInvalid(error.fields)),
+        UnknownSource: () => Effect.fail(prospectInvalid(unknownSourceErrors)),
+      }),
+    ),
+}
+
+const getRoute: Route<Prospects> = {
+  method: "GET",
+  path: "/partners/:owner_slug/prospects/:source/:source_prospect_id",
+  access: { scope: "prospects:read" },
+  doc: {
+    summary: "Fetch a prospect",
+    description:
+      "The prospect as it is now: status, enrollment links, and the ineligibility reasons the webhook omits " +
+      "(`sdi_ineligibility_reasons`, `cd_ineligibility_reasons`, present when there is something to report).",
+    tag: "Prospects",
+    responses: [
+      { status: 200, description: "The prospect", schema: ProspectResponse },
+      { status: 404, description: "No such prospect for this owner" },
+    ],
+  },
+  handle: (request) =>
+    Prospects.use((prospects) =>
+      prospects.get(request.params.owner_slug!, request.params.source!, request.params.source_prospect_id!),
+    ).pipe(
+      Effect.map((prospect) => json(200, { status_code: 200, prospect })),
+      Effect.catchTag("ProspectNotFound", notFound("Prospect not found.")),
+    ),
+}
+
+/** The prospect routes of the partner gateway. */
+export const prospectRoutes: ReadonlyArray<Route<Prospects>> = [upsertRoute, getRoute]
+
+const STAGING_ONLY = "Staging only: this route does not exist in other environments (404)."
+
+/** Routes that reset test data; the partner gateway serves them only when `SERVICE_ENV=staging`. */
+export const stagingRoutes: ReadonlyArray<Route<Prospects>> = [
+  {
+    method: "DELETE",
+    path: "/partners/:owner_slug/test/residents/:source/:source_prospect_id",
+    access: { scope: "prospects:write" },
+    doc: {
+      summary: "Reset a test resident",
+      description: `Removes the prospect so its identifiers can be reused; the next POST creates it again. ${STAGING_ONLY}`,
+      tag: "Staging",
+      responses: [
+        { status: 200, description: "What was reset", schema: TestResidentReset },
+        { status: 404, description: "No such prospect for this owner" },
+      ],
+    },
+    handle: (request) =>
+      Prospects.use((prospects) =>
+        prospects.resetTestResident(
+          request.params.owner_slug!,
+          request.params.source!,
+          request.params.source_prospect_id!,
+        ),
+      ).pipe(
+        Effect.map((reset) => json(200, { reset, status_code: 200 })),
+        Effect.catchTag("ProspectNotFound", notFound("Resident not found.")),
+      ),
+  },
+  {
+    method: "DELETE",
+    path: "/residents/reset",
+    access: { scope: "prospects:write", ownerFromQuery: true },
+    doc: {
+      summary: "Reset test data of a renter",
+      description: `Removes every prospect of \`owner_slug\` whose email is \`email\` (query parameters), so their identifiers can be reused. ${STAGING_ONLY}`,
+      tag: "Staging",
+      responses: [
+        { status: 200, description: "The prospects removed", schema: ResidentsReset },
+        { status: 422, description: "`email` or `owner_slug` missing" },
+      ],
+    },
+    handle: (request) =>
+      Effect.gen(function* () {
+        const email = request.query.get("email")?.trim() ?? ""
+        const slug = request.query.get("owner_slug") ?? ""
+        if (email === "" || slug === "") {
+          return yield* new Unprocessable({
+            message: "Reset invalid.",
+            resource: "reset",
+            fields: {
+              ...(email === "" ? { email: "Email is required" } : {}),
+              ...(slug === "" ? { owner_slug: "Owner slug is required" } : {}),
+            },
+          })
+        }
+        const reset = yield* Prospects.use((prospects) => prospects.resetByEmail(slug, email))
+        return json(200, { reset, status_code: 200 })
+      }),
+  },
+]

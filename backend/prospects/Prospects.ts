@@ -1,0 +1,487 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { AppConfig } from "../platform/Config.ts"
+import { Crypto } from "../platform/Crypto.ts"
+import { Db } from "../platform/Db.ts"
+import type { Caller } from "../platform/Http.ts"
+import { Outbox, type OutboxMessage } from "../platform/Outbox.ts"
+import { decodeFields } from "../platform/Validation.ts"
+import { failed, type ItemResult } from "../roster/Domain.ts"
+import { Roster } from "../roster/Roster.ts"
+import {
+  INGEST_FIELDS,
+  type Prospect,
+  ProspectFields,
+  ProspectInvalid,
+  ProspectNotFound,
+  REQUIRED_FIELDS,
+} from "./Domain.ts"
+import { decideEligibility, type EligibilityFacts } from "./Eligibility.ts"
+import {
+  eligibilityDecided,
+  eligibilityRequested,
+  type EligibilityRequested,
+  enrollmentUrls,
+  prospectEvent,
+  renterGuaranteeFields,
+} from "./Events.ts"
+import { type EligibilityFactsRow, type ProspectRow, ProspectsRepo, type ProspectWrite } from "./Repo.ts"
+import { type Source, Sources, UnknownSource } from "./Sources.ts"
+
+const decodeProspect = decodeFields(ProspectFields)
+
+/** "monthly_rent_cents" -> "Monthly rent cents", as the published API words its field errors. */
+const humanize = (field: string) => {
+  const words = field.split(".").at(-1)!.replaceAll("_", " ")
+  return words.charAt(0).toUpperCase() + words.slice(1)
+}
+
+/** One message per field, as a sentence; a bad phone is always exactly "Phone is not valid". */
+const fieldMessages = (errors: Record<string, Array<string>>) =>
+  Object.fromEntries(
+    Object.entries(errors).map(([field, messages]) => [
+      field,
+      field === "phone"
+        ? "Phone is not valid"
+        : messages.map((m) => (/^[A-Z]/.test(m) ? m : `${humanize(field)} ${m}`)).join("; "),
+    ]),
+  )
+
+/** The prospect's own columns a partner writes: omitted keeps, null clears. */
+const MERGED_FIELDS = [
+  "email",
+  "phone",
+  "first_name",
+  "last_name",
+  "birthdate",
+  "lease_start_date",
+  "lease_end_date",
+  "monthly_rent_cents",
+  "deposit_amount_cents",
+  "screening_result",
+  "employment_status",
+  "yearly_income",
+  "has_ssn",
+  "citizenship",
+  "education_level",
+  "terms_accepted_at",
+  "authorized_members",
+  "pms_type",
+  "pms_property_id",
+  "pms_unit_id",
+  "pms_prospect_id",
+] as const satisfies ReadonlyArray<keyof ProspectFields & keyof ProspectWrite>
+
+/** The required fields a prospect still lacks on its source. */
+export const missingFields = (row: ProspectWrite, source: Pick<Source, "optionalIngestFields">) =>
+  [...REQUIRED_FIELDS, ...(source.optionalIngestFields ? [] : INGEST_FIELDS)].filter(
+    (field) => row[field] === null,
+  )
+
+const undecided = {
+  effective_coverage_amount_cents: null,
+  sdi_ineligibility_reasons: null,
+  cd_ineligibility_reasons: null,
+  rg_eligibility_status: null,
+  rg_ineligibility_reasons: null,
+  eligible: null,
+  error_reason: null,
+} as const
+
+const toInt = (value: string | null) => (value === null ? null : Number(value))
+const toText = (value: unknown) => (value === null || value === undefined ? null : String(value))
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const isoDate = (millis: number) => new Date(millis).toISOString().slice(0, 10)
+
+/** What the eligibility policy reads, from the stored prospect, owner, building and unit. */
+export const eligibilityFacts = (facts: EligibilityFactsRow, today: string): EligibilityFacts => {
+  const p = facts.prospect
+  return {
+    owner: {
+      active: facts.owner.purchase_flow_enabled,
+      maxCoverageAmountCents: toInt(facts.owner.max_coverage_amount_cents),
+    },
+    property: facts.property && {
+      active: facts.property.active,
+      defaultCoverage: { type: "multiplier", value: Number(facts.property.default_coverage_value) },
+      renterGuaranteeEnabled: facts.property.renter_guarantee_enabled,
+    },
+    unit: facts.property &&
+      facts.unit && {
+        defaultCoverage:
+          facts.unit.default_coverage_value === null
+            ? null
+            : { type: "multiplier", value: Number(facts.unit.default_coverage_value) },
+      },
+    prospect: {
+      monthlyRentCents: toInt(p.monthly_rent_cents),
+      depositAmountCents: toInt(p.deposit_amount_cents),
+      screeningResult: p.screening_result as EligibilityFacts["prospect"]["screeningResult"],
+      yearlyIncome: toInt(p.yearly_income),
+      hasSsn: p.has_ssn,
+      birthdate: p.birthdate,
+      leaseStartDate: p.lease_start_date,
+      leaseEndDate: p.lease_end_date,
+      guarantorCoverage: p.guarantor_coverage,
+    },
+    today,
+  }
+}
+
+export class Prospects extends Context.Service<Prospects>()("partner-service/prospects/Prospects", {
+  make: Effect.gen(function* () {
+    const db = yield* Db
+    const repo = yield* ProspectsRepo
+    const sources = yield* Sources
+    const roster = yield* Roster
+    const outbox = yield* Outbox
+    const crypto = yield* Crypto
+    const config = yield* AppConfig
+
+    const sourceOf = (code: string) =>
+      sources
+        .find(code)
+        .pipe(
+          Effect.flatMap((source) =>
+            source === undefined ? Effect.die(new Error(`source ${code} vanished`)) : Effect.succeed(source),
+          ),
+        )
+
+    /** The prospect as the API returns it: published fields, the spec's additions, reasons the webhook omits. */
+    const view = (row: ProspectRow, slug: string, source: Source): Prospect => {
+      const decided = row.status === "ready"
+      const reasons = (name: "sdi_ineligibility_reasons" | "cd_ineligibility_reasons") =>
+        decided && (row[name]?.length ?? 0) > 0 ? { [name]: row[name]! } : {}
+      return {
+        id: Number(row.id),
+        source: row.source,
+        source_prospect_id: row.source_prospect_id,
+        status: row.status,
+        email: row.email,
+        phone: row.phone,
+        first_name: row.first_name,
+        last_name: row.last_name,
+        birthdate: row.birthdate,
+        lease_start_date: row.lease_start_date,
+        lease_end_date: row.lease_end_date,
+        monthly_rent_cents: toInt(row.monthly_rent_cents),
+        deposit_amount_cents: toInt(row.deposit_amount_cents),
+        screening_result: row.screening_result as Prospect["screening_result"],
+        employment_status: row.employment_status as Prospect["employment_status"],
+        yearly_income: toInt(row.yearly_income),
+        has_ssn: row.has_ssn,
+        citizenship: row.citizenship,
+        education_level: row.education_level,
+        terms_accepted_at: row.terms_accepted_at,
+        authorized_members: row.authorized_members as Prospect["authorized_members"],
+        pms_type: row.pms_type as Prospect["pms_type"],
+        pms_property_id: row.pms_property_id,
+        pms_unit_id: row.pms_unit_id,
+        pms_prospect_id: row.pms_prospect_id,
+        property_external_id: row.property_external_id,
+        unit_external_id: row.unit_external_id,
+        effective_coverage_amount_cents: decided ? toInt(row.effective_coverage_amount_cents) : null,
+        percent_savings: null,
+        ...enrollmentUrls(config.enrollmentHost, source.flow, slug, row),
+        offered_products: [],
+        application_submitted: false,
+        latest_coverage: null,
+        guarantor_coverage: row.guarantor_coverage,
+        ...renterGuaranteeFields(row),
+        ...reasons("sdi_ineligibility_reasons"),
+        ...reasons("cd_ineligibility_reasons"),
+        missing_fields: missingFields(row, source),
+        ...(row.status === "error" && row.error_reason !== null ? { error_reason: row.error_reason } : {}),
+      }
+    }
+
+    /** A nested `property` or `unit`, applied by the roster's own rules as a batch of one. */
+    const nestedItem = (
+      raw: unknown,
+      scope: string,
+      caller: Caller,
+      apply: () => Effect.Effect<{ readonly results: ReadonlyArray<ItemResult> }, unknown>,
+    ) =>
+      Effect.gen(function* () {
+        if (!caller.scopes.has(scope)) {
+          const id = (raw as { external_system_id?: unknown } | null)?.external_system_id
+          return failed(typeof id === "string" ? id : "", {
+            base: [`needs a token with the ${scope} scope`],
+          })
+        }
+        const { results } = yield* apply().pipe(Effect.orDie)
+        return results[0]!
+      })
+
+    /** The building and unit the prospect's references name on the owner's roster now, if exactly one each. */
+    const resolve = (ownerId: string, row: ProspectWrite) =>
+      Effect.gen(function* () {
+        const property =
+          row.property_external_id !== null || row.pms_property_id !== null
+            ? yield* repo.resolveProperty(ownerId, {
+                externalId: row.property_external_id,
+                pmsPropertyId: row.pms_property_id,
+              })
+            : undefined
+        const unit =
+          property !== undefined && (row.unit_external_id !== null || row.pms_unit_id !== null)
+            ? yield* repo.resolveUnit(property.id, {
+                externalId: row.unit_external_id,
+                pmsUnitId: row.pms_unit_id,
+              })
+            : undefined
+        return { property_id: property?.id ?? null, unit_id: unit?.id ?? null }
+      })
+
+    /**
+     * `POST /partners/{owner_slug}/prospects`: validates everything first (nothing is written for a refused
+     * prospect), then under the prospect's lock upserts it with its nested roster items, moves it to
+     * `processing` (complete) or `incomplete`, and enqueues its events and eligibility request.
+     */
+    const upsert = Effect.fn("Prospects.upsert")(function* (slug: string, caller: Caller, body: unknown) {
+      const raw = isObject(body) ? body.prospect : undefined
+      if (!isObject(raw)) {
+        return yield* new ProspectInvalid({
+          fields: {
+            prospect: "The body must be an object whose one key, prospect, holds the prospect fields",
+          },
+        })
+      }
+      const decoded = decodeProspect(raw)
+      if ("errors" in decoded) return yield* new ProspectInvalid({ fields: fieldMessages(decoded.errors) })
+      const input = decoded.value
+      const source = yield* sources.find(input.source)
+      if (source === undefined || !(yield* sources.mayUse(source.code, caller.clientId))) {
+        return yield* new UnknownSource({ source: input.source })
+      }
+      const nested = raw as { property?: unknown; unit?: unknown }
+      const sealedSsn =
+        typeof input.social_security_number === "string"
+          ? yield* crypto.seal(new TextEncoder().encode(input.social_security_number))
+          : input.social_security_number
+
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const owner = yield* roster.ownerBySlug(slug)
+          if (owner === undefined) return yield* Effect.die(new Error(`owner ${slug} vanished`))
+          yield* repo.lock(input.source, input.source_prospect_id)
+          const existing = yield* repo.find(input.source, input.source_prospect_id)
+          if (existing !== undefined && existing.owner_id !== owner.id) {
+            return yield* new ProspectInvalid({
+              fields: {
+                source_prospect_id: "Source prospect id is already used by another property owner's prospect",
+              },
+            })
+          }
+
+          const property =
+            nested.property === undefined
+              ? undefined
+              : yield* nestedItem(nested.property, "properties:write", caller, () =>
+                  roster.upsertProperties(slug, caller.clientId, [nested.property]),
+                )
+          // An explicit reference wins; a nested item names its own; otherwise the stored reference stays.
+          const reference = (
+            given: string | null | undefined,
+            item: ItemResult | undefined,
+            stored: string | null | undefined,
+          ) =>
+            given !== undefined
+              ? given
+              : item !== undefined
+                ? item.external_system_id || null
+                : (stored ?? null)
+          const propertyExternalId = reference(
+            input.property_external_id,
+            property,
+            existing?.property_external_id,
+          )
+          const unit =
+            nested.unit === undefined
+              ? undefined
+              : yield* nestedItem(nested.unit, "units:write", caller, () =>
+                  roster.upsertUnits(slug, caller.clientId, [
+                    isObject(nested.unit)
+                      ? { property_external_id: propertyExternalId ?? undefined, ...nested.unit }
+                      : nested.unit,
+                  ]),
+                )
+
+          const kept = <F extends (typeof MERGED_FIELDS)[number]>(field: F) =>
+            input[field] === undefined ? (existing?.[field] ?? null) : input[field]
+          const fields: ProspectWrite = {
+            ...(Object.fromEntries(MERGED_FIELDS.map((field) => [field, kept(field)])) as Pick<
+              ProspectWrite,
+              (typeof MERGED_FIELDS)[number]
+            >),
+            owner_id: owner.id,
+            source: input.source,
+            source_prospect_id: input.source_prospect_id,
+            monthly_rent_cents: toText(kept("monthly_rent_cents")),
+            deposit_amount_cents: toText(kept("deposit_amount_cents")),
+            yearly_income: toText(kept("yearly_income")),
+            property_external_id: propertyExternalId,
+            unit_external_id: reference(input.unit_external_id, unit, existing?.unit_external_id),
+            social_security_number_sealed:
+              sealedSsn === undefined ? (existing?.social_security_number_sealed ?? null) : sealedSsn,
+            guarantor_coverage: input.guarantor_coverage ?? existing?.guarantor_coverage ?? false,
+            status: "incomplete",
+            version: (existing?.version ?? 0) + 1,
+            decided_version: existing?.decided_version ?? null,
+            property_id: null,
+            unit_id: null,
+            ...undecided,
+          }
+          const resolved = yield* resolve(owner.id, fields)
+          const complete = missingFields(fields, source).length === 0
+          const write: ProspectWrite = {
+            ...fields,
+            ...resolved,
+            status: complete ? "processing" : "incomplete",
+          }
+          const id =
+            existing === undefined
+              ? yield* repo.insert(write)
+              : (yield* repo.update(existing.id, write), existing.id)
+          const row: ProspectRow = { ...write, id }
+
+          const messages: Array<OutboxMessage> = []
+          if (existing === undefined) messages.push(prospectEvent("prospect.created", slug, row))
+          if (!complete && existing?.status !== "incomplete") {
+            messages.push(prospectEvent("prospect.incomplete", slug, row))
+          }
+          if (complete) messages.push(eligibilityRequested(slug, row))
+          yield* outbox.enqueue(messages)
+          return {
+            created: existing === undefined,
+            prospect: view(row, slug, source),
+            ...(property === undefined ? {} : { property }),
+            ...(unit === undefined ? {} : { unit }),
+          }
+        }),
+      )
+    })
+
+    /** The owner's prospect, or ProspectNotFound (also for another owner's). */
+    const ownersProspect = (slug: string, source: string, sourceProspectId: string) =>
+      Effect.gen(function* () {
+        const owner = yield* roster.ownerBySlug(slug)
+        const row = yield* repo.find(source, sourceProspectId)
+        if (owner === undefined || row === undefined || row.owner_id !== owner.id) {
+          return yield* new ProspectNotFound()
+        }
+        return row
+      })
+
+    /** `GET /partners/{owner_slug}/prospects/{source}/{source_prospect_id}`. */
+    const get = Effect.fn("Prospects.get")(function* (
+      slug: string,
+      source: string,
+      sourceProspectId: string,
+    ) {
+      const row = yield* ownersProspect(slug, source, sourceProspectId)
+      return view(row, slug, yield* sourceOf(row.source))
+    })
+
+    /**
+     * The eligibility actor's work for one request: under the prospect's lock, decide the version asked for if it
+     * is still the current one and undecided, record the decision and announce `prospect.ready`. A request for a
+     * superseded version does nothing: the write that superseded it asked for its own decision.
+     */
+    const decide = Effect.fn("Prospects.decide")(function* (request: EligibilityRequested) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          yield* repo.lock(request.source, request.source_prospect_id)
+          const facts = yield* repo.facts(request.prospect_id)
+          if (
+            facts === undefined ||
+            facts.prospect.version !== request.version ||
+            (facts.prospect.status !== "processing" && facts.prospect.status !== "error")
+          ) {
+            return "superseded" as const
+          }
+          const decision = decideEligibility(eligibilityFacts(facts, isoDate(yield* Clock.currentTimeMillis)))
+          const landed = yield* repo.recordDecision(request.prospect_id, request.version, {
+            effective_coverage_amount_cents: decision.effectiveCoverageAmountCents,
+            sdi_ineligibility_reasons: decision.sdiIneligibilityReasons,
+            cd_ineligibility_reasons: decision.cdIneligibilityReasons,
+            rg_eligibility_status: decision.renterGuarantee?.status ?? null,
+            rg_ineligibility_reasons: decision.renterGuarantee?.reasons ?? null,
+            eligible: decision.eligibleForAnyProduct,
+          })
+          if (!landed) return "superseded" as const
+          const row = (yield* repo.findById(request.prospect_id))!
+          const source = yield* sourceOf(row.source)
+          yield* outbox.enqueue([
+            prospectEvent(
+              "prospect.ready",
+              facts.owner.slug,
+              row,
+              enrollmentUrls(config.enrollmentHost, source.flow, facts.owner.slug, row),
+            ),
+            eligibilityDecided(facts.owner.slug, row),
+          ])
+          return "decided" as const
+        }),
+      )
+    })
+
+    /** After repeated failures to decide: the version goes to `error` with the reason, for operators. */
+    const fail = Effect.fn("Prospects.fail")(function* (request: EligibilityRequested, reason: string) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          yield* repo.lock(request.source, request.source_prospect_id)
+          if (!(yield* repo.recordError(request.prospect_id, request.version, reason))) return false
+          const row = (yield* repo.findById(request.prospect_id))!
+          yield* outbox.enqueue([eligibilityDecided(yield* repo.ownerSlug(row.owner_id), row)])
+          return true
+        }),
+      )
+    })
+
+    /**
+     * Staging: removes the owner's prospect so its identifiers can be used again (the next POST creates it,
+     * with `prospect.created`). Policies and PMS residents come with later issues, so those lists are empty.
+     */
+    const resetTestResident = Effect.fn("Prospects.resetTestResident")(function* (
+      slug: string,
+      source: string,
+      sourceProspectId: string,
+    ) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          yield* repo.lock(source, sourceProspectId)
+          const row = yield* ownersProspect(slug, source, sourceProspectId)
+          yield* repo.delete([row.id])
+          return {
+            insurance_policy_ids: [],
+            unlinked_yardi_resident_ids: [],
+            reprocessed_prospect_id: Number(row.id),
+          }
+        }),
+      )
+    })
+
+    /** Staging: removes every prospect of the owner with this email (case-insensitive). */
+    const resetByEmail = Effect.fn("Prospects.resetByEmail")(function* (slug: string, email: string) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const owner = yield* roster.ownerBySlug(slug)
+          if (owner === undefined) return { prospect_ids: [], insurance_policy_ids: [] }
+          const ids = yield* repo.idsByEmail(owner.id, email)
+          yield* repo.delete(ids)
+          return { prospect_ids: ids.map(Number), insurance_policy_ids: [] }
+        }),
+      )
+    })
+
+    return { upsert, get, decide, fail, resetTestResident, resetByEmail }
+  }),
+}) {
+  static readonly layer = Layer.effect(Prospects, Prospects.make).pipe(
+    Layer.provide(ProspectsRepo.layer),
+    Layer.provide(Sources.layer),
+    Layer.provide(Crypto.layer),
+  )
+}

@@ -1,0 +1,313 @@
+import { Context, Effect, Layer } from "effect"
+import { Db, type Sql } from "../platform/Db.ts"
+
+/** Serializes writes of one (source, source_prospect_id), including the first two racing to create it. */
+const PROSPECT_LOCK = 7_239_200
+
+/** A stored prospect; bigints as strings, dates as `YYYY-MM-DD`, the timestamp as ISO 8601 UTC. */
+export interface ProspectRow {
+  readonly id: string
+  readonly owner_id: string
+  readonly source: string
+  readonly source_prospect_id: string
+  readonly status: "incomplete" | "processing" | "ready" | "error"
+  readonly email: string | null
+  readonly phone: string | null
+  readonly first_name: string | null
+  readonly last_name: string | null
+  readonly birthdate: string | null
+  readonly lease_start_date: string | null
+  readonly lease_end_date: string | null
+  readonly monthly_rent_cents: string | null
+  readonly deposit_amount_cents: string | null
+  readonly screening_result: string | null
+  readonly employment_status: string | null
+  readonly yearly_income: string | null
+  readonly has_ssn: boolean | null
+  readonly citizenship: string | null
+  readonly education_level: string | null
+  readonly terms_accepted_at: string | null
+  readonly authorized_members: ReadonlyArray<Record<string, unknown>> | null
+  readonly social_security_number_sealed: Buffer | null
+  readonly guarantor_coverage: boolean
+  readonly pms_type: string | null
+  readonly pms_property_id: string | null
+  readonly pms_unit_id: string | null
+  readonly pms_prospect_id: string | null
+  readonly property_external_id: string | null
+  readonly unit_external_id: string | null
+  readonly property_id: string | null
+  readonly unit_id: string | null
+  readonly version: number
+  readonly decided_version: number | null
+  readonly effective_coverage_amount_cents: string | null
+  readonly sdi_ineligibility_reasons: Array<string> | null
+  readonly cd_ineligibility_reasons: Array<string> | null
+  readonly rg_eligibility_status: "eligible" | "ineligible" | null
+  readonly rg_ineligibility_reasons: Array<string> | null
+  readonly eligible: boolean | null
+  readonly error_reason: string | null
+}
+
+/** The columns a prospect write sets (everything but the identity and timestamps). */
+export type ProspectWrite = Omit<ProspectRow, "id">
+
+const WRITE_COLUMNS = [
+  "owner_id",
+  "source",
+  "source_prospect_id",
+  "status",
+  "email",
+  "phone",
+  "first_name",
+  "last_name",
+  "birthdate",
+  "lease_start_date",
+  "lease_end_date",
+  "monthly_rent_cents",
+  "deposit_amount_cents",
+  "screening_result",
+  "employment_status",
+  "yearly_income",
+  "has_ssn",
+  "citizenship",
+  "education_level",
+  "terms_accepted_at",
+  "authorized_members",
+  "social_security_number_sealed",
+  "guarantor_coverage",
+  "pms_type",
+  "pms_property_id",
+  "pms_unit_id",
+  "pms_prospect_id",
+  "property_external_id",
+  "unit_external_id",
+  "property_id",
+  "unit_id",
+  "version",
+  "decided_version",
+  "effective_coverage_amount_cents",
+  "sdi_ineligibility_reasons",
+  "cd_ineligibility_reasons",
+  "rg_eligibility_status",
+  "rg_ineligibility_reasons",
+  "eligible",
+  "error_reason",
+] as const satisfies ReadonlyArray<keyof ProspectWrite>
+
+const selectProspects = (sql: Sql, where: ReturnType<Sql>) => sql<Array<ProspectRow>>`
+  select id, owner_id, source, source_prospect_id, status, email, phone, first_name, last_name,
+         to_char(birthdate, 'YYYY-MM-DD') as birthdate,
+         to_char(lease_start_date, 'YYYY-MM-DD') as lease_start_date,
+         to_char(lease_end_date, 'YYYY-MM-DD') as lease_end_date,
+         monthly_rent_cents, deposit_amount_cents, screening_result, employment_status, yearly_income, has_ssn,
+         citizenship, education_level,
+         to_char(terms_accepted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as terms_accepted_at,
+         authorized_members, social_security_number_sealed, guarantor_coverage, pms_type, pms_property_id,
+         pms_unit_id, pms_prospect_id, property_external_id, unit_external_id, property_id, unit_id, version,
+         decided_version, effective_coverage_amount_cents, sdi_ineligibility_reasons, cd_ineligibility_reasons,
+         rg_eligibility_status, rg_ineligibility_reasons, eligible, error_reason
+  from prospects ${where}`
+
+/** The row as parameters: the members array goes to its jsonb column as JSON, not as a Postgres array. */
+const writable = (sql: Sql, row: ProspectWrite): Record<string, unknown> => ({
+  ...row,
+  authorized_members: row.authorized_members === null ? null : sql.json(row.authorized_members as never),
+})
+
+/** A building or unit a prospect resolved to, with what eligibility reads of it. */
+export interface ResolvedProperty {
+  readonly id: string
+  readonly external_system_id: string | null
+  readonly pms_type: string | null
+  readonly pms_property_id: string | null
+  readonly active: boolean
+  readonly renter_guarantee_enabled: boolean
+  readonly default_coverage_value: string
+}
+
+export interface ResolvedUnit {
+  readonly id: string
+  readonly external_system_id: string | null
+  readonly default_coverage_value: string | null
+}
+
+/** Everything an eligibility decision reads, as of one moment. */
+export interface EligibilityFactsRow {
+  readonly prospect: ProspectRow
+  readonly owner: {
+    readonly slug: string
+    readonly purchase_flow_enabled: boolean
+    readonly max_coverage_amount_cents: string | null
+  }
+  readonly property: ResolvedProperty | undefined
+  readonly unit: ResolvedUnit | undefined
+}
+
+export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
+  "partner-service/prospects/ProspectsRepo",
+  {
+    make: Effect.gen(function* () {
+      const db = yield* Db
+
+      const findBy = (where: (sql: Sql) => ReturnType<Sql>) =>
+        db.query((sql) => selectProspects(sql, where(sql))).pipe(Effect.map(([row]) => row))
+
+      return {
+        lock: (source: string, sourceProspectId: string) =>
+          db.query(
+            (sql) =>
+              sql`select pg_advisory_xact_lock(${PROSPECT_LOCK}, hashtext(${source} || '/' || ${sourceProspectId}))`,
+          ),
+        find: (source: string, sourceProspectId: string) =>
+          findBy((sql) => sql`where source = ${source} and source_prospect_id = ${sourceProspectId}`),
+        findById: (id: string) => findBy((sql) => sql`where id = ${id}`),
+        insert: (row: ProspectWrite) =>
+          db
+            .query(
+              (sql) => sql<Array<{ id: string }>>`
+              insert into prospects ${sql(writable(sql, row) as never, WRITE_COLUMNS)} returning id`,
+            )
+            .pipe(Effect.map(([inserted]) => inserted!.id)),
+        update: (id: string, row: ProspectWrite) =>
+          db.query(
+            (sql) => sql`
+            update prospects set ${sql(writable(sql, row) as never, WRITE_COLUMNS)}, updated_at = now()
+            where id = ${id}`,
+          ),
+        /** Writes the decision only if no later write superseded the version it decided; whether it landed. */
+        recordDecision: (
+          id: string,
+          version: number,
+          decision: {
+            readonly effective_coverage_amount_cents: number | null
+            readonly sdi_ineligibility_reasons: ReadonlyArray<string>
+            readonly cd_ineligibility_reasons: ReadonlyArray<string>
+            readonly rg_eligibility_status: "eligible" | "ineligible" | null
+            readonly rg_ineligibility_reasons: ReadonlyArray<string> | null
+            readonly eligible: boolean
+          },
+        ) =>
+          db
+            .query(
+              (sql) => sql<Array<{ id: string }>>`
+              update prospects
+              set status = 'ready', decided_version = version, error_reason = null,
+                  effective_coverage_amount_cents = ${decision.effective_coverage_amount_cents},
+                  sdi_ineligibility_reasons = ${sql.array([...decision.sdi_ineligibility_reasons])}::text[],
+                  cd_ineligibility_reasons = ${sql.array([...decision.cd_ineligibility_reasons])}::text[],
+                  rg_eligibility_status = ${decision.rg_eligibility_status},
+                  rg_ineligibility_reasons = ${
+                    decision.rg_ineligibility_reasons === null
+                      ? null
+                      : sql.array([...decision.rg_ineligibility_reasons])
+                  }::text[],
+                  eligible = ${decision.eligible}, updated_at = now()
+              where id = ${id} and version = ${version} and status in ('processing', 'error')
+              returning id`,
+            )
+            .pipe(Effect.map((rows) => rows.length > 0)),
+        /** Moves a version that cannot be decided to `error`, unless a later write superseded it. */
+        recordError: (id: string, version: number, reason: string) =>
+          db
+            .query(
+              (sql) => sql<Array<{ id: string }>>`
+              update prospects set status = 'error', error_reason = ${reason}, updated_at = now()
+              where id = ${id} and version = ${version} and status = 'processing'
+              returning id`,
+            )
+            .pipe(Effect.map((rows) => rows.length > 0)),
+        /** The building a prospect names: by the partner's id, else by PMS id (undefined when none or several). */
+        resolveProperty: (
+          ownerId: string,
+          ref: { readonly externalId: string | null; readonly pmsPropertyId: string | null },
+        ) =>
+          db
+            .query(
+              (sql) => sql<Array<ResolvedProperty>>`
+              select id, external_system_id, pms_type, pms_property_id, active, renter_guarantee_enabled,
+                     default_coverage_value
+              from properties
+              where owner_id = ${ownerId}
+                and ${
+                  ref.externalId !== null
+                    ? sql`external_system_id = ${ref.externalId}`
+                    : sql`pms_property_id = ${ref.pmsPropertyId}`
+                }
+              limit 2`,
+            )
+            .pipe(Effect.map((rows) => (rows.length === 1 ? rows[0] : undefined))),
+        resolveUnit: (
+          propertyId: string,
+          ref: { readonly externalId: string | null; readonly pmsUnitId: string | null },
+        ) =>
+          db
+            .query(
+              (sql) => sql<Array<ResolvedUnit>>`
+              select id, external_system_id, default_coverage_value
+              from units
+              where property_id = ${propertyId}
+                and ${
+                  ref.externalId !== null
+                    ? sql`external_system_id = ${ref.externalId}`
+                    : sql`pms_unit_id = ${ref.pmsUnitId}`
+                }
+              limit 2`,
+            )
+            .pipe(Effect.map((rows) => (rows.length === 1 ? rows[0] : undefined))),
+        /** The prospect with its owner, building and unit as they are now. */
+        facts: (id: string) =>
+          Effect.gen(function* () {
+            const prospect = yield* findBy((sql) => sql`where id = ${id}`)
+            if (prospect === undefined) return undefined
+            const [row] = yield* db.query(
+              (sql) => sql<
+                Array<{
+                  slug: string
+                  purchase_flow_enabled: boolean
+                  max_coverage_amount_cents: string | null
+                  property: ResolvedProperty | null
+                  unit: ResolvedUnit | null
+                }>
+              >`
+              select o.slug, o.purchase_flow_enabled, o.max_coverage_amount_cents,
+                     (select to_jsonb(p) from (
+                        select id::text, external_system_id, pms_type, pms_property_id, active,
+                               renter_guarantee_enabled, default_coverage_value::text
+                        from properties where id = ${prospect.property_id}) p) as property,
+                     (select to_jsonb(u) from (
+                        select id::text, external_system_id, default_coverage_value::text
+                        from units where id = ${prospect.unit_id}) u) as unit
+              from owners o where o.id = ${prospect.owner_id}`,
+            )
+            return {
+              prospect,
+              owner: {
+                slug: row!.slug,
+                purchase_flow_enabled: row!.purchase_flow_enabled,
+                max_coverage_amount_cents: row!.max_coverage_amount_cents,
+              },
+              property: row!.property ?? undefined,
+              unit: row!.unit ?? undefined,
+            } satisfies EligibilityFactsRow
+          }),
+        ownerSlug: (ownerId: string) =>
+          db
+            .query((sql) => sql<Array<{ slug: string }>>`select slug from owners where id = ${ownerId}`)
+            .pipe(Effect.map(([row]) => row!.slug)),
+        idsByEmail: (ownerId: string, email: string) =>
+          db
+            .query(
+              (sql) => sql<Array<{ id: string }>>`
+              select id from prospects where owner_id = ${ownerId} and lower(email) = lower(${email})
+              order by id`,
+            )
+            .pipe(Effect.map((rows) => rows.map((r) => r.id))),
+        delete: (ids: ReadonlyArray<string>) =>
+          db.query((sql) => sql`delete from prospects where id = any(${sql.array([...ids])}::bigint[])`),
+      }
+    }),
+  },
+) {
+  static readonly layer = Layer.effect(ProspectsRepo, ProspectsRepo.make)
+}
