@@ -259,4 +259,17 @@ export class ProspectInvalid extends Schema.TaggedError<ProspectInvalid>()("Pros
   fields: Schema.Record(Schema.String, Schema.String),
 }) {}
 
-export class ProspectNotFound extends Schema.TaggedError<ProspectNotFound>()("ProspectNotFound", {}) {}
+export class ProspectNotFound extends Schema.TaggedError<ProspectNotFound>()("ProspectNotFound", {}) {
+  override get message() {
+    return "no such prospect"
+  }
+}
+
+/** An operator asked to decide a prospect that still lacks required fields. */
+export class ProspectIncomplete extends Schema.TaggedError<ProspectIncomplete>()("ProspectIncomplete", {
+  missing: Schema.Array(Schema.String),
+}) {
+  override get message() {
+    return `the prospect is incomplete; it lacks ${this.missing.join(", ")}`
+  }
+}

@@ -11,6 +11,7 @@ import {
   INGEST_FIELDS,
   type Prospect,
   ProspectFields,
+  ProspectIncomplete,
   ProspectInvalid,
   ProspectNotFound,
   REQUIRED_FIELDS,
@@ -476,7 +477,44 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
       )
     })
 
-    return { upsert, get, decide, fail, resetTestResident, resetByEmail }
+    /** Operators: a prospect by its key, whatever its owner, with the owner's slug. */
+    const show = Effect.fn("Prospects.show")(function* (source: string, sourceProspectId: string) {
+      const row = yield* repo.find(source, sourceProspectId)
+      if (row === undefined) return yield* new ProspectNotFound()
+      const slug = yield* repo.ownerSlug(row.owner_id)
+      return { owner_slug: slug, prospect: view(row, slug, yield* sourceOf(row.source)) }
+    })
+
+    /**
+     * Operators: decides a complete prospect again (one in `error` once its cause is fixed, or after a roster
+     * change), as a re-POST of the same data would; an incomplete one is refused with what it lacks.
+     */
+    const recheck = Effect.fn("Prospects.recheck")(function* (source: string, sourceProspectId: string) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          yield* repo.lock(source, sourceProspectId)
+          const existing = yield* repo.find(source, sourceProspectId)
+          if (existing === undefined) return yield* new ProspectNotFound()
+          const sourceConfig = yield* sourceOf(existing.source)
+          const missing = missingFields(existing, sourceConfig)
+          if (missing.length > 0) return yield* new ProspectIncomplete({ missing })
+          const slug = yield* repo.ownerSlug(existing.owner_id)
+          const write: ProspectWrite = {
+            ...existing,
+            ...(yield* resolve(existing.owner_id, existing)),
+            ...undecided,
+            status: "processing",
+            version: existing.version + 1,
+          }
+          yield* repo.update(existing.id, write)
+          const row: ProspectRow = { ...write, id: existing.id }
+          yield* outbox.enqueue([eligibilityRequested(slug, row)])
+          return { owner_slug: slug, prospect: view(row, slug, sourceConfig) }
+        }),
+      )
+    })
+
+    return { upsert, get, decide, fail, resetTestResident, resetByEmail, show, recheck }
   }),
 }) {
   static readonly layer = Layer.effect(Prospects, Prospects.make).pipe(
