@@ -195,10 +195,20 @@ const readBody = (request: Request, limitBytes: number) =>
         : new BadRequest({ message: "Request body could not be read." }),
   })
 
+const NUL = "\u0000"
+const NUL_MESSAGE = "Request body holds a NUL character (\\u0000), which no field accepts."
+
+/** Postgres cannot store U+0000 in text or jsonb, and no field of the contract means one: refused up front. */
+const withoutNul = (_key: string, value: unknown) => {
+  if (typeof value === "string" && value.includes(NUL)) throw new BadRequest({ message: NUL_MESSAGE })
+  return value
+}
+
 const parseJson = (bytes: Uint8Array) =>
   Effect.try({
-    try: () => JSON.parse(decoder.decode(bytes)) as unknown,
-    catch: () => new BadRequest({ message: "Request body is not valid JSON." }),
+    try: () => JSON.parse(decoder.decode(bytes), withoutNul) as unknown,
+    catch: (error) =>
+      error instanceof BadRequest ? error : new BadRequest({ message: "Request body is not valid JSON." }),
   })
 
 const readiness = Effect.gen(function* () {

@@ -37,8 +37,12 @@ const Timestamp = Schema.String.annotate({ format: "date-time" }).check(
   ),
 )
 
-const Cents = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "can't be negative" })).check(
-  Schema.isLessThanOrEqualTo(Number.MAX_SAFE_INTEGER, { message: "is too large" }),
+/** A billion dollars: far above any rent or income, and small enough that coverage math stays exact. */
+export const MAX_AMOUNT = 100_000_000_000
+
+const Cents = Schema.Int.check(
+  Schema.isGreaterThanOrEqualTo(0, { message: "can't be negative" }),
+  Schema.isLessThanOrEqualTo(MAX_AMOUNT, { message: `can't be more than ${MAX_AMOUNT}` }),
 )
 
 /** Exactly 10 digits: no country code, no punctuation. */

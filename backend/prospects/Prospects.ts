@@ -215,15 +215,22 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
         return results[0]!
       })
 
-    /** The building and unit the prospect's references name on the owner's roster now, if exactly one each. */
-    const resolve = (ownerId: string, row: ProspectWrite) =>
+    /**
+     * The building and unit the prospect's references name on the owner's roster now, if exactly one each; for
+     * a client granted only named buildings of a managed owner, only those.
+     */
+    const resolve = (ownerId: string, row: ProspectWrite, granted: ReadonlyArray<string> | undefined) =>
       Effect.gen(function* () {
-        const property =
+        const named =
           row.property_external_id !== null || row.pms_property_id !== null
             ? yield* repo.resolveProperty(ownerId, {
                 externalId: row.property_external_id,
                 pmsPropertyId: row.pms_property_id,
               })
+            : undefined
+        const property =
+          granted === undefined || (named?.pms_property_id != null && granted.includes(named.pms_property_id))
+            ? named
             : undefined
         const unit =
           property !== undefined && (row.unit_external_id !== null || row.pms_unit_id !== null)
@@ -334,7 +341,10 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
             unit_id: null,
             ...undecided,
           }
-          const resolved = yield* resolve(owner.id, fields)
+          const granted = owner.managed_by_service
+            ? yield* roster.grantedBuildings(owner.id, caller.clientId)
+            : undefined
+          const resolved = yield* resolve(owner.id, fields, granted)
           const complete = missingFields(fields, source).length === 0
           const write: ProspectWrite = {
             ...fields,
@@ -486,8 +496,9 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
     })
 
     /**
-     * Operators: decides a complete prospect again (one in `error` once its cause is fixed, or after a roster
-     * change), as a re-POST of the same data would; an incomplete one is refused with what it lacks.
+     * Operators: resolves the building and unit again and decides a complete prospect anew (one in `error` once
+     * its cause is fixed, or after a roster change), as a re-POST of the same data would; an incomplete one is
+     * refused with what it lacks.
      */
     const recheck = Effect.fn("Prospects.recheck")(function* (source: string, sourceProspectId: string) {
       return yield* db.transaction(
@@ -501,7 +512,8 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
           const slug = yield* repo.ownerSlug(existing.owner_id)
           const write: ProspectWrite = {
             ...existing,
-            ...(yield* resolve(existing.owner_id, existing)),
+            // An operator acts for the service: every building of the owner counts.
+            ...(yield* resolve(existing.owner_id, existing, undefined)),
             ...undecided,
             status: "processing",
             version: existing.version + 1,

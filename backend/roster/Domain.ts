@@ -16,10 +16,16 @@ const httpsOrigin = Schema.String.check(
   }),
 )
 
+/** Coverage beyond this many months of rent is a mistake in the data, not a policy. */
+export const MAX_COVERAGE_MULTIPLIER = 100
+
 export const DefaultCoverage = Schema.Struct({
   type: Schema.Literal("multiplier"),
   value: Schema.Number.check(
     Schema.isGreaterThan(0, { message: "must be a positive multiple of monthly rent" }),
+    Schema.isLessThanOrEqualTo(MAX_COVERAGE_MULTIPLIER, {
+      message: `must be at most ${MAX_COVERAGE_MULTIPLIER} times monthly rent`,
+    }),
   ),
 }).annotate({ identifier: "DefaultCoverage", description: "Coverage as a multiple of monthly rent." })
 

@@ -548,6 +548,8 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
       grantOwner: (ownerId: string, clientId: string, buildings: ReadonlyArray<string> | null) =>
         repo.grant(ownerId, clientId, buildings),
       ownerBySlug: repo.ownerBySlug,
+      /** The PMS property ids of a managed owner granted to a client; undefined when every building is. */
+      grantedBuildings: repo.grantedBuildings,
     }
   }),
 }) {

@@ -2,7 +2,8 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { routesFor } from "../../backend/App.ts"
 import { authService, gatewayPort, httpRequest } from "../support/Auth.ts"
-import { createOwnerThroughApi, rosterPartner } from "../support/Roster.ts"
+import { issueSource, prospectPartner } from "../support/Prospects.ts"
+import { createOwnerThroughApi } from "../support/Roster.ts"
 
 const service = authService()
 
@@ -68,6 +69,54 @@ const hostileValues: ReadonlyArray<unknown> = [
   { external_org_id: "o", embedded_frame_ancestors: ["javascript:alert(1)", "https://"] },
   { external_org_id: "o", max_coverage_amount_cents: 1.5 },
   { external_org_id: long, name: long },
+  { prospect: null },
+  { prospect: [] },
+  { prospect: "x" },
+  { prospect: { source: "hostile" } },
+  { prospect: { source: "hostile", source_prospect_id: long, email: long, first_name: long } },
+  {
+    prospect: {
+      source: "hostile",
+      source_prospect_id: "h-1",
+      phone: 5559876543,
+      birthdate: "2025-02-30",
+      monthly_rent_cents: 1e308,
+      terms_accepted_at: "yesterday",
+      authorized_members: [null, 5, { first_name: [] }],
+      guarantor_coverage: "yes",
+    },
+  },
+  {
+    prospect: {
+      source: "hostile",
+      source_prospect_id: "h-2",
+      property: { external_system_id: 5, address: [] },
+      unit: "4B",
+    },
+  },
+  {
+    prospect: {
+      source: "hostile",
+      source_prospect_id: "h-3",
+      property: [{}],
+      unit: { external_system_id: long, name: long, default_coverage: { type: "multiplier", value: 1e308 } },
+    },
+  },
+  {
+    prospect: {
+      source: "hostile",
+      source_prospect_id: "h-4",
+      authorized_members: Array.from({ length: 5000 }, () => ({})),
+    },
+  },
+  { prospect: { source: "hostile", source_prospect_id: "nul\u0000", first_name: "a\u0000b" } },
+  [
+    {
+      external_system_id: "nul",
+      building_name: "a\u0000b",
+      address: { line_one: "1 Main St", city: "C", state: "IL", zip: "62704" },
+    },
+  ],
   deep(2000),
   Array.from({ length: 501 }, () => ({})),
 ]
@@ -89,10 +138,13 @@ describe("hostile input", () => {
   layer(service.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
     it.effect("answers every JSON route of the partner gateway without a 500, whatever the body", () =>
       Effect.gen(function* () {
-        const partner = yield* rosterPartner()
+        const partner = yield* prospectPartner()
+        yield* issueSource({ code: "hostile", clients: [partner.clientId] })
         const slug = yield* createOwnerThroughApi(partner, { external_org_id: "hostile", name: "Hostile" })
         const port = yield* gatewayPort("partner-api")
-        const routes = routesFor("partner-api", "development").filter((r) => r.method === "POST" || r.method === "PUT")
+        const routes = routesFor("partner-api", "development").filter(
+          (r) => r.method === "POST" || r.method === "PUT",
+        )
         assert.isNotEmpty(routes)
         const bodies = [...hostileValues.map((value) => JSON.stringify(value)), ...hostileTexts]
         const answers: Array<string> = []
