@@ -6,11 +6,14 @@ import { runMain } from "../platform/Main.ts"
 import { loggerLayer } from "../platform/Observability.ts"
 import { PlatformLayer } from "../platform/Platform.ts"
 import type { ClientCommandRejected } from "../auth/Domain.ts"
+import type { ProspectIncomplete, ProspectNotFound } from "../prospects/Domain.ts"
+import { Prospects } from "../prospects/Prospects.ts"
 import { type SourceCommandRejected, Sources } from "../prospects/Sources.ts"
 import type { OwnerNotManaged } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
 import { clients, keys } from "./Clients.ts"
 import { owners } from "./Owners.ts"
+import { prospects } from "./Prospects.ts"
 import { sources } from "./Sources.ts"
 import { tail } from "./Tail.ts"
 import { CliUsage, parse } from "./Usage.ts"
@@ -40,6 +43,13 @@ commands:
                                             whether ingest fields are optional; a list given replaces the
                                             stored one ('' empties it), an omitted one is kept
   sources list                              every source with its flow, redirect domains and clients
+  prospects show --source CODE --id SOURCE_PROSPECT_ID
+                                            the prospect as the API shows it, with its owner and, in
+                                            status error, the error_reason
+  prospects recheck --source CODE --id SOURCE_PROSPECT_ID
+                                            decide a complete prospect again (after fixing the cause of
+                                            an error, or a roster change): it goes to processing and the
+                                            workers decide it
 `
 
 /** The platform and authentication, for commands that manage clients. */
@@ -47,7 +57,13 @@ const withAuth = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.scoped(effect).pipe(Effect.provide(Auth.layer), Effect.provide(PlatformLayer))
 
 /** Failures a command reports as a message (exit status 2) rather than a crash. */
-type CommandFailure = CliUsage | ClientCommandRejected | OwnerNotManaged | SourceCommandRejected
+type CommandFailure =
+  | CliUsage
+  | ClientCommandRejected
+  | OwnerNotManaged
+  | SourceCommandRejected
+  | ProspectNotFound
+  | ProspectIncomplete
 
 const commands: Record<
   string,
@@ -72,6 +88,12 @@ const commands: Record<
     Effect.scoped(owners(args)).pipe(Effect.provide(Roster.layer), Effect.provide(PlatformLayer)),
   sources: (args: ReadonlyArray<string>) =>
     Effect.scoped(sources(args)).pipe(Effect.provide(Sources.layer), Effect.provide(PlatformLayer)),
+  prospects: (args: ReadonlyArray<string>) =>
+    Effect.scoped(prospects(args)).pipe(
+      Effect.provide(Prospects.layer),
+      Effect.provide(Roster.layer),
+      Effect.provide(PlatformLayer),
+    ),
 }
 
 const program = Effect.gen(function* () {
@@ -96,6 +118,8 @@ const program = Effect.gen(function* () {
     ClientCommandRejected: (error) => fail(error.message),
     OwnerNotManaged: (error) => fail(error.message),
     SourceCommandRejected: (error) => fail(error.message),
+    ProspectNotFound: (error) => fail(error.message),
+    ProspectIncomplete: (error) => fail(error.message),
   }),
 )
 

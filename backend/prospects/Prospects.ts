@@ -305,13 +305,22 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
             property,
             existing?.property_external_id,
           )
+          // A nested unit belongs to the prospect's building unless it names another, however that is named.
+          const pmsPropertyId =
+            input.pms_property_id !== undefined ? input.pms_property_id : (existing?.pms_property_id ?? null)
+          const unitsProperty =
+            propertyExternalId ??
+            (pmsPropertyId === null || nested.unit === undefined
+              ? null
+              : ((yield* repo.resolveProperty(owner.id, { externalId: null, pmsPropertyId }))
+                  ?.external_system_id ?? null))
           const unit =
             nested.unit === undefined
               ? undefined
               : yield* nestedItem(nested.unit, "units:write", caller, () =>
                   roster.upsertUnits(slug, caller.clientId, [
-                    isObject(nested.unit)
-                      ? { property_external_id: propertyExternalId ?? undefined, ...nested.unit }
+                    isObject(nested.unit) && unitsProperty !== null
+                      ? { property_external_id: unitsProperty, ...nested.unit }
                       : nested.unit,
                   ]),
                 )
