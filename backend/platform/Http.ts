@@ -58,9 +58,10 @@ export const EndpointError = Schema.Struct({
 }).annotate({
   identifier: "EndpointError",
   description:
-    "Endpoint error. A validation failure (422) carries one more key named for the resource (for example " +
-    '`prospect`) whose object maps each field to its message: `{"status_code":422,"error":"Prospect invalid.",' +
-    '"prospect":{"phone":"Phone is not valid"}}`.',
+    "Endpoint error. A validation failure (422) carries two more keys: one named for the resource (for example " +
+    "`prospect`) whose object maps each field to its message, as the published API has it, and `errors`, which " +
+    'maps each field to an array of messages: `{"status_code":422,"error":"Prospect invalid.",' +
+    '"prospect":{"phone":"Phone is not valid"},"errors":{"phone":["Phone is not valid"]}}`.',
 })
 
 export const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
@@ -76,6 +77,12 @@ const endpointError = (
   extra: Record<string, unknown> = {},
   headers: Record<string, string> = {},
 ) => json(status, { status_code: status, error, ...extra }, headers)
+
+/** The spec's `errors`: each field's messages as an array, beside the published per-resource object. */
+const fieldErrors = (fields: Record<string, unknown>) =>
+  Object.fromEntries(
+    Object.entries(fields).map(([field, message]) => [field, Array.isArray(message) ? message : [message]]),
+  )
 
 /** The one place where failures become the contract's error bodies. */
 export const errorResponse = (error: ApiError): Response => {
@@ -95,7 +102,13 @@ export const errorResponse = (error: ApiError): Response => {
         { connection: "close" },
       )
     case "Unprocessable":
-      return endpointError(422, error.message, error.resource ? { [error.resource]: error.fields ?? {} } : {})
+      return endpointError(
+        422,
+        error.message,
+        error.resource
+          ? { [error.resource]: error.fields ?? {}, errors: fieldErrors(error.fields ?? {}) }
+          : {},
+      )
     case "Unauthorized":
       return json(401, { message: "Unauthorized" })
     case "Forbidden":
@@ -204,6 +217,21 @@ const withoutNul = (_key: string, value: unknown) => {
   return value
 }
 
+/**
+ * Path parameters as the partner wrote them (`a%20b` is `a b`); h3 leaves them encoded. A malformed escape
+ * keeps its raw form, which names nothing, so the route answers 404.
+ */
+const decodedParams = (params: Readonly<Record<string, string>>) =>
+  Object.fromEntries(
+    Object.entries(params).map(([name, value]) => {
+      try {
+        return [name, decodeURIComponent(value)]
+      } catch {
+        return [name, value]
+      }
+    }),
+  )
+
 const parseJson = (bytes: Uint8Array) =>
   Effect.try({
     try: () => JSON.parse(decoder.decode(bytes), withoutNul) as unknown,
@@ -289,7 +317,7 @@ export const gatewayLayer = <R, G = never>(
         const request: Omit<HttpRequest, "caller"> = {
           method: event.req.method,
           path: url.pathname,
-          params: event.context.params ?? {},
+          params: decodedParams(event.context.params ?? {}),
           query: url.searchParams,
           headers: event.req.headers,
           requestId,

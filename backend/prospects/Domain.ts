@@ -29,11 +29,11 @@ const CalendarDate = Schema.String.annotate({ format: "date" }).check(
 
 const Timestamp = Schema.String.annotate({ format: "date-time" }).check(
   Schema.makeFilter((value: string) =>
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) &&
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) &&
     isCalendarDate(value.slice(0, 10)) &&
     !Number.isNaN(Date.parse(value))
       ? undefined
-      : "is not a valid timestamp (ISO 8601 with a time zone, such as 2025-01-15T10:30:00Z)",
+      : "is not a valid timestamp (ISO 8601 with a time zone and at most milliseconds, such as 2025-01-15T10:30:00Z)",
   ),
 )
 

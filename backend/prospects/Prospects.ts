@@ -90,6 +90,9 @@ const undecided = {
 
 const toInt = (value: string | null) => (value === null ? null : Number(value))
 const toText = (value: unknown) => (value === null || value === undefined ? null : String(value))
+/** As the database reads it back: UTC, milliseconds only when there are some. */
+const utcTimestamp = (value: string | null) =>
+  value === null ? null : new Date(value).toISOString().replace(".000Z", "Z")
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
@@ -335,6 +338,7 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
             owner_id: owner.id,
             source: input.source,
             source_prospect_id: input.source_prospect_id,
+            terms_accepted_at: utcTimestamp(kept("terms_accepted_at")),
             monthly_rent_cents: toText(kept("monthly_rent_cents")),
             deposit_amount_cents: toText(kept("deposit_amount_cents")),
             yearly_income: toText(kept("yearly_income")),
@@ -473,7 +477,7 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
         Effect.gen(function* () {
           yield* repo.lock(source, sourceProspectId)
           const row = yield* ownersProspect(slug, source, sourceProspectId)
-          yield* repo.delete([row.id])
+          yield* repo.delete(row.id)
           return {
             insurance_policy_ids: [],
             unlinked_yardi_resident_ids: [],
@@ -489,8 +493,11 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
         Effect.gen(function* () {
           const owner = yield* roster.ownerBySlug(slug)
           if (owner === undefined) return { prospect_ids: [], insurance_policy_ids: [] }
-          const ids = yield* repo.idsByEmail(owner.id, email)
-          yield* repo.delete(ids)
+          // Each prospect's lock, in one order, so a racing POST runs wholly before or after the reset.
+          for (const key of yield* repo.keysByEmail(owner.id, email)) {
+            yield* repo.lock(key.source, key.source_prospect_id)
+          }
+          const ids = yield* repo.deleteByEmail(owner.id, email)
           return { prospect_ids: ids.map(Number), insurance_policy_ids: [] }
         }),
       )

@@ -102,7 +102,8 @@ const selectProspects = (sql: Sql, where: ReturnType<Sql>) => sql<Array<Prospect
          to_char(lease_end_date, 'YYYY-MM-DD') as lease_end_date,
          monthly_rent_cents, deposit_amount_cents, screening_result, employment_status, yearly_income, has_ssn,
          citizenship, education_level,
-         to_char(terms_accepted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as terms_accepted_at,
+         replace(to_char(terms_accepted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), '.000Z', 'Z')
+           as terms_accepted_at,
          authorized_members, social_security_number_sealed, guarantor_coverage, pms_type, pms_property_id,
          pms_unit_id, pms_prospect_id, property_external_id, unit_external_id, property_id, unit_id, version,
          decided_version, effective_coverage_amount_cents, sdi_ineligibility_reasons, cd_ineligibility_reasons,
@@ -295,16 +296,24 @@ export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
           db
             .query((sql) => sql<Array<{ slug: string }>>`select slug from owners where id = ${ownerId}`)
             .pipe(Effect.map(([row]) => row!.slug)),
-        idsByEmail: (ownerId: string, email: string) =>
+        /** The owner's prospects with this email (any case), in lock order. */
+        keysByEmail: (ownerId: string, email: string) =>
+          db.query(
+            (sql) => sql<Array<{ source: string; source_prospect_id: string }>>`
+              select source, source_prospect_id from prospects
+              where owner_id = ${ownerId} and lower(email) = lower(${email})
+              order by source, source_prospect_id`,
+          ),
+        /** Deletes the owner's prospects whose email (still) matches; their ids, ascending. */
+        deleteByEmail: (ownerId: string, email: string) =>
           db
             .query(
               (sql) => sql<Array<{ id: string }>>`
-              select id from prospects where owner_id = ${ownerId} and lower(email) = lower(${email})
-              order by id`,
+                delete from prospects where owner_id = ${ownerId} and lower(email) = lower(${email})
+                returning id`,
             )
-            .pipe(Effect.map((rows) => rows.map((r) => r.id))),
-        delete: (ids: ReadonlyArray<string>) =>
-          db.query((sql) => sql`delete from prospects where id = any(${sql.array([...ids])}::bigint[])`),
+            .pipe(Effect.map((rows) => rows.map((r) => r.id).sort((x, y) => Number(x) - Number(y)))),
+        delete: (id: string) => db.query((sql) => sql`delete from prospects where id = ${id}`),
       }
     }),
   },

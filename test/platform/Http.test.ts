@@ -186,7 +186,7 @@ const failures: ReadonlyArray<{
       fields: { phone: "Phone is not valid" },
     }),
     status: 422,
-    body: `{"status_code":422,"error":"Prospect invalid.","prospect":{"phone":"Phone is not valid"}}`,
+    body: `{"status_code":422,"error":"Prospect invalid.","prospect":{"phone":"Phone is not valid"},"errors":{"phone":["Phone is not valid"]}}`,
   },
   { error: new Unauthorized(), status: 401, body: `{"message":"Unauthorized"}` },
   { error: new Forbidden(), status: 403, body: `{"message":"Forbidden"}` },

@@ -114,7 +114,7 @@ describe("POST /partners/property_owners", () => {
         assert.strictEqual(answer.status, 422)
         assert.strictEqual(
           answer.text,
-          `{"status_code":422,"error":"Property owner invalid.","property_owner":{"name":"is required when the owner is created"}}`,
+          `{"status_code":422,"error":"Property owner invalid.","property_owner":{"name":"is required when the owner is created"},"errors":{"name":["is required when the owner is created"]}}`,
         )
         const rows = yield* query((sql) => sql`select 1 from owners where external_org_id = 'org-nameless'`)
         assert.strictEqual(rows.length, 0)
@@ -128,7 +128,7 @@ describe("POST /partners/property_owners", () => {
         assert.strictEqual(answer.status, 422)
         assert.strictEqual(
           answer.text,
-          `{"status_code":422,"error":"Property owner invalid.","property_owner":{"base":"must be PropertyOwnerInput"}}`,
+          `{"status_code":422,"error":"Property owner invalid.","property_owner":{"base":"must be PropertyOwnerInput"},"errors":{"base":["must be PropertyOwnerInput"]}}`,
         )
       }),
     )
@@ -255,7 +255,9 @@ describe("POST /partners/property_owners", () => {
           answer.text,
           `{"status_code":422,"error":"Property owner invalid.","property_owner":{` +
             `"embedded_frame_ancestors.0":"must be an HTTPS origin such as https://pms.example.com",` +
-            `"embedded_frame_ancestors.1":"must be an HTTPS origin such as https://pms.example.com"}}`,
+            `"embedded_frame_ancestors.1":"must be an HTTPS origin such as https://pms.example.com"},` +
+            `"errors":{"embedded_frame_ancestors.0":["must be an HTTPS origin such as https://pms.example.com"],` +
+            `"embedded_frame_ancestors.1":["must be an HTTPS origin such as https://pms.example.com"]}}`,
         )
         const [row] = yield* query(
           (sql) =>
