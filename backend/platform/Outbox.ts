@@ -80,7 +80,8 @@ export const waves = <Row extends { readonly key: string }>(rows: ReadonlyArray<
 }
 
 /**
- * Publishes one partition's pending rows while holding that partition's row lock, and marks them sent in the
+ * Publishes the pending rows of the partition waiting longest (so no partition starves behind busier ones)
+ * while holding that partition's row lock, and marks them sent in the
  * same transaction. A failed publish rolls the whole batch back, and no later row of its key was sent, so the
  * retry cannot put a key's messages out of order; rows published before a crash are published again and
  * JetStream's duplicate window (msgID = outbox id) keeps one copy. Returns how many rows it published, or
@@ -94,9 +95,12 @@ export const relayOnce = Effect.fn("Outbox.relayOnce")(function* () {
       const [claimed] = yield* db.query(
         (sql) => sql<Array<{ partition: number }>>`
           select p.partition from outbox_partitions p
-          where exists (select 1 from outbox o where o.partition = p.partition and o.sent_at is null)
-          order by p.partition
-          for update skip locked limit 1`,
+          cross join lateral (
+            select min(o.seq) as oldest from outbox o where o.partition = p.partition and o.sent_at is null
+          ) pending
+          where pending.oldest is not null
+          order by pending.oldest
+          for update of p skip locked limit 1`,
       )
       if (claimed === undefined) return undefined
       const rows = yield* db.query(

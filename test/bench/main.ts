@@ -13,6 +13,8 @@ import { partitionedSubject } from "../../backend/platform/Partition.ts"
 import { Schema } from "effect"
 import { eventually } from "../support/Streams.ts"
 import { type LatencyRow, rosterBatches } from "./Roster.ts"
+import { prospectReadyLatency } from "./Prospects.ts"
+import { prospectService } from "../support/Prospects.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
 
 interface Row {
@@ -24,6 +26,16 @@ interface Row {
 }
 
 const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
+
+/**
+ * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, roster, prospects) runs only
+ * those benchmarks; unset runs all of them.
+ */
+const only = process.env.BENCH_ONLY?.split(",")
+  .map((name) => name.trim())
+  .filter((name) => name !== "")
+const selected = (name: string) => only === undefined || only.length === 0 || only.includes(name)
+
 const PARTITIONS = 16
 const encoder = new TextEncoder()
 const payload = (i: number) => ({ key: `k${i % 500}`, n: i, body: "x".repeat(200) })
@@ -229,22 +241,23 @@ const format = (rows: ReadonlyArray<Row>) =>
 
 const formatLatency = (rows: ReadonlyArray<LatencyRow>) =>
   [
-    "| benchmark | ours p50 / p99 | raw baseline p50 / p99 | ours / baseline (p50) |",
+    "| benchmark | ours p50 / p99 | raw baseline p50 / p99 | ours / baseline (p50 / p99) |",
     "|---|---|---|---|",
     ...rows.map(
       (r) =>
-        `| ${r.name} | ${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} ms | ${r.baselineP50.toFixed(1)} / ${r.baselineP99.toFixed(1)} ms (${r.baselineName}) | ${(r.p50 / r.baselineP50).toFixed(1)}x |`,
+        `| ${r.name} | ${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} ms | ${r.baselineP50.toFixed(1)} / ${r.baselineP99.toFixed(1)} ms (${r.baselineName}) | ${(r.p50 / r.baselineP50).toFixed(1)}x / ${(r.p99 / r.baselineP99).toFixed(1)}x |`,
     ),
   ].join("\n")
 
 const program = Effect.gen(function* () {
   const rows: Array<Row> = []
-  const benches: ReadonlyArray<Effect.Effect<Row, unknown, Db | Nats | Outbox | AppConfig>> = [
-    outboxRelay,
-    actorThroughput,
-    authenticatedRequests,
+  const benches: ReadonlyArray<[string, Effect.Effect<Row, unknown, Db | Nats | Outbox | AppConfig>]> = [
+    ["relay", outboxRelay],
+    ["actor", actorThroughput],
+    ["gateway", authenticatedRequests],
   ]
-  for (const bench of benches) {
+  for (const [name, bench] of benches) {
+    if (!selected(name)) continue
     rows.push(
       yield* Effect.scoped(
         Layer.build(testPlatform({ PARTNER_API_PORT: "0" }).layer).pipe(
@@ -253,12 +266,33 @@ const program = Effect.gen(function* () {
       ),
     )
   }
-  const latencies = yield* Effect.scoped(
-    Layer.build(testPlatform({ PARTNER_API_PORT: "0" }).layer).pipe(
-      Effect.flatMap((ctx) => Effect.provide(rosterBatches, ctx)),
-    ),
-  )
-  process.stdout.write(`${format(rows)}\n\n${formatLatency(latencies)}\n`)
+  const latencies: Array<LatencyRow> = []
+  const notes: Array<string> = []
+  if (selected("roster")) {
+    latencies.push(
+      ...(yield* Effect.scoped(
+        Layer.build(testPlatform({ PARTNER_API_PORT: "0" }).layer).pipe(
+          Effect.flatMap((ctx) => Effect.provide(rosterBatches, ctx)),
+        ),
+      )),
+    )
+  }
+  if (selected("prospects")) {
+    // The partner gateway and the workers on a database and prefix of their own, dropped afterwards.
+    const prospects = yield* Effect.scoped(
+      Layer.build(prospectService().layer).pipe(
+        Effect.flatMap((ctx) => Effect.provide(prospectReadyLatency, ctx)),
+      ),
+    )
+    latencies.push(...prospects.rows)
+    notes.push(...prospects.notes)
+  }
+  const tables = [
+    ...(rows.length > 0 ? [format(rows)] : []),
+    ...(latencies.length > 0 ? [formatLatency(latencies)] : []),
+    ...(notes.length > 0 ? [notes.join("\n")] : []),
+  ]
+  process.stdout.write(`${tables.join("\n\n")}\n`)
 })
 
 Effect.runPromise(program).catch((error) => {
