@@ -1,6 +1,9 @@
 import { Layer } from "effect"
 import { Auth } from "./auth/Auth.ts"
 import { authGuard, authRoutes } from "./auth/Http.ts"
+import { ingestWorkersLayer } from "./ingest/Consumer.ts"
+import { ingestRoutes } from "./ingest/Http.ts"
+import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
 import { actorLayer } from "./platform/Actor.ts"
 import { gatewayLayer, type Guard, ListeningPorts, type Route } from "./platform/Http.ts"
@@ -15,7 +18,7 @@ import { rosterRoutes } from "./roster/Http.ts"
 import { Roster } from "./roster/Roster.ts"
 
 /** What route handlers and actors may use, besides the platform. */
-type AppServices = Auth | AppConfig | Roster | Sources | Prospects
+type AppServices = Auth | AppConfig | Roster | Sources | Prospects | Ingest
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
@@ -35,7 +38,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
       return routes
     }
     case "ingest-api":
-      return authRoutes("ingest")
+      return [...authRoutes("ingest"), ...ingestRoutes]
     case "enrollment":
     case "console":
       return []
@@ -55,9 +58,12 @@ export const appLayer = (config: AppConfigShape) => {
   const gateways = httpRoles
     .filter((role) => config.roles.includes(role))
     .map((role) => gatewayLayer(role, routesFor(role, config.serviceEnv), guards[role]))
-  const workers = config.roles.includes("workers") ? [relayLayer(), actorLayer(eligibilityActor)] : []
+  const workers = config.roles.includes("workers")
+    ? [relayLayer(), actorLayer(eligibilityActor), ingestWorkersLayer]
+    : []
   return Layer.mergeAll(Layer.empty, ...gateways, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
+    Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Prospects.layer),
     Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer, Sources.layer)),
     Layer.provideMerge(PlatformLayer),

@@ -38,6 +38,8 @@ export interface AuthenticatedCaller {
   /** The token's scopes that the client is still granted. */
   readonly scopes: ReadonlySet<string>
   readonly provider: string | null
+  /** The source code of an ingestion client. */
+  readonly source: string | null
   /** Set when an owner slug was asked about. */
   readonly ownerAccess: OwnerAccess | undefined
 }
@@ -152,6 +154,11 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
       if (refused.length > 0) {
         return yield* new ClientCommandRejected({
           message: `scopes not available on the ${input.gateway} gateway: ${refused.join(", ")} (available: ${allowed.join(", ")})`,
+        })
+      }
+      if (input.source !== undefined && !(yield* repo.sourceExists(input.source))) {
+        return yield* new ClientCommandRejected({
+          message: `unknown source ${input.source}: issue it first (sources create)`,
         })
       }
       const id = `cli_${randomToken(12)}`
@@ -333,6 +340,7 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
         clientId: claims.sub,
         scopes: new Set(claims.scope.split(" ").filter((s) => client.scopes.includes(s))),
         provider: client.provider,
+        source: client.source,
         ownerAccess: client.ownerAccess,
       } satisfies AuthenticatedCaller
     })

@@ -166,6 +166,6 @@ export const authGuard = (gateway: Gateway): Guard<Auth> => ({
       if (caller.ownerAccess === "not granted") return yield* new Forbidden()
       const provider = request.params.provider
       if (provider !== undefined && caller.provider !== provider) return yield* new Forbidden()
-      return { clientId: caller.clientId, scopes: caller.scopes } satisfies Caller
+      return { clientId: caller.clientId, scopes: caller.scopes, source: caller.source } satisfies Caller
     }),
 })

@@ -99,6 +99,10 @@ export class AuthRepo extends Context.Service<AuthRepo>()("partner-service/auth/
        * What the gateway needs about a caller, in one query: the client's standing and, when `ownerSlug` is
        * given, whether that owner exists and is granted to the client.
        */
+      sourceExists: (code: string) =>
+        db
+          .query((sql) => sql<Array<{ one: number }>>`select 1 as one from sources where code = ${code}`)
+          .pipe(Effect.map((rows) => rows.length > 0)),
       callerAccess: (clientId: string, ownerSlug: string | undefined) =>
         db
           .query(
@@ -107,11 +111,12 @@ export class AuthRepo extends Context.Service<AuthRepo>()("partner-service/auth/
                 gateway: Gateway
                 scopes: Array<string>
                 provider: string | null
+                source: string | null
                 revoked_at: Date | null
                 owner_access: OwnerAccess | null
               }>
             >`
-              select c.gateway, c.scopes, c.provider, c.revoked_at,
+              select c.gateway, c.scopes, c.provider, c.source, c.revoked_at,
                      (select case when g.client_id is null then 'not granted' else 'granted' end
                       from owners o
                       left join client_owner_grants g on g.owner_id = o.id and g.client_id = c.id
@@ -126,6 +131,7 @@ export class AuthRepo extends Context.Service<AuthRepo>()("partner-service/auth/
                     gateway: row.gateway,
                     scopes: row.scopes,
                     provider: row.provider,
+                    source: row.source,
                     revokedAt: row.revoked_at,
                     ownerAccess:
                       ownerSlug === undefined ? undefined : (row.owner_access ?? ("unknown" as const)),

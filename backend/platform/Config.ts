@@ -106,6 +106,8 @@ export interface AppConfigShape {
   /** base64 of 32 bytes; absent in development until the local key file is created by Crypto */
   readonly masterKey: Option.Option<Redacted.Redacted<string>>
   readonly httpMaxBodyBytes: number
+  /** Days the ingest log keeps a consumed event's record. */
+  readonly ingestLogRetentionDays: number
   readonly webhook: {
     readonly backoffUnitMs: number
     readonly timeoutMs: number
@@ -215,6 +217,12 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         "a whole number of bytes from 1024 to 104857600",
         integer(1024, 100 * 1024 * 1024),
         () => 2 * 1024 * 1024,
+      ),
+      ingestLogRetentionDays: yield* setting(
+        "INGEST_LOG_RETENTION_DAYS",
+        "a whole number of days from 1 to 3650",
+        integer(1, 3650),
+        () => 30,
       ),
       webhook: {
         backoffUnitMs: yield* setting(

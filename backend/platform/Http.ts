@@ -29,7 +29,14 @@ export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooM
   retryAfterSeconds: Schema.Number,
 }) {}
 
+/** A dependency the request needs is down; nothing was accepted, the client should retry. */
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
+  message: Schema.String,
+  retryAfterSeconds: Schema.Number,
+}) {}
+
 export type ApiError =
+  | ServiceUnavailable
   | BadRequest
   | NotFound
   | Conflict
@@ -113,6 +120,8 @@ export const errorResponse = (error: ApiError): Response => {
       return json(401, { message: "Unauthorized" })
     case "Forbidden":
       return json(403, { message: "Forbidden" })
+    case "ServiceUnavailable":
+      return endpointError(503, error.message, {}, { "retry-after": String(error.retryAfterSeconds) })
     case "TooManyRequests":
       return endpointError(429, "Too many requests.", {}, { "retry-after": String(error.retryAfterSeconds) })
   }
@@ -122,6 +131,8 @@ export const errorResponse = (error: ApiError): Response => {
 export interface Caller {
   readonly clientId: string
   readonly scopes: ReadonlySet<string>
+  /** The source code an ingestion client emits events for. */
+  readonly source?: string | null
 }
 
 export interface HttpRequest {

@@ -17,7 +17,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream"
 import { connect, headers as natsHeaders, type NatsConnection, type Status } from "@nats-io/transport-node"
-import { Context, Duration, Effect, Layer, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Schema, type Scope } from "effect"
 import { AppConfig } from "./Config.ts"
 
 export type { ConsumerMessages, JsMsg, PubAck, StoredMsg }
@@ -62,6 +62,12 @@ export interface NatsShape {
   readonly unprefixed: (subject: string) => string
   readonly streamName: (base: StreamBase) => string
   readonly publish: (subject: string, data: Uint8Array, options?: PublishOptions) => Effect.Effect<PubAck>
+  /** `publish` for a caller that answers for it: a publish not acknowledged within `timeout` fails. */
+  readonly tryPublish: (
+    subject: string,
+    data: Uint8Array,
+    options: PublishOptions & { readonly timeout: Duration.Input },
+  ) => Effect.Effect<PubAck, PublishFailed>
   readonly ensureStreams: Effect.Effect<void>
   readonly ensureConsumer: (consumer: DurableConsumer) => Effect.Effect<void>
   /**
@@ -119,6 +125,11 @@ const differs = (want: Partial<StreamConfig>, have: StreamConfig) =>
   want.discard !== have.discard ||
   want.num_replicas !== have.num_replicas
 
+/** JetStream did not acknowledge a publish (server down, no quorum, timeout). */
+export class PublishFailed extends Schema.TaggedError<PublishFailed>()("PublishFailed", {
+  message: Schema.String,
+}) {}
+
 export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/platform/Nats") {
   static readonly layer = Layer.effect(
     Nats,
@@ -152,11 +163,25 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         prefix !== "" && s.startsWith(`${prefix}.`) ? s.slice(prefix.length + 1) : s
       const streamName = (base: StreamBase) => streamNameFor(prefix, base)
 
+      const publishOptions = (options: PublishOptions) => {
+        const h = natsHeaders()
+        for (const [k, v] of Object.entries(options.headers ?? {})) h.set(k, v)
+        return { headers: h, ...(options.msgID ? { msgID: options.msgID } : {}) }
+      }
       const publish = (name: string, data: Uint8Array, options: PublishOptions = {}) =>
-        Effect.promise(() => {
-          const h = natsHeaders()
-          for (const [k, v] of Object.entries(options.headers ?? {})) h.set(k, v)
-          return js.publish(name, data, { headers: h, ...(options.msgID ? { msgID: options.msgID } : {}) })
+        Effect.promise(() => js.publish(name, data, publishOptions(options)))
+      const tryPublish = (
+        name: string,
+        data: Uint8Array,
+        options: PublishOptions & { readonly timeout: Duration.Input },
+      ) =>
+        Effect.tryPromise({
+          try: () =>
+            js.publish(name, data, {
+              ...publishOptions(options),
+              timeout: Duration.toMillis(Duration.fromInputUnsafe(options.timeout)),
+            }),
+          catch: (error) => new PublishFailed({ message: String(error) }),
         })
 
       const ensureStream = Effect.fn("Nats.ensureStream")(function* (base: StreamBase) {
@@ -241,6 +266,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         unprefixed,
         streamName,
         publish,
+        tryPublish,
         ensureStreams: Effect.forEach(Object.keys(Streams) as Array<StreamBase>, ensureStream, {
           discard: true,
         }),

@@ -6,6 +6,7 @@ import type { Caller } from "../platform/Http.ts"
 import { Outbox, type OutboxMessage } from "../platform/Outbox.ts"
 import { decodeFields } from "../platform/Validation.ts"
 import { failed, type ItemResult } from "../roster/Domain.ts"
+import type { OwnerRow } from "../roster/Repo.ts"
 import { Roster } from "../roster/Roster.ts"
 import {
   INGEST_FIELDS,
@@ -133,6 +134,25 @@ export const eligibilityFacts = (facts: EligibilityFactsRow, today: string): Eli
   }
 }
 
+/** The prospect's fields, or ProspectInvalid with a sentence per bad field. */
+export const validate = (raw: unknown) => {
+  const decoded = decodeProspect(raw)
+  return "errors" in decoded
+    ? Effect.fail(new ProspectInvalid({ fields: fieldMessages(decoded.errors) }))
+    : Effect.succeed(decoded.value)
+}
+
+export interface SaveRequest {
+  readonly owner: OwnerRow
+  readonly source: Source
+  readonly input: ProspectFields
+  /** `property` and `unit` items to apply through the roster first. */
+  readonly nested: { readonly property?: unknown; readonly unit?: unknown }
+  readonly caller: Caller
+  /** An inbound event's time: one older than the newest applied to the prospect changes nothing. */
+  readonly occurredAt?: Date
+}
+
 export class Prospects extends Context.Service<Prospects>()("partner-service/prospects/Prospects", {
   make: Effect.gen(function* () {
     const db = yield* Db
@@ -246,36 +266,20 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
       })
 
     /**
-     * `POST /partners/{owner_slug}/prospects`: validates everything first (nothing is written for a refused
-     * prospect), then under the prospect's lock upserts it with its nested roster items, moves it to
-     * `processing` (complete) or `incomplete`, and enqueues its events and eligibility request.
+     * Writes a validated prospect for `owner` under the prospect's lock: its nested roster items, the merge with
+     * the stored record, the move to `processing` (complete) or `incomplete`, and its events and eligibility
+     * request, all in the caller's transaction (or a new one). An inbound event older than the newest one applied
+     * changes nothing (`stale`).
      */
-    const upsert = Effect.fn("Prospects.upsert")(function* (slug: string, caller: Caller, body: unknown) {
-      const raw = isObject(body) ? body.prospect : undefined
-      if (!isObject(raw)) {
-        return yield* new ProspectInvalid({
-          fields: {
-            prospect: "The body must be an object whose one key, prospect, holds the prospect fields",
-          },
-        })
-      }
-      const decoded = decodeProspect(raw)
-      if ("errors" in decoded) return yield* new ProspectInvalid({ fields: fieldMessages(decoded.errors) })
-      const input = decoded.value
-      const source = yield* sources.find(input.source)
-      if (source === undefined || !(yield* sources.mayUse(source.code, caller.clientId))) {
-        return yield* new UnknownSource({ source: input.source })
-      }
-      const nested = raw as { property?: unknown; unit?: unknown }
+    const save = Effect.fn("Prospects.save")(function* (request: SaveRequest) {
+      const { owner, source, input, nested, caller } = request
+      const slug = owner.slug
       const sealedSsn =
         typeof input.social_security_number === "string"
           ? yield* crypto.seal(new TextEncoder().encode(input.social_security_number))
           : input.social_security_number
-
       return yield* db.transaction(
         Effect.gen(function* () {
-          const owner = yield* roster.ownerBySlug(slug)
-          if (owner === undefined) return yield* Effect.die(new Error(`owner ${slug} vanished`))
           yield* repo.lock(input.source, input.source_prospect_id)
           const existing = yield* repo.find(input.source, input.source_prospect_id)
           if (existing !== undefined && existing.owner_id !== owner.id) {
@@ -284,6 +288,13 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
                 source_prospect_id: "Source prospect id is already used by another property owner's prospect",
               },
             })
+          }
+          if (
+            request.occurredAt !== undefined &&
+            existing?.last_event_at != null &&
+            request.occurredAt.getTime() < Date.parse(existing.last_event_at)
+          ) {
+            return { stale: true as const, id: existing.id }
           }
 
           const property =
@@ -352,6 +363,10 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
             decided_version: existing?.decided_version ?? null,
             property_id: null,
             unit_id: null,
+            last_event_at:
+              request.occurredAt === undefined
+                ? (existing?.last_event_at ?? null)
+                : request.occurredAt.toISOString(),
             ...undecided,
           }
           const granted = owner.managed_by_service
@@ -378,6 +393,8 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
           if (complete) messages.push(eligibilityRequested(slug, row))
           yield* outbox.enqueue(messages)
           return {
+            stale: false as const,
+            id,
             created: existing === undefined,
             prospect: view(row, slug, source),
             ...(property === undefined ? {} : { property }),
@@ -385,6 +402,32 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
           }
         }),
       )
+    })
+
+    /**
+     * `POST /partners/{owner_slug}/prospects`: everything is validated before anything is written; a refused
+     * prospect changes nothing.
+     */
+    const upsert = Effect.fn("Prospects.upsert")(function* (slug: string, caller: Caller, body: unknown) {
+      const raw = isObject(body) ? body.prospect : undefined
+      if (!isObject(raw)) {
+        return yield* new ProspectInvalid({
+          fields: {
+            prospect: "The body must be an object whose one key, prospect, holds the prospect fields",
+          },
+        })
+      }
+      const input = yield* validate(raw)
+      const source = yield* sources.find(input.source)
+      if (source === undefined || !(yield* sources.mayUse(source.code, caller.clientId))) {
+        return yield* new UnknownSource({ source: input.source })
+      }
+      const owner = yield* roster.ownerBySlug(slug)
+      if (owner === undefined) return yield* Effect.die(new Error(`owner ${slug} vanished`))
+      const saved = yield* save({ owner, source, input, nested: raw, caller })
+      if (saved.stale) return yield* Effect.die(new Error("an API write cannot be stale"))
+      const { stale: _, id: __, ...answer } = saved
+      return answer
     })
 
     /** The owner's prospect, or ProspectNotFound (also for another owner's). */
@@ -542,7 +585,7 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
       )
     })
 
-    return { upsert, get, decide, fail, resetTestResident, resetByEmail, show, recheck }
+    return { upsert, save, validate, get, decide, fail, resetTestResident, resetByEmail, show, recheck }
   }),
 }) {
   static readonly layer = Layer.effect(Prospects, Prospects.make).pipe(

@@ -47,6 +47,8 @@ export interface ProspectRow {
   readonly rg_ineligibility_reasons: Array<string> | null
   readonly eligible: boolean | null
   readonly error_reason: string | null
+  /** ISO 8601: the time of the newest inbound event applied. */
+  readonly last_event_at: string | null
 }
 
 /** The columns a prospect write sets (everything but the identity and timestamps). */
@@ -93,6 +95,7 @@ const WRITE_COLUMNS = [
   "rg_ineligibility_reasons",
   "eligible",
   "error_reason",
+  "last_event_at",
 ] as const satisfies ReadonlyArray<keyof ProspectWrite>
 
 const selectProspects = (sql: Sql, where: ReturnType<Sql>) => sql<Array<ProspectRow>>`
@@ -107,7 +110,8 @@ const selectProspects = (sql: Sql, where: ReturnType<Sql>) => sql<Array<Prospect
          authorized_members, social_security_number_sealed, guarantor_coverage, pms_type, pms_property_id,
          pms_unit_id, pms_prospect_id, property_external_id, unit_external_id, property_id, unit_id, version,
          decided_version, effective_coverage_amount_cents, sdi_ineligibility_reasons, cd_ineligibility_reasons,
-         rg_eligibility_status, rg_ineligibility_reasons, eligible, error_reason
+         rg_eligibility_status, rg_ineligibility_reasons, eligible, error_reason,
+         to_char(last_event_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as last_event_at
   from prospects ${where}`
 
 /** The row as parameters: the members array goes to its jsonb column as JSON, not as a Postgres array. */

@@ -147,6 +147,7 @@ export const createClient = (input: {
   readonly scopes?: ReadonlyArray<string>
   readonly owners?: ReadonlyArray<string>
   readonly provider?: string
+  readonly source?: string
 }) =>
   Effect.flatMap(Effect.service(Auth), (auth) =>
     auth.createClient({ ...input, name: input.name ?? `${input.gateway} test client` }),

@@ -1,0 +1,292 @@
+import { createHash } from "node:crypto"
+import { Clock, Context, Effect, Layer } from "effect"
+import { AppConfig } from "../platform/Config.ts"
+import { Db } from "../platform/Db.ts"
+import {
+  BadRequest,
+  Forbidden,
+  PayloadTooLarge,
+  ServiceUnavailable,
+  Unprocessable,
+  type Caller,
+} from "../platform/Http.ts"
+import { Nats } from "../platform/Nats.ts"
+import { partitionedSubject } from "../platform/Partition.ts"
+import { decodeFields } from "../platform/Validation.ts"
+import { Prospects, validate } from "../prospects/Prospects.ts"
+import { Sources } from "../prospects/Sources.ts"
+import { Roster } from "../roster/Roster.ts"
+import {
+  type EventMapping,
+  IngestEvent,
+  type IngestOutcome,
+  MappingRejected,
+  MAX_EVENT_BYTES,
+  type SourceMapping,
+} from "./Domain.ts"
+import { eventTime, extractFields, parseMapping } from "./Mapping.ts"
+import { IngestRepo, type IngestLogFilter } from "./Repo.ts"
+
+/** Partitions of `ingest.<source>.<event_type>`: one prospect's events land in one, in order. */
+export const INGEST_PARTITIONS = 16
+/** How long the gateway waits for JetStream's acknowledgement before answering 503. */
+const PUBLISH_TIMEOUT = "5 seconds"
+/** How long the gateway trusts its copy of a source's mappings (they only choose the partition there). */
+const MAPPING_CACHE_MILLIS = 5_000
+
+export const HEADER_RECEIVED_AT = "Ingest-Received-At"
+export const HEADER_CLIENT = "Ingest-Client"
+
+const decodeEvent = decodeFields(IngestEvent)
+const decoder = new TextDecoder()
+
+/** JSON with object keys sorted, so one event has one id however its sender spaced or ordered it. */
+const canonical = (value: unknown): string =>
+  Array.isArray(value)
+    ? `[${value.map(canonical).join(",")}]`
+    : typeof value === "object" && value !== null
+      ? `{${Object.keys(value)
+          .sort()
+          .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
+          .join(",")}}`
+      : JSON.stringify(value)
+
+/** The event's id: the same source, type and payload always give the same id. */
+export const eventId = (event: IngestEvent) =>
+  createHash("sha256")
+    .update(canonical([event.source, event.event_type, event.payload]))
+    .digest("hex")
+
+/** A mapped identifier as text: partners send ids as strings or numbers. */
+const identifier = (value: unknown) =>
+  typeof value === "string" && value.trim() !== ""
+    ? value
+    : typeof value === "number" && Number.isFinite(value)
+      ? String(value)
+      : undefined
+
+/** The prospect key an event's mapping yields, if it yields one. */
+const prospectKey = (source: string, mapping: EventMapping | undefined, payload: unknown) => {
+  const id = mapping && identifier(extractFields({ id: mapping.source_prospect_id! }, payload).id)
+  return id === undefined ? undefined : `${source}/${id}`
+}
+
+export interface ConsumedEvent {
+  readonly event: IngestEvent
+  readonly eventId: string
+  readonly receivedAt: string
+  readonly clientId: string
+  readonly streamSequence: number
+}
+
+export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/Ingest", {
+  make: Effect.gen(function* () {
+    const db = yield* Db
+    const nats = yield* Nats
+    const repo = yield* IngestRepo
+    const sources = yield* Sources
+    const roster = yield* Roster
+    const prospects = yield* Prospects
+    const config = yield* AppConfig
+    const cached = new Map<string, { readonly at: number; readonly mapping: SourceMapping }>()
+
+    const cachedMapping = (source: string) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const hit = cached.get(source)
+        if (hit !== undefined && now - hit.at < MAPPING_CACHE_MILLIS) return hit.mapping
+        const mapping = yield* repo.mappings(source)
+        cached.set(source, { at: now, mapping })
+        return mapping
+      })
+
+    /**
+     * `POST {ingest_url}/events`: checks the envelope, size and source, then publishes the raw event on
+     * `ingest.<source>.<event_type>.<partition>` (partition of its prospect, so one prospect's events stay in
+     * order) with its id as `Nats-Msg-Id`, and returns only once JetStream has stored it.
+     */
+    const accept = Effect.fn("Ingest.accept")(function* (caller: Caller, bytes: Uint8Array) {
+      if (bytes.byteLength > MAX_EVENT_BYTES)
+        return yield* new PayloadTooLarge({ limitBytes: MAX_EVENT_BYTES })
+      const body = yield* Effect.try({
+        try: () => JSON.parse(decoder.decode(bytes)) as unknown,
+        catch: () => new BadRequest({ message: "Request body is not valid JSON." }),
+      })
+      const decoded = decodeEvent(body)
+      if ("errors" in decoded) {
+        return yield* new Unprocessable({
+          message: "Event invalid.",
+          resource: "event",
+          fields: Object.fromEntries(
+            Object.entries(decoded.errors).map(([field, messages]) => [field, messages.join("; ")]),
+          ),
+        })
+      }
+      const event = decoded.value
+      if (caller.source == null || caller.source !== event.source) return yield* new Forbidden()
+      const id = eventId(event)
+      const mapping = (yield* cachedMapping(event.source))[event.event_type]
+      const subject = partitionedSubject(
+        `ingest.${event.source}.${event.event_type}`,
+        prospectKey(event.source, mapping, event.payload) ?? id,
+        INGEST_PARTITIONS,
+      )
+      const receivedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+      yield* nats
+        .tryPublish(nats.subject(subject), bytes, {
+          msgID: id,
+          headers: { [HEADER_RECEIVED_AT]: receivedAt, [HEADER_CLIENT]: caller.clientId },
+          timeout: PUBLISH_TIMEOUT,
+        })
+        .pipe(
+          Effect.tapError((error) =>
+            Effect.logWarning("ingest publish failed").pipe(Effect.annotateLogs({ reason: error.message })),
+          ),
+          Effect.mapError(
+            () =>
+              new ServiceUnavailable({
+                message: "The event could not be stored; nothing was accepted. Retry it.",
+                retryAfterSeconds: 1,
+              }),
+          ),
+        )
+      return { status_code: 202 as const, event_id: id }
+    })
+
+    /**
+     * The ingest actor's work for one event: map it, find its owner, and upsert the prospect as the REST API
+     * does, in one transaction with its log record. Whatever happens is logged; nothing reaches the partner
+     * but the prospect's own events.
+     */
+    const consume = Effect.fn("Ingest.consume")(function* (consumed: ConsumedEvent) {
+      const { event } = consumed
+      const entry = (
+        outcome: IngestOutcome,
+        reason: string | null,
+        found: {
+          readonly sourceProspectId?: string
+          readonly occurredAt?: Date
+          readonly prospectId?: string
+        },
+      ) =>
+        repo
+          .record({
+            event_id: consumed.eventId,
+            received_at: consumed.receivedAt,
+            source: event.source,
+            event_type: event.event_type,
+            source_prospect_id: found.sourceProspectId ?? null,
+            occurred_at: found.occurredAt?.toISOString() ?? null,
+            outcome,
+            reason,
+            prospect_id: found.prospectId ?? null,
+            stream_seq: consumed.streamSequence,
+          })
+          .pipe(Effect.as(outcome))
+
+      const mapping = (yield* repo.mappings(event.source))[event.event_type]
+      if (mapping === undefined) {
+        return yield* entry(
+          "ignored",
+          `no mapping for event type ${event.event_type} on source ${event.source}`,
+          {},
+        )
+      }
+      const fields = extractFields(mapping, event.payload)
+      const sourceProspectId = identifier(fields.source_prospect_id)
+      const pmsPropertyId = identifier(fields.pms_property_id)
+      const occurredAt = eventTime(fields.occurred_at)
+      const found = {
+        ...(sourceProspectId === undefined ? {} : { sourceProspectId }),
+        ...(occurredAt === undefined ? {} : { occurredAt }),
+      }
+      const missing = [
+        ...(sourceProspectId === undefined ? [`source_prospect_id at ${mapping.source_prospect_id}`] : []),
+        ...(pmsPropertyId === undefined ? [`pms_property_id at ${mapping.pms_property_id}`] : []),
+        ...(occurredAt === undefined ? [`a timestamp occurred_at at ${mapping.occurred_at}`] : []),
+      ]
+      if (missing.length > 0) return yield* entry("ignored", `payload has no ${missing.join(", ")}`, found)
+
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          if (yield* repo.alreadyApplied(consumed.eventId)) {
+            return yield* entry("duplicate", "this event was already applied", found)
+          }
+          const owners = yield* repo.ownersWithProperty(consumed.clientId, pmsPropertyId!)
+          if (owners.length !== 1) {
+            return yield* entry(
+              "ignored",
+              owners.length === 0
+                ? `unknown pms_property_id ${pmsPropertyId}`
+                : `pms_property_id ${pmsPropertyId} is a building of several owners (${owners.join(", ")})`,
+              found,
+            )
+          }
+          const { occurred_at: _, earliest_move_in_date: moveIn, ...prospectFields } = fields
+          const raw = {
+            ...(moveIn === undefined ? {} : { lease_start_date: moveIn }),
+            ...prospectFields,
+            source: event.source,
+            source_prospect_id: sourceProspectId,
+            pms_property_id: pmsPropertyId,
+          }
+          const outcome = yield* Effect.gen(function* () {
+            const input = yield* validate(raw)
+            const owner = (yield* roster.ownerBySlug(owners[0]!))!
+            const source = yield* sources.find(event.source)
+            if (source === undefined)
+              return { outcome: "ignored" as const, reason: `unknown source ${event.source}` }
+            const saved = yield* prospects.save({
+              owner,
+              source,
+              input,
+              nested: {},
+              caller: { clientId: consumed.clientId, scopes: new Set() },
+              occurredAt: occurredAt!,
+            })
+            return saved.stale
+              ? {
+                  outcome: "stale" as const,
+                  reason: "a newer event was already applied",
+                  prospectId: saved.id,
+                }
+              : { outcome: "applied" as const, reason: null, prospectId: saved.id }
+          }).pipe(
+            Effect.catchTag("ProspectInvalid", (error) =>
+              Effect.succeed({ outcome: "ignored" as const, reason: Object.values(error.fields).join("; ") }),
+            ),
+          )
+          return yield* entry(outcome.outcome, outcome.reason, {
+            ...found,
+            ...("prospectId" in outcome && outcome.prospectId !== undefined
+              ? { prospectId: outcome.prospectId }
+              : {}),
+          })
+        }),
+      )
+    })
+
+    /** Operators: the source's mappings become exactly those of the file (a JSON object by event type). */
+    const setMapping = Effect.fn("Ingest.setMapping")(function* (source: string, file: unknown) {
+      if ((yield* sources.find(source)) === undefined) {
+        return yield* new MappingRejected({ message: `unknown source ${source}` })
+      }
+      const parsed = parseMapping(file)
+      if ("problems" in parsed) return yield* new MappingRejected({ message: parsed.problems.join("; ") })
+      yield* repo.replaceMappings(source, parsed.mapping)
+      cached.delete(source)
+      return yield* repo.mappings(source)
+    })
+
+    return {
+      accept,
+      consume,
+      setMapping,
+      mapping: (source: string) => repo.mappings(source),
+      log: (filter: IngestLogFilter) => repo.log(filter),
+      prune: repo.prune(config.ingestLogRetentionDays),
+    }
+  }),
+}) {
+  static readonly layer = Layer.effect(Ingest, Ingest.make).pipe(Layer.provide(IngestRepo.layer))
+}

@@ -1,0 +1,81 @@
+import { type EventMapping, MAPPABLE_FIELDS, REQUIRED_MAPPED, type SourceMapping } from "./Domain.ts"
+
+const EVENT_TYPE = /^[A-Za-z][A-Za-z0-9_]{0,63}$/
+
+/** Whether `pointer` is a JSON Pointer (RFC 6901): empty, or `/`-separated tokens with only `~0` / `~1` escapes. */
+export const isPointer = (pointer: string) => pointer === "" || /^(\/([^~]|~[01])*)+$/.test(pointer)
+
+/** The value `pointer` names in `document`, or undefined when it names nothing. */
+export const resolvePointer = (document: unknown, pointer: string): unknown => {
+  if (pointer === "") return document
+  let current = document
+  for (const raw of pointer.slice(1).split("/")) {
+    const token = raw.replaceAll("~1", "/").replaceAll("~0", "~")
+    if (Array.isArray(current)) {
+      if (!/^(0|[1-9][0-9]*)$/.test(token)) return undefined
+      current = current[Number(token)]
+    } else if (typeof current === "object" && current !== null && Object.hasOwn(current, token)) {
+      current = (current as Record<string, unknown>)[token]
+    } else {
+      return undefined
+    }
+  }
+  return current
+}
+
+/**
+ * Checks an operator's mapping file: an object of event types, each an object of mappable fields to JSON
+ * Pointers, locating at least the required fields. Returns every problem, or the mapping.
+ */
+export const parseMapping = (
+  input: unknown,
+): { readonly mapping: SourceMapping } | { readonly problems: ReadonlyArray<string> } => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    return { problems: ['the file must hold a JSON object of event types, e.g. {"ProspectUpdate": {...}}'] }
+  }
+  const problems: Array<string> = []
+  for (const [eventType, fields] of Object.entries(input)) {
+    if (!EVENT_TYPE.test(eventType)) {
+      problems.push(`event type '${eventType}' must be letters, digits and _, starting with a letter`)
+    }
+    if (typeof fields !== "object" || fields === null || Array.isArray(fields)) {
+      problems.push(`${eventType}: must map fields to JSON Pointers`)
+      continue
+    }
+    for (const [field, pointer] of Object.entries(fields)) {
+      if (!MAPPABLE_FIELDS.includes(field)) problems.push(`${eventType}: '${field}' is not a prospect field`)
+      if (typeof pointer !== "string" || !isPointer(pointer)) {
+        problems.push(
+          `${eventType}.${field}: ${JSON.stringify(pointer)} is not a JSON Pointer such as /applicant/phone`,
+        )
+      }
+    }
+    for (const field of REQUIRED_MAPPED) {
+      if (!Object.hasOwn(fields, field)) problems.push(`${eventType}: ${field} must be mapped`)
+    }
+  }
+  return problems.length > 0 ? { problems } : { mapping: input as SourceMapping }
+}
+
+/** The mapped fields found in `payload` (a field whose pointer names nothing is left out). */
+export const extractFields = (mapping: EventMapping, payload: unknown): Record<string, unknown> =>
+  Object.fromEntries(
+    Object.entries(mapping).flatMap(([field, pointer]) => {
+      const value = resolvePointer(payload, pointer)
+      return value === undefined ? [] : [[field, value]]
+    }),
+  )
+
+/**
+ * An event time as partners send it: an ISO 8601 timestamp with a zone, or Unix time in seconds or
+ * milliseconds. Undefined when it is neither.
+ */
+export const eventTime = (value: unknown): Date | undefined => {
+  if (typeof value === "number" && Number.isFinite(value) && value > 0) {
+    const date = new Date(value < 1e11 ? value * 1000 : value)
+    return Number.isNaN(date.getTime()) ? undefined : date
+  }
+  if (typeof value !== "string" || !/^\d{4}-\d{2}-\d{2}T.*(Z|[+-]\d{2}:?\d{2})$/.test(value)) return undefined
+  const date = new Date(value)
+  return Number.isNaN(date.getTime()) ? undefined : date
+}

@@ -1,0 +1,122 @@
+import { Context, Effect, Layer } from "effect"
+import { Db } from "../platform/Db.ts"
+import type { IngestOutcome, SourceMapping } from "./Domain.ts"
+
+export interface IngestLogEntry {
+  readonly event_id: string
+  readonly received_at: string
+  readonly source: string
+  readonly event_type: string
+  readonly source_prospect_id: string | null
+  readonly occurred_at: string | null
+  readonly outcome: IngestOutcome
+  readonly reason: string | null
+  readonly prospect_id: string | null
+  readonly stream_seq: number
+}
+
+export interface IngestLogFilter {
+  readonly source?: string | undefined
+  readonly sourceProspectId?: string | undefined
+  readonly outcome?: IngestOutcome | undefined
+  readonly limit: number
+}
+
+export class IngestRepo extends Context.Service<IngestRepo>()("partner-service/ingest/IngestRepo", {
+  make: Effect.gen(function* () {
+    const db = yield* Db
+    return {
+      mappings: (source: string) =>
+        db
+          .query(
+            (sql) => sql<Array<{ event_type: string; fields: Record<string, string> }>>`
+              select event_type, fields from source_event_mappings where source_code = ${source}
+              order by event_type collate "C"`,
+          )
+          .pipe(
+            Effect.map((rows): SourceMapping =>
+              Object.fromEntries(rows.map((r) => [r.event_type, r.fields])),
+            ),
+          ),
+      /** The source's mappings become exactly `mapping` (event types it omits are removed). */
+      replaceMappings: (source: string, mapping: SourceMapping) =>
+        db.transaction(
+          db.query(
+            (sql) => sql`
+              with gone as (delete from source_event_mappings where source_code = ${source})
+              insert into source_event_mappings (source_code, event_type, fields)
+              select ${source}, m.key, m.value
+              from jsonb_each(${sql.json(mapping as never)}::jsonb) m`,
+          ),
+        ),
+      /** Whether an event with this id was already applied (or found stale) to its prospect. */
+      alreadyApplied: (eventId: string) =>
+        db
+          .query(
+            (sql) => sql<Array<{ one: number }>>`
+              select 1 as one from ingest_log where event_id = ${eventId} and outcome in ('applied', 'stale')
+              limit 1`,
+          )
+          .pipe(Effect.map((rows) => rows.length > 0)),
+      /** The owners granted to `clientId` that have a building with this PMS property id. */
+      ownersWithProperty: (clientId: string, pmsPropertyId: string) =>
+        db
+          .query(
+            (sql) => sql<Array<{ slug: string }>>`
+              select distinct o.slug from client_owner_grants g
+              join owners o on o.id = g.owner_id
+              join properties p on p.owner_id = o.id and p.pms_property_id = ${pmsPropertyId}
+              where g.client_id = ${clientId}
+                and (g.buildings is null or ${pmsPropertyId} = any(g.buildings))
+              order by o.slug`,
+          )
+          .pipe(Effect.map((rows) => rows.map((r) => r.slug))),
+      record: (entry: IngestLogEntry) =>
+        db.query(
+          (sql) => sql`
+            insert into ingest_log ${sql(
+              entry as never,
+              "event_id",
+              "received_at",
+              "source",
+              "event_type",
+              "source_prospect_id",
+              "occurred_at",
+              "outcome",
+              "reason",
+              "prospect_id",
+              "stream_seq",
+            )}`,
+        ),
+      log: (filter: IngestLogFilter) =>
+        db.query(
+          (sql) => sql<
+            Array<
+              Omit<IngestLogEntry, "prospect_id"> & {
+                readonly id: string
+                readonly prospect_id: string | null
+              }
+            >
+          >`
+            select id, event_id, to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at,
+                   source, event_type, source_prospect_id,
+                   to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as occurred_at,
+                   outcome, reason, prospect_id, stream_seq
+            from ingest_log
+            where true
+              ${filter.source === undefined ? sql`` : sql`and source = ${filter.source}`}
+              ${filter.sourceProspectId === undefined ? sql`` : sql`and source_prospect_id = ${filter.sourceProspectId}`}
+              ${filter.outcome === undefined ? sql`` : sql`and outcome = ${filter.outcome}`}
+            order by id desc
+            limit ${filter.limit}`,
+        ),
+      prune: (retentionDays: number) =>
+        db.query(
+          (sql) =>
+            sql`delete from ingest_log where created_at < now() - make_interval(days => ${retentionDays})`,
+        ),
+    }
+  }),
+}) {
+  static readonly layer = Layer.effect(IngestRepo, IngestRepo.make)
+}
