@@ -1,4 +1,4 @@
-import { Effect, Layer } from "effect"
+import { Cause, Effect, Layer } from "effect"
 import { Auth } from "../auth/Auth.ts"
 import { AppConfig, loadAppConfig } from "../platform/Config.ts"
 import { Nats } from "../platform/Nats.ts"
@@ -6,12 +6,15 @@ import { runMain } from "../platform/Main.ts"
 import { loggerLayer } from "../platform/Observability.ts"
 import { PlatformLayer } from "../platform/Platform.ts"
 import type { ClientCommandRejected } from "../auth/Domain.ts"
+import type { MappingRejected } from "../ingest/Domain.ts"
+import { Ingest } from "../ingest/Ingest.ts"
 import type { ProspectIncomplete, ProspectNotFound } from "../prospects/Domain.ts"
 import { Prospects } from "../prospects/Prospects.ts"
 import { type SourceCommandRejected, Sources } from "../prospects/Sources.ts"
 import type { OwnerNotManaged } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
 import { clients, keys } from "./Clients.ts"
+import { ingest } from "./Ingest.ts"
 import { owners } from "./Owners.ts"
 import { prospects } from "./Prospects.ts"
 import { sources } from "./Sources.ts"
@@ -43,6 +46,14 @@ commands:
                                             whether ingest fields are optional; a list given replaces the
                                             stored one ('' empties it), an omitted one is kept
   sources list                              every source with its flow, redirect domains and clients
+  sources mapping set CODE --file mapping.json
+                                            where each field of the source's inbound events is: the file
+                                            is a JSON object of event types to {field: JSON Pointer} and
+                                            replaces every mapping of the source; prints them
+  sources mapping show CODE                 the source's mappings by event type ({} when none)
+  ingest log [--source CODE] [--prospect SOURCE_PROSPECT_ID] [--outcome applied|stale|duplicate|ignored]
+             [--limit N]                    what became of each inbound event (applied, or why not), newest
+                                            first, one JSON object a line (50 unless --limit, at most 1000)
   prospects show --source CODE --id SOURCE_PROSPECT_ID
                                             the prospect as the API shows it, with its owner and, in
                                             status error, the error_reason
@@ -56,12 +67,22 @@ commands:
 const withAuth = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.scoped(effect).pipe(Effect.provide(Auth.layer), Effect.provide(PlatformLayer))
 
+/** Sources and ingestion: the ingest service and what it needs (prospects, roster, sources, the platform). */
+const withIngest = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(
+    Effect.provide(Ingest.layer),
+    Effect.provide(Prospects.layer),
+    Effect.provide(Layer.mergeAll(Roster.layer, Sources.layer)),
+    Effect.provide(PlatformLayer),
+  )
+
 /** Failures a command reports as a message (exit status 2) rather than a crash. */
 type CommandFailure =
   | CliUsage
   | ClientCommandRejected
   | OwnerNotManaged
   | SourceCommandRejected
+  | MappingRejected
   | ProspectNotFound
   | ProspectIncomplete
 
@@ -86,8 +107,8 @@ const commands: Record<
   keys: (args: ReadonlyArray<string>) => withAuth(keys(args)),
   owners: (args: ReadonlyArray<string>) =>
     Effect.scoped(owners(args)).pipe(Effect.provide(Roster.layer), Effect.provide(PlatformLayer)),
-  sources: (args: ReadonlyArray<string>) =>
-    Effect.scoped(sources(args)).pipe(Effect.provide(Sources.layer), Effect.provide(PlatformLayer)),
+  sources: (args: ReadonlyArray<string>) => withIngest(sources(args)),
+  ingest: (args: ReadonlyArray<string>) => withIngest(ingest(args)),
   prospects: (args: ReadonlyArray<string>) =>
     Effect.scoped(prospects(args)).pipe(
       Effect.provide(Prospects.layer),
@@ -118,9 +139,19 @@ const program = Effect.gen(function* () {
     ClientCommandRejected: (error) => fail(error.message),
     OwnerNotManaged: (error) => fail(error.message),
     SourceCommandRejected: (error) => fail(error.message),
+    MappingRejected: (error) => fail(error.message),
     ProspectNotFound: (error) => fail(error.message),
     ProspectIncomplete: (error) => fail(error.message),
   }),
+  // A crash is reported on stderr too, so stdout only ever holds a command's output.
+  Effect.catchCause((cause) =>
+    Cause.hasInterruptsOnly(cause)
+      ? Effect.failCause(cause)
+      : Effect.sync(() => {
+          process.stderr.write(`${Cause.pretty(cause)}\n`)
+          process.exitCode = 1
+        }),
+  ),
 )
 
 const fail = (message: string) =>

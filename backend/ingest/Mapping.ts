@@ -34,6 +34,7 @@ export const parseMapping = (
     return { problems: ['the file must hold a JSON object of event types, e.g. {"ProspectUpdate": {...}}'] }
   }
   const problems: Array<string> = []
+  if (Object.keys(input).length === 0) problems.push("the file maps no event type")
   for (const [eventType, fields] of Object.entries(input)) {
     if (!EVENT_TYPE.test(eventType)) {
       problems.push(`event type '${eventType}' must be letters, digits and _, starting with a letter`)

@@ -41,13 +41,15 @@ export class IngestRepo extends Context.Service<IngestRepo>()("partner-service/i
       /** The source's mappings become exactly `mapping` (event types it omits are removed). */
       replaceMappings: (source: string, mapping: SourceMapping) =>
         db.transaction(
-          db.query(
-            (sql) => sql`
-              with gone as (delete from source_event_mappings where source_code = ${source})
-              insert into source_event_mappings (source_code, event_type, fields)
-              select ${source}, m.key, m.value
-              from jsonb_each(${sql.json(mapping as never)}::jsonb) m`,
-          ),
+          Effect.all([
+            db.query((sql) => sql`delete from source_event_mappings where source_code = ${source}`),
+            db.query(
+              (sql) => sql`
+                insert into source_event_mappings (source_code, event_type, fields)
+                select ${source}, m.key, m.value
+                from jsonb_each(${sql.json(mapping as never)}::jsonb) m`,
+            ),
+          ]),
         ),
       /** Whether an event with this id was already applied (or found stale) to its prospect. */
       alreadyApplied: (eventId: string) =>
@@ -89,15 +91,16 @@ export class IngestRepo extends Context.Service<IngestRepo>()("partner-service/i
             )}`,
         ),
       log: (filter: IngestLogFilter) =>
-        db.query(
-          (sql) => sql<
-            Array<
-              Omit<IngestLogEntry, "prospect_id"> & {
-                readonly id: string
-                readonly prospect_id: string | null
-              }
-            >
-          >`
+        db
+          .query(
+            (sql) => sql<
+              Array<
+                Omit<IngestLogEntry, "prospect_id"> & {
+                  readonly id: string
+                  readonly prospect_id: string | null
+                }
+              >
+            >`
             select id, event_id, to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as received_at,
                    source, event_type, source_prospect_id,
                    to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as occurred_at,
@@ -109,7 +112,17 @@ export class IngestRepo extends Context.Service<IngestRepo>()("partner-service/i
               ${filter.outcome === undefined ? sql`` : sql`and outcome = ${filter.outcome}`}
             order by id desc
             limit ${filter.limit}`,
-        ),
+          )
+          .pipe(
+            Effect.map((rows) =>
+              rows.map((row) => ({
+                ...row,
+                id: Number(row.id),
+                prospect_id: row.prospect_id === null ? null : Number(row.prospect_id),
+                stream_seq: Number(row.stream_seq),
+              })),
+            ),
+          ),
       prune: (retentionDays: number) =>
         db.query(
           (sql) =>
