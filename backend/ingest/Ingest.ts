@@ -57,6 +57,16 @@ export const eventId = (event: IngestEvent) =>
     .update(canonical([event.source, event.event_type, event.payload]))
     .digest("hex")
 
+/** Whether a NUL character is anywhere in a JSON value, keys included. */
+const holdsNul = (value: unknown): boolean =>
+  typeof value === "string"
+    ? value.includes("\u0000")
+    : Array.isArray(value)
+      ? value.some(holdsNul)
+      : typeof value === "object" && value !== null
+        ? Object.entries(value).some(([key, item]) => key.includes("\u0000") || holdsNul(item))
+        : false
+
 /** A mapped identifier as text: partners send ids as strings or numbers. */
 const identifier = (value: unknown) =>
   typeof value === "string" && value.trim() !== ""
@@ -184,6 +194,10 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
           })
           .pipe(Effect.as(outcome))
 
+      // Postgres cannot store U+0000: the event is refused like any other value, not retried into dead letters.
+      if (holdsNul(event.payload)) {
+        return yield* entry("ignored", "payload holds a NUL character (\\u0000), which no field accepts", {})
+      }
       const mapping = (yield* repo.mappings(event.source))[event.event_type]
       if (mapping === undefined) {
         return yield* entry(

@@ -1,6 +1,6 @@
 import { Cause, Data, Duration, Effect, Fiber, Layer, Ref, Schema, type Scope } from "effect"
 import { Db } from "./Db.ts"
-import { type ConsumerMessages, type JsMsg, Nats, type StreamBase } from "./Nats.ts"
+import { type JsMsg, Nats, type StreamBase } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 
 /** What a handler decided: exactly one of these settles every message. */
@@ -39,7 +39,8 @@ export interface ActorDefinition<A, R> {
   readonly maxDefects?: number
 }
 
-const PULL_BATCH = 64
+/** How long one pull waits for a message; also how long stopping may wait for an idle partition. */
+const PULL_EXPIRES = 1000
 const DRAIN_TIMEOUT = "8 seconds"
 const decoder = new TextDecoder()
 
@@ -145,11 +146,11 @@ export const runActor = <A, R>(
         Effect.onInterrupt(() => Effect.sync(() => msg.nak())),
       )
 
-    const open = new Set<ConsumerMessages>()
-
     /**
-     * A standing pull per partition: with one message allowed unacknowledged, the server pushes the next one
-     * as soon as the ack lands, and at most one message is ever in hand, so stopping only has to close the pull.
+     * One pull of one message at a time per partition, each pull expiring after `PULL_EXPIRES`: when the loop
+     * stops, no pull of ours is left waiting on the server, so no message can be handed to a process that is
+     * gone (it would sit unacknowledged until `ack_wait`); a message that arrives while stopping is nak'd back
+     * at once.
      */
     const consumePartition = (partition: number) =>
       Effect.gen(function* () {
@@ -162,23 +163,13 @@ export const runActor = <A, R>(
           maxAckPending: 1,
         })
         const consumer = yield* Effect.promise(() => nats.js.consumers.get(stream, name))
-        const messages = yield* Effect.acquireRelease(
-          Effect.promise(() => consumer.consume({ max_messages: PULL_BATCH })).pipe(
-            Effect.tap((messages) => Effect.sync(() => open.add(messages))),
-          ),
-          (messages) => Effect.sync(() => (open.delete(messages), messages.stop())),
-        )
-        const iterator = messages[Symbol.asyncIterator]()
-        while (true) {
-          const next = yield* Effect.promise(() => iterator.next())
-          if (next.done) {
-            if (yield* Ref.get(stopping)) return
-            return yield* Effect.die(new Error(`pull on ${name} ended`))
-          }
-          if (yield* Ref.get(stopping)) next.value.nak()
-          else yield* process(next.value, partition)
+        while (!(yield* Ref.get(stopping))) {
+          const msg = yield* Effect.promise(() => consumer.next({ expires: PULL_EXPIRES }))
+          if (msg === null) continue
+          if (yield* Ref.get(stopping)) msg.nak()
+          else yield* process(msg, partition)
         }
-      }).pipe(Effect.scoped)
+      })
 
     const pullLoop = (partition: number) =>
       consumePartition(partition).pipe(
@@ -197,7 +188,6 @@ export const runActor = <A, R>(
     )
     yield* Effect.addFinalizer(() =>
       Ref.set(stopping, true).pipe(
-        Effect.andThen(Effect.sync(() => open.forEach((messages) => messages.stop()))),
         Effect.andThen(Fiber.joinAll(fibers)),
         Effect.timeout(DRAIN_TIMEOUT),
         Effect.catchCause(() => Fiber.interruptAll(fibers)),

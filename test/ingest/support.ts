@@ -1,0 +1,137 @@
+import { createHash } from "node:crypto"
+import { Effect } from "effect"
+import { Nats } from "../../backend/platform/Nats.ts"
+import { partitionOf } from "../../backend/platform/Partition.ts"
+import { ingestClient, type IngestClient, PROSPECT_UPDATE_MAPPING, setMapping } from "../support/Ingest.ts"
+import { issueSource, prospectPartner, provisionedOwner } from "../support/Prospects.ts"
+import { query, type RosterPartner } from "../support/Roster.ts"
+import { eventually } from "../support/Streams.ts"
+
+/** One INGEST message as JetStream stores it: the exact bytes and every header. */
+export interface RawMessage {
+  readonly seq: number
+  /** Without the deployment prefix. */
+  readonly subject: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly data: Buffer
+}
+
+/** Every message INGEST holds now, in stream order, raw. */
+export const ingestStream = Effect.gen(function* () {
+  const nats = yield* Nats
+  const stream = nats.streamName("INGEST")
+  const info = yield* Effect.promise(() => nats.jsm.streams.info(stream))
+  const out: Array<RawMessage> = []
+  if (info.state.messages === 0) return out
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+    const msg = yield* Effect.promise(() => nats.jsm.streams.getMessage(stream, { seq }))
+    if (msg === null) continue
+    const headers: Record<string, string> = {}
+    for (const key of msg.header.keys()) headers[key] = msg.header.get(key)
+    out.push({ seq, subject: nats.unprefixed(msg.subject), headers, data: Buffer.from(msg.data) })
+  }
+  return out
+})
+
+/** The INGEST messages of one source. */
+export const sourceMessages = (source: string) =>
+  Effect.map(ingestStream, (messages) => messages.filter((m) => m.subject.startsWith(`ingest.${source}.`)))
+
+/** JSON with object keys sorted and no spacing: the canonical form the event id is a hash of. */
+const canonicalJson = (value: unknown): string =>
+  Array.isArray(value)
+    ? `[${value.map(canonicalJson).join(",")}]`
+    : typeof value === "object" && value !== null
+      ? `{${Object.keys(value)
+          .sort()
+          .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
+          .join(",")}}`
+      : JSON.stringify(value)
+
+/** sha256 (hex) of the canonical (source, event_type, payload), computed here independently of the service. */
+export const expectedEventId = (source: string, eventType: string, payload: unknown) =>
+  createHash("sha256")
+    .update(canonicalJson([source, eventType, payload]))
+    .digest("hex")
+
+/** The subject an event of this prospect must be stored on. */
+export const expectedSubject = (source: string, eventType: string, sourceProspectId: string) =>
+  `ingest.${source}.${eventType}.${partitionOf(`${source}/${sourceProspectId}`, 16)}`
+
+export interface LogRow {
+  readonly id: string
+  readonly event_id: string
+  readonly source: string
+  readonly event_type: string
+  readonly source_prospect_id: string | null
+  readonly occurred_at: string | null
+  readonly outcome: "applied" | "stale" | "duplicate" | "ignored"
+  readonly reason: string | null
+  readonly prospect_id: string | null
+  readonly stream_seq: string
+}
+
+/** The source's ingest log in the order it was written (log id). */
+export const ingestLog = (source: string) =>
+  query(
+    (sql) => sql<Array<LogRow>>`
+      select id::text, event_id, source, event_type, source_prospect_id,
+             to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as occurred_at,
+             outcome, reason, prospect_id::text, stream_seq::text
+      from ingest_log where source = ${source} order by ingest_log.id`,
+  ).pipe(Effect.map((rows): Array<LogRow> => [...rows]))
+
+/** Polls the source's log until it holds a record of each event id; the whole log then. */
+export const awaitLogged = (source: string, eventIds: ReadonlyArray<string>) =>
+  eventually(ingestLog(source), (rows) => eventIds.every((id) => rows.some((r) => r.event_id === id)))
+
+export interface ProspectRow {
+  readonly id: string
+  readonly owner_id: string
+  readonly first_name: string | null
+  readonly last_name: string | null
+  readonly email: string | null
+  readonly phone: string | null
+  readonly lease_start_date: string | null
+  readonly pms_property_id: string | null
+  readonly status: string
+  readonly version: number
+  readonly last_event_at: string | null
+}
+
+/** Every stored prospect of the source with this id (0 or 1 if the key holds). */
+export const prospectRows = (source: string, sourceProspectId: string) =>
+  query(
+    (sql) => sql<Array<ProspectRow>>`
+      select id::text, owner_id::text, first_name, last_name, email, phone, lease_start_date::text,
+             pms_property_id, status, version,
+             to_char(last_event_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as last_event_at
+      from prospects where source = ${source} and source_prospect_id = ${sourceProspectId}`,
+  ).pipe(Effect.map((rows): Array<ProspectRow> => [...rows]))
+
+export interface IngestSetUp {
+  readonly partner: RosterPartner
+  readonly slug: string
+  readonly client: IngestClient
+}
+
+/**
+ * A partner with a provisioned owner (building `pms-prop-1`), a source issued to it with the `ProspectUpdate`
+ * mapping (or `mapping`), and an ingestion client of that source granted the owner.
+ */
+export const ingestSetUp = (org: string, source: string, mapping: unknown = PROSPECT_UPDATE_MAPPING) =>
+  Effect.gen(function* () {
+    const partner = yield* prospectPartner()
+    yield* issueSource({ code: source, clients: [partner.clientId] })
+    const slug = yield* provisionedOwner(partner, org)
+    const client = yield* ingestClient(source, [slug])
+    yield* setMapping(source, mapping)
+    return { partner, slug, client } satisfies IngestSetUp
+  })
+
+/** A `ProspectUpdate` envelope. */
+export const envelope = (source: string, payload: unknown, eventType = "ProspectUpdate") => ({
+  source,
+  event_type: eventType,
+  payload,
+})
