@@ -232,19 +232,23 @@ describe("npm run cli -- sources mapping / ingest log", () => {
       },
     ]
 
-    it.effect("sources mapping set exits 2, naming the problem, and changes nothing on a refused file", () =>
-      Effect.gen(function* () {
-        yield* issueSource({ code: "map-refused", clients: [] })
-        yield* setMapping("map-refused", EXAMPLE_MAPPING)
-        let written = 0
-        const file = (content: unknown) => mappingFile(`refused-${written++}.json`, content)
-        for (const { name, args, message } of rejected) {
-          const run = yield* cli("sources", "mapping", "set", ...args(file))
-          assertRefused(run, message)
-          assert.notInclude(run.stderr, "usage:", name)
-          assert.deepStrictEqual(yield* storedMapping("map-refused"), EXAMPLE_MAPPING, name)
-        }
-      }),
+    it.effect(
+      "sources mapping set exits 2, naming the problem, and changes nothing on a refused file",
+      () =>
+        Effect.gen(function* () {
+          yield* issueSource({ code: "map-refused", clients: [] })
+          yield* setMapping("map-refused", EXAMPLE_MAPPING)
+          let written = 0
+          const file = (content: unknown) => mappingFile(`refused-${written++}.json`, content)
+          for (const { name, args, message } of rejected) {
+            const run = yield* cli("sources", "mapping", "set", ...args(file))
+            assertRefused(run, message)
+            assert.notInclude(run.stderr, "usage:", name)
+            assert.deepStrictEqual(yield* storedMapping("map-refused"), EXAMPLE_MAPPING, name)
+          }
+        }),
+      // Eight CLI runs, each starting npm and tsx.
+      120_000,
     )
 
     it.effect("sources mapping show exits 2 for an unknown source", () =>
@@ -385,39 +389,44 @@ describe("npm run cli -- sources mapping / ingest log", () => {
           assert.deepStrictEqual(yield* ingestLog("--source", "never-issued"), [])
           assert.deepStrictEqual(yield* ingestLog("--source", source, "--outcome", "duplicate"), [])
         }),
+      // A dozen CLI runs, each starting npm and tsx.
+      180_000,
     )
 
-    it.effect("ingest log prints 50 records unless --limit says otherwise", () =>
-      Effect.gen(function* () {
-        const source = "log-many"
-        const client = yield* ingestingSource(source)
-        // No mapping: every event is logged as ignored, with why.
-        for (let i = 0; i < 55; i++) {
-          const posted = yield* postEvent(client, {
-            source,
-            event_type: "ProspectUpdate",
-            payload: prospectUpdate(`m-${i}`, "2026-01-10T10:00:00Z"),
-          })
-          assert.strictEqual(posted.status, 202, posted.text)
-        }
-        yield* eventually(logCount(source), (n) => n >= 55)
+    it.effect(
+      "ingest log prints 50 records unless --limit says otherwise",
+      () =>
+        Effect.gen(function* () {
+          const source = "log-many"
+          const client = yield* ingestingSource(source)
+          // No mapping: every event is logged as ignored, with why.
+          for (let i = 0; i < 55; i++) {
+            const posted = yield* postEvent(client, {
+              source,
+              event_type: "ProspectUpdate",
+              payload: prospectUpdate(`m-${i}`, "2026-01-10T10:00:00Z"),
+            })
+            assert.strictEqual(posted.status, 202, posted.text)
+          }
+          yield* eventually(logCount(source), (n) => n >= 55)
 
-        const defaulted = yield* ingestLog("--source", source)
-        assert.strictEqual(defaulted.length, 50)
-        const every = yield* ingestLog("--source", source, "--limit", "1000")
-        assert.strictEqual(every.length, 55)
-        assert.deepStrictEqual(defaulted, every.slice(0, 50))
-        const ids = every.map((r) => BigInt(r.id))
-        assert.deepStrictEqual(
-          ids,
-          [...ids].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0)),
-          "newest first",
-        )
-        for (const record of every) {
-          assert.strictEqual(record.outcome, "ignored")
-          assert.strictEqual(record.reason, `no mapping for event type ProspectUpdate on source ${source}`)
-        }
-      }),
+          const defaulted = yield* ingestLog("--source", source)
+          assert.strictEqual(defaulted.length, 50)
+          const every = yield* ingestLog("--source", source, "--limit", "1000")
+          assert.strictEqual(every.length, 55)
+          assert.deepStrictEqual(defaulted, every.slice(0, 50))
+          const ids = every.map((r) => BigInt(r.id))
+          assert.deepStrictEqual(
+            ids,
+            [...ids].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0)),
+            "newest first",
+          )
+          for (const record of every) {
+            assert.strictEqual(record.outcome, "ignored")
+            assert.strictEqual(record.reason, `no mapping for event type ProspectUpdate on source ${source}`)
+          }
+        }),
+      60_000,
     )
   })
 })
