@@ -32,6 +32,9 @@ const KEY_REFRESH = "30 seconds"
 /** Serializes creating the first signing key across processes starting at once. */
 const KEY_LOCK = 7_239_002
 const TOKEN_CACHE_SIZE = 10_000
+/** How long a client's access is trusted without a change notification (a safety net, not the mechanism). */
+const ACCESS_CACHE_MILLIS = 5_000
+const AUTH_CHANGED = "auth_changed"
 
 export interface AuthenticatedCaller {
   readonly clientId: string
@@ -277,6 +280,36 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
      * Verified tokens by gateway and token text, until they expire: a partner sends one token for hours, so
      * its signature is checked once. Expiry is checked again on every use; revocation on the client row.
      */
+    /**
+     * Who a client is and whether it may act for an owner, cached per (client, owner) for a few seconds. Every
+     * change to clients, grants or owners notifies `auth_changed` (migration 0007) and empties the cache in every
+     * process; a lookup that raced a change is not cached (`generation`).
+     */
+    const accessCache = new Map<
+      string,
+      { readonly at: number; readonly value: Effect.Success<ReturnType<typeof repo.callerAccess>> }
+    >()
+    let generation = 0
+    const forget = () => {
+      generation++
+      accessCache.clear()
+    }
+    yield* db.listen(AUTH_CHANGED, forget, forget)
+    const callerAccess = (clientId: string, ownerSlug: string | undefined) =>
+      Effect.gen(function* () {
+        const key = `${clientId}\u0000${ownerSlug ?? ""}`
+        const now = yield* Clock.currentTimeMillis
+        const hit = accessCache.get(key)
+        if (hit !== undefined && now - hit.at < ACCESS_CACHE_MILLIS) return hit.value
+        const seen = generation
+        const value = yield* repo.callerAccess(clientId, ownerSlug)
+        if (seen === generation) {
+          if (accessCache.size >= TOKEN_CACHE_SIZE) accessCache.delete(accessCache.keys().next().value!)
+          accessCache.set(key, { at: now, value })
+        }
+        return value
+      })
+
     const verifiedTokens = new Map<
       string,
       { readonly sub: string; readonly scope: string; readonly exp: number }
@@ -332,7 +365,7 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
       const token = /^Bearer ([A-Za-z0-9_.-]+)$/i.exec(authorization?.trim() ?? "")?.[1]
       if (token === undefined) return yield* new Unauthorized()
       const claims = yield* verify(gateway, token, yield* Clock.currentTimeMillis)
-      const client = yield* repo.callerAccess(claims.sub, ownerSlug)
+      const client = yield* callerAccess(claims.sub, ownerSlug)
       if (client === undefined || client.revokedAt !== null || client.gateway !== gateway) {
         return yield* new Unauthorized()
       }

@@ -31,7 +31,7 @@ import { IngestRepo, type IngestLogFilter } from "./Repo.ts"
 export const INGEST_PARTITIONS = 16
 /** How long the gateway waits for JetStream's acknowledgement before answering 503. */
 const PUBLISH_TIMEOUT = "5 seconds"
-/** How long the gateway trusts its copy of a source's mappings (they only choose the partition there). */
+/** How long a process trusts its copy of a source's mappings without a change notification. */
 const MAPPING_CACHE_MILLIS = 5_000
 
 export const HEADER_RECEIVED_AT = "Ingest-Received-At"
@@ -99,6 +99,12 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
     const prospects = yield* Prospects
     const config = yield* AppConfig
     const cached = new Map<string, { readonly at: number; readonly mapping: SourceMapping }>()
+    // A change in any process (`sources mapping set`) notifies `mappings_changed` (migration 0007).
+    yield* db.listen(
+      "mappings_changed",
+      (source) => cached.delete(source),
+      () => cached.clear(),
+    )
 
     const cachedMapping = (source: string) =>
       Effect.gen(function* () {
@@ -198,7 +204,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
       if (holdsNul(event.payload)) {
         return yield* entry("ignored", "payload holds a NUL character (\\u0000), which no field accepts", {})
       }
-      const mapping = (yield* repo.mappings(event.source))[event.event_type]
+      const mapping = (yield* cachedMapping(event.source))[event.event_type]
       if (mapping === undefined) {
         return yield* entry(
           "ignored",
@@ -223,10 +229,16 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
 
       return yield* db.transaction(
         Effect.gen(function* () {
-          if (yield* repo.alreadyApplied(consumed.eventId)) {
-            return yield* entry("duplicate", "this event was already applied", found)
-          }
-          const owners = yield* repo.ownersWithProperty(consumed.clientId, pmsPropertyId!)
+          // Independent reads, pipelined on the transaction's connection.
+          const [applied, owners, source] = yield* Effect.all(
+            [
+              repo.alreadyApplied(consumed.eventId),
+              repo.ownersWithProperty(consumed.clientId, pmsPropertyId!),
+              sources.find(event.source),
+            ],
+            { concurrency: "unbounded" },
+          )
+          if (applied) return yield* entry("duplicate", "this event was already applied", found)
           if (owners.length !== 1) {
             return yield* entry(
               "ignored",
@@ -247,7 +259,6 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
           const outcome = yield* Effect.gen(function* () {
             const input = yield* validate(raw)
             const owner = (yield* roster.ownerBySlug(owners[0]!))!
-            const source = yield* sources.find(event.source)
             if (source === undefined)
               return { outcome: "ignored" as const, reason: `unknown source ${event.source}` }
             const saved = yield* prospects.save({

@@ -30,9 +30,11 @@ export interface DbShape {
   /** Runs `effect` in one transaction: committed when it succeeds, rolled back when it fails. Nests. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** LISTEN on a channel for as long as the scope is open, on a connection of its own. */
+  /** `onListen` runs each time the listening connection (re)connects: notifications may have been missed. */
   readonly listen: (
     channel: string,
     onNotify: (payload: string) => void,
+    onListen?: () => void,
   ) => Effect.Effect<void, never, Scope.Scope>
   readonly migrate: Effect.Effect<ReadonlyArray<string>>
   readonly ping: Effect.Effect<void>
@@ -40,7 +42,8 @@ export interface DbShape {
 
 const connect = (url: string, options: postgres.Options<Record<string, never>> = {}) =>
   postgres(url, {
-    max: 10,
+    // Actors hold one connection per partition in flight (16 each), besides the gateways and the relay.
+    max: 24,
     idle_timeout: 30,
     connect_timeout: 10,
     onnotice: () => undefined,
@@ -128,9 +131,9 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
           return yield* exit
         })
 
-      const listen = (channel: string, onNotify: (payload: string) => void) =>
+      const listen = (channel: string, onNotify: (payload: string) => void, onListen?: () => void) =>
         Effect.acquireRelease(
-          Effect.promise(() => sql.listen(channel, onNotify)),
+          Effect.promise(() => sql.listen(channel, onNotify, onListen)),
           (subscription) => Effect.promise(() => subscription.unlisten()).pipe(Effect.ignore),
         ).pipe(Effect.asVoid)
 

@@ -143,6 +143,8 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
             servers,
             name: "partner-service",
             maxReconnectAttempts: -1,
+            // No stack captured for every request's error objects: they cost more than the publish itself.
+            noAsyncTraces: true,
             reconnectTimeWait: 1000,
             pingInterval: 10_000,
           }),
