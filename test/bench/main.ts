@@ -13,6 +13,7 @@ import { partitionedSubject } from "../../backend/platform/Partition.ts"
 import { Schema } from "effect"
 import { eventually } from "../support/Streams.ts"
 import { type LatencyRow, rosterBatches } from "./Roster.ts"
+import { ingestThroughput } from "./Ingest.ts"
 import { prospectReadyLatency } from "./Prospects.ts"
 import { prospectService } from "../support/Prospects.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
@@ -28,7 +29,7 @@ interface Row {
 const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
 
 /**
- * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, roster, prospects) runs only
+ * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, roster, prospects, ingest) runs only
  * those benchmarks; unset runs all of them.
  */
 const only = process.env.BENCH_ONLY?.split(",")
@@ -286,6 +287,17 @@ const program = Effect.gen(function* () {
     )
     latencies.push(...prospects.rows)
     notes.push(...prospects.notes)
+  }
+  if (selected("ingest")) {
+    // Both gateways on a database and prefix of their own; the benchmark starts the workers itself.
+    const ingest = yield* Effect.scoped(
+      Layer.build(prospectService({ ROLES: "partner-api,ingest-api" }).layer).pipe(
+        Effect.flatMap((ctx) => Effect.provide(ingestThroughput, ctx)),
+      ),
+    )
+    rows.push(...ingest.rows)
+    latencies.push(...ingest.latencies)
+    notes.push(...ingest.notes)
   }
   const tables = [
     ...(rows.length > 0 ? [format(rows)] : []),

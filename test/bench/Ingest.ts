@@ -1,0 +1,1045 @@
+import { createHash } from "node:crypto"
+import { readdir, readFile, writeFile } from "node:fs/promises"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { Session } from "node:inspector/promises"
+import { type AddressInfo, Socket } from "node:net"
+import { loadavg } from "node:os"
+import { performance } from "node:perf_hooks"
+import { setTimeout as sleep } from "node:timers/promises"
+import { Worker } from "node:worker_threads"
+import {
+  AckPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstream,
+  type JsMsg,
+  type PubAck,
+} from "@nats-io/jetstream"
+import { connect, headers as natsHeaders } from "@nats-io/transport-node"
+import { Effect, Layer, Redacted } from "effect"
+import postgres from "postgres"
+import { ingestWorkersLayer } from "../../backend/ingest/Consumer.ts"
+import { HEADER_CLIENT, HEADER_RECEIVED_AT, Ingest, INGEST_PARTITIONS } from "../../backend/ingest/Ingest.ts"
+import { actorLayer } from "../../backend/platform/Actor.ts"
+import { AppConfig } from "../../backend/platform/Config.ts"
+import { Db } from "../../backend/platform/Db.ts"
+import { Nats } from "../../backend/platform/Nats.ts"
+import { relayLayer } from "../../backend/platform/Outbox.ts"
+import { partitionOf } from "../../backend/platform/Partition.ts"
+import { eligibilityActor } from "../../backend/prospects/Consumer.ts"
+import { gatewayPort } from "../support/Auth.ts"
+import { ingestClient, PROSPECT_UPDATE_MAPPING, prospectUpdate, setMapping } from "../support/Ingest.ts"
+import { issueSource, prospectPartner, provisionedOwner } from "../support/Prospects.ts"
+import { natsUrl } from "../support/TestPlatform.ts"
+import type { LatencyRow } from "./Roster.ts"
+
+/**
+ * The ingestion gateway and the ingest actor at full speed. Run on `prospectService({ ROLES: "partner-api,
+ * ingest-api" })` (gateways only); the workers role (outbox relay, eligibility actor, ingest actor) is started
+ * by this benchmark, on the same database and prefix, after the first phase:
+ *
+ *   1. accepted: `BENCH_INGEST_EVENTS` `POST /events` (after `BENCH_INGEST_WARMUP` uncounted ones), each for a
+ *      prospect of its own, driven from a worker thread with an undici Pool (`BENCH_INGEST_CONNECTIONS`
+ *      keep-alive connections, `BENCH_INGEST_PIPELINING` requests pipelined on each, that many in flight), with
+ *      no worker running, so nothing but the gateway competes for the CPU; next to raw `js.publish` (msgID and
+ *      the gateway's headers, same bodies) from this process, at the same number in flight and at
+ *      `BENCH_INGEST_RAW_INFLIGHT`, and next to a bare node:http gateway (JSON.parse, sha256, js.publish, 202;
+ *      once more with the guard's client look-up in Postgres) driven the same way; then two bare applies of as
+ *      many raw messages over 16 partitions: one transaction per event, and up to `BENCH_INGEST_RAW_BATCH` events
+ *      of a partition per transaction;
+ *   2. applied (drain): the workers start and apply that backlog; the time until `ingest_log` holds an `applied`
+ *      row for every event;
+ *   3. mixed (unless `BENCH_INGEST_MIXED=0`): as many events again, for new prospects, with the workers running:
+ *      accepted/s and latency while applying, and applied/s from the first POST to the last applied row.
+ *
+ * `BENCH_INGEST_APPLY=0` runs the first phase only; `BENCH_INGEST_QUERIES=1` adds a count and timing of every SQL
+ * statement per event to the notes.
+ *
+ * `BENCH_INGEST_CPU_PROFILE=<prefix>` writes V8 CPU profiles of the main thread (`<prefix>-accept.cpuprofile`,
+ * `<prefix>-apply.cpuprofile`, `<prefix>-mixed.cpuprofile`) and adds where their time went to the notes.
+ * Figures are printed, never asserted; the targets are >= 10,000 accepted/s with p99 <= 50 ms and >= 3,000
+ * applied/s.
+ */
+const EVENTS = Number(process.env.BENCH_INGEST_EVENTS ?? 20_000)
+const WARMUP = Number(process.env.BENCH_INGEST_WARMUP ?? Math.min(2_000, Math.ceil(EVENTS / 10)))
+const CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 64)
+const PIPELINING = Number(process.env.BENCH_INGEST_PIPELINING ?? 1)
+const INFLIGHT = CONNECTIONS * PIPELINING
+const RAW_INFLIGHT = Number(process.env.BENCH_INGEST_RAW_INFLIGHT ?? 500)
+/** Messages a bare batched apply takes from one partition per transaction. */
+const RAW_BATCH = Number(process.env.BENCH_INGEST_RAW_BATCH ?? 100)
+const MIXED = process.env.BENCH_INGEST_MIXED !== "0"
+/** `0`: only the gateway phase (and its baselines); no workers are started. */
+const APPLY = process.env.BENCH_INGEST_APPLY !== "0"
+const CPU_PROFILE = process.env.BENCH_INGEST_CPU_PROFILE
+/** `1`: count and time every SQL statement the service runs, by statement, per event (adds a little CPU). */
+const TRACE_QUERIES = process.env.BENCH_INGEST_QUERIES === "1"
+/** Applying gives up when the applied count has not moved for this long. */
+const STALL_MS = 30_000
+const POLL_MS = 50
+
+const SOURCE = "bench"
+const EVENT_TYPE = "ProspectUpdate"
+const NATS_PORT = Number(new URL(natsUrl).port || 4222)
+
+const percentile = (samples: ArrayLike<number>, p: number) => {
+  if (samples.length === 0) return Number.NaN
+  const sorted = Float64Array.from(samples).sort()
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+const mean = (samples: ArrayLike<number>) => {
+  let sum = 0
+  for (let i = 0; i < samples.length; i++) sum += samples[i]!
+  return samples.length === 0 ? Number.NaN : sum / samples.length
+}
+const summary = (samples: ArrayLike<number>) =>
+  `p50 ${percentile(samples, 50).toFixed(1)} / p90 ${percentile(samples, 90).toFixed(1)} / ` +
+  `p99 ${percentile(samples, 99).toFixed(1)} / max ${percentile(samples, 100).toFixed(1)} ms (mean ${mean(samples).toFixed(2)})`
+const perSecond = (n: number) => `${Math.round(n).toLocaleString("en-US")}/s`
+
+/** An event body as a partner sends it, for prospect `id`. */
+const eventBody = (id: string, updatedAt: string) =>
+  JSON.stringify({ source: SOURCE, event_type: EVENT_TYPE, payload: prospectUpdate(id, updatedAt) })
+
+/** `count` event bodies for prospects `<tag>-0` ... of their own, their event times one millisecond apart. */
+const eventBodies = (tag: string, count: number) => {
+  const base = Date.UTC(2026, 0, 1)
+  return Array.from({ length: count }, (_, i) => eventBody(`${tag}-${i}`, new Date(base + i).toISOString()))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The load generator: a worker thread of its own, so its CPU does not count against the gateway's event loop.
+
+interface DriveResult {
+  readonly seconds: number
+  readonly latencies: Float64Array
+  readonly statuses: Record<string, number>
+  readonly firstError?: string
+}
+
+const DRIVER = `
+const { parentPort, workerData } = require("node:worker_threads")
+const { Pool } = require("undici")
+const { token, connections, pipelining, inflight } = workerData
+const headers = { authorization: "Bearer " + token, "content-type": "application/json" }
+const pools = new Map()
+const poolFor = (port) => {
+  if (!pools.has(port)) {
+    pools.set(port, new Pool("http://127.0.0.1:" + port, { connections, pipelining, keepAliveTimeout: 60000 }))
+  }
+  return pools.get(port)
+}
+const run = async ({ port, bodies }) => {
+  const pool = poolFor(port)
+  const latencies = new Float64Array(bodies.length)
+  const statuses = {}
+  let firstError
+  let next = 0
+  const loop = async () => {
+    while (next < bodies.length) {
+      const i = next++
+      const start = performance.now()
+      try {
+        const response = await pool.request({ method: "POST", path: "/events", headers, body: bodies[i] })
+        const text = await response.body.text()
+        latencies[i] = performance.now() - start
+        statuses[response.statusCode] = (statuses[response.statusCode] ?? 0) + 1
+        if (response.statusCode !== 202 && firstError === undefined) {
+          firstError = response.statusCode + " " + text.slice(0, 300)
+        }
+      } catch (error) {
+        latencies[i] = performance.now() - start
+        statuses.error = (statuses.error ?? 0) + 1
+        if (firstError === undefined) firstError = String(error)
+      }
+    }
+  }
+  const start = performance.now()
+  await Promise.all(Array.from({ length: inflight }, loop))
+  const seconds = (performance.now() - start) / 1000
+  return { seconds, latencies, statuses, firstError }
+}
+parentPort.on("message", (message) => {
+  run(message).then(
+    (result) => parentPort.postMessage(result, [result.latencies.buffer]),
+    (error) => parentPort.postMessage({ fatal: String((error && error.stack) || error) }),
+  )
+})
+`
+
+/**
+ * A load generator on a worker thread of its own (one JIT-warm undici Pool for every run), so its CPU does not
+ * count against the gateway's event loop; `run` POSTs the bodies, `INFLIGHT` at a time.
+ */
+const driver = (token: string) => {
+  const worker = new Worker(DRIVER, {
+    eval: true,
+    workerData: { token, connections: CONNECTIONS, pipelining: PIPELINING, inflight: INFLIGHT },
+  })
+  worker.unref()
+  return {
+    run: (port: number, bodies: ReadonlyArray<string>) =>
+      new Promise<DriveResult>((resolve, reject) => {
+        const onError = (error: Error) => reject(error)
+        worker.once("error", onError)
+        worker.once("message", (message: DriveResult & { fatal?: string }) => {
+          worker.off("error", onError)
+          if (message.fatal !== undefined) reject(new Error(`load generator failed: ${message.fatal}`))
+          else resolve(message)
+        })
+        worker.postMessage({ port, bodies })
+      }),
+    close: () => worker.terminate().then(() => undefined),
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Where CPU, round trips and event-loop time go during a phase.
+
+const ticksToMs = (ticks: number) => (ticks * 1000) / 100
+
+/** CPU time (ms) of a process or thread from its `stat` file, or 0 when it is gone. */
+const statCpu = async (file: string) => {
+  const stat = await readFile(file, "utf8").catch(() => "")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return ticksToMs(Number(fields[11] ?? 0) + Number(fields[12] ?? 0))
+}
+
+const natsServerPids = async () => {
+  const pids: Array<number> = []
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    const comm = await readFile(`/proc/${entry}/comm`, "utf8").catch(() => "")
+    if (comm.trim() === "nats-server") pids.push(Number(entry))
+  }
+  return pids
+}
+
+const machineCpu = async () => {
+  const [, ...ticks] = (await readFile("/proc/stat", "utf8")).split("\n")[0]!.trim().split(/\s+/).map(Number)
+  const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0)
+  return { busy: ticksToMs(total - ticks[3]! - ticks[4]!), total: ticksToMs(total) }
+}
+
+interface Usage {
+  readonly wallMs: number
+  /** CPU ms per event. */
+  readonly mainThread: number
+  readonly otherThreads: number
+  readonly postgres: number
+  readonly nats: number
+  readonly machineBusyPct: number
+  readonly othersPct: number
+  readonly cores: number
+  readonly commits: number
+  readonly pgWrites: number
+  readonly natsWrites: number
+  readonly loopUtilization: number
+  readonly loadBefore: number
+  readonly loadAfter: number
+}
+
+/** Starts measuring; the returned function stops and divides by `count` events. */
+const usageProbe = async (admin: postgres.Sql, natsPids: ReadonlyArray<number>) => {
+  const backendCpu = async () => {
+    const rows = await admin<Array<{ pid: number }>>`
+      select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
+    return new Map(
+      await Promise.all(rows.map(async (r) => [r.pid, await statCpu(`/proc/${r.pid}/stat`)] as const)),
+    )
+  }
+  const snap = async () => ({
+    wall: performance.now(),
+    process: process.cpuUsage(),
+    main: await statCpu(`/proc/self/task/${process.pid}/stat`),
+    backends: await backendCpu(),
+    nats: (await Promise.all(natsPids.map((pid) => statCpu(`/proc/${pid}/stat`)))).reduce((a, b) => a + b, 0),
+    machine: await machineCpu(),
+    commits: Number(
+      (
+        await admin<Array<{ n: string }>>`
+          select xact_commit as n from pg_stat_database where datname = current_database()`
+      )[0]!.n,
+    ),
+    loop: performance.eventLoopUtilization(),
+    load: loadavg()[0]!,
+  })
+  const writes = { pg: 0, nats: 0 }
+  const pgPort = admin.options.port[0] ?? 5432
+  const write = Socket.prototype.write
+  Socket.prototype.write = function (this: Socket, ...args: Parameters<Socket["write"]>) {
+    if (this.remotePort === pgPort) writes.pg++
+    else if (this.remotePort === NATS_PORT) writes.nats++
+    return write.apply(this, args)
+  } as Socket["write"]
+  const before = await snap()
+  return async (count: number): Promise<Usage> => {
+    Socket.prototype.write = write
+    const after = await snap()
+    const wall = after.wall - before.wall
+    const processCpu = process.cpuUsage(before.process)
+    const node = (processCpu.user + processCpu.system) / 1000
+    const main = after.main - before.main
+    let pg = 0
+    for (const [pid, cpu] of after.backends) pg += cpu - (before.backends.get(pid) ?? 0)
+    const nats = after.nats - before.nats
+    const busy = after.machine.busy - before.machine.busy
+    const cores = (after.machine.total - before.machine.total) / wall
+    return {
+      wallMs: wall,
+      mainThread: main / count,
+      otherThreads: Math.max(0, node - main) / count,
+      postgres: pg / count,
+      nats: nats / count,
+      machineBusyPct: (100 * busy) / (wall * cores),
+      othersPct: Math.max(0, (100 * (busy - node - pg - nats)) / (wall * cores)),
+      cores,
+      commits: (after.commits - before.commits) / count,
+      pgWrites: writes.pg / count,
+      natsWrites: writes.nats / count,
+      loopUtilization: performance.eventLoopUtilization(after.loop, before.loop).utilization,
+      loadBefore: before.load,
+      loadAfter: after.load,
+    }
+  }
+}
+
+const formatUsage = (usage: Usage) =>
+  `CPU per event: node main thread (service) ${usage.mainThread.toFixed(3)} ms, other node threads (load ` +
+  `generator, GC, libuv) ${usage.otherThreads.toFixed(3)} ms, postgres backends ${usage.postgres.toFixed(3)} ms, ` +
+  `nats-server ${usage.nats.toFixed(3)} ms; main-thread event-loop utilization ${(100 * usage.loopUtilization).toFixed(0)}%; ` +
+  `machine ${usage.machineBusyPct.toFixed(0)}% busy over ${usage.cores.toFixed(0)} cores, other processes ` +
+  `${usage.othersPct.toFixed(0)}%, load average ${usage.loadBefore.toFixed(2)} -> ${usage.loadAfter.toFixed(2)}; ` +
+  `${usage.commits.toFixed(2)} commits per event (pg_stat_database, lags ~1 s); socket writes per event ` +
+  `${usage.pgWrites.toFixed(2)} to postgres (~ round trips), ${usage.natsWrites.toFixed(2)} to nats`
+
+// ---------------------------------------------------------------------------------------------------------------
+// CPU profiles of the main thread, summarized by self time.
+
+interface ProfileNode {
+  readonly id: number
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+}
+interface Profile {
+  readonly nodes: ReadonlyArray<ProfileNode>
+  readonly samples: ReadonlyArray<number>
+  readonly timeDeltas: ReadonlyArray<number>
+}
+
+const cpuProfile = async (file: string) => {
+  const session = new Session()
+  session.connect()
+  await session.post("Profiler.enable")
+  await session.post("Profiler.setSamplingInterval", { interval: 250 })
+  await session.post("Profiler.start")
+  return async () => {
+    const { profile } = await session.post("Profiler.stop")
+    await writeFile(file, JSON.stringify(profile))
+    session.disconnect()
+    return profile as unknown as Profile
+  }
+}
+
+const ROOT = new URL("../../", import.meta.url).href
+
+const category = (frame: ProfileNode["callFrame"]) => {
+  const url = frame.url
+  if (url === "") return frame.functionName.startsWith("(") ? frame.functionName : "(native/builtins)"
+  const modules = url.lastIndexOf("/node_modules/")
+  if (modules >= 0) {
+    const [scope, name] = url.slice(modules + "/node_modules/".length).split("/")
+    return scope!.startsWith("@") ? `${scope}/${name}` : scope!
+  }
+  if (url.startsWith("node:"))
+    return `node:${url.slice(5).split("/")[0] === "internal" ? url.slice(14).split("/")[0] : url.slice(5)}`
+  return url.startsWith(ROOT) ? url.slice(ROOT.length) : url
+}
+
+/** Self time of the profile by package/file and by function, the largest first. */
+const profileSummary = (profile: Profile) => {
+  const byNode = new Map(profile.nodes.map((node) => [node.id, node]))
+  const byCategory = new Map<string, number>()
+  const byFunction = new Map<string, number>()
+  let total = 0
+  profile.samples.forEach((id, i) => {
+    const ms = (profile.timeDeltas[i] ?? 0) / 1000
+    const frame = byNode.get(id)!.callFrame
+    total += ms
+    const cat = category(frame)
+    byCategory.set(cat, (byCategory.get(cat) ?? 0) + ms)
+    const fn = `${frame.functionName || "(anonymous)"} ${cat}:${frame.lineNumber + 1}`
+    byFunction.set(fn, (byFunction.get(fn) ?? 0) + ms)
+  })
+  const top = (map: Map<string, number>, n: number) =>
+    [...map.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([name, ms]) => `${name} ${((100 * ms) / total).toFixed(1)}%`)
+      .join(", ")
+  return [
+    `self time by package/file: ${top(byCategory, 16)}`,
+    `self time by function: ${top(byFunction, 20)}`,
+  ]
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Probes inside the service (test-side wrappers, restored afterwards): JetStream ack latency of the gateway's
+// publishes, and the ingest actor's handler time per event and per partition.
+
+const publishTimer = (js: JetStreamClient, subjectPrefix: string) => {
+  const target = js as { publish: JetStreamClient["publish"] }
+  const original = target.publish
+  const samples: Array<number> = []
+  target.publish = function (this: JetStreamClient, subject, payload, options) {
+    const start = performance.now()
+    const pending = original.call(this, subject, payload, options)
+    if (subject.startsWith(subjectPrefix)) {
+      pending.then(
+        () => samples.push(performance.now() - start),
+        () => undefined,
+      )
+    }
+    return pending
+  }
+  return {
+    samples,
+    stop: () => {
+      target.publish = original
+    },
+  }
+}
+
+interface HandlerSpan {
+  readonly partition: number
+  readonly start: number
+  readonly end: number
+}
+
+type Consume = Ingest["Service"]["consume"]
+
+const handlerTimer = (ingest: Ingest["Service"]) => {
+  const target = ingest as { consume: Consume }
+  const original = target.consume
+  const spans: Array<HandlerSpan> = []
+  const wrapped = (consumed: Parameters<Consume>[0]) =>
+    Effect.suspend(() => {
+      const start = performance.now()
+      const id = (consumed.event.payload as { id?: unknown }).id
+      const partition = partitionOf(`${consumed.event.source}/${String(id)}`, INGEST_PARTITIONS)
+      return original(consumed).pipe(
+        Effect.tap(() => Effect.sync(() => spans.push({ partition, start, end: performance.now() }))),
+      )
+    })
+  target.consume = wrapped as unknown as Consume
+  return {
+    spans,
+    stop: () => {
+      target.consume = original
+    },
+  }
+}
+
+/** Handler time, the idle gap between one handler and the next on a partition, and how busy partitions were. */
+const handlerNotes = (spans: ReadonlyArray<HandlerSpan>, wallMs: number) => {
+  if (spans.length === 0) return ["ingest handler: no spans recorded"]
+  const durations = spans.map((s) => s.end - s.start)
+  const gaps: Array<number> = []
+  const busy = new Array<number>(INGEST_PARTITIONS).fill(0)
+  const counts = new Array<number>(INGEST_PARTITIONS).fill(0)
+  const last = new Map<number, number>()
+  for (const span of [...spans].sort((a, b) => a.start - b.start)) {
+    const previous = last.get(span.partition)
+    if (previous !== undefined) gaps.push(span.start - previous)
+    last.set(span.partition, span.end)
+    busy[span.partition]! += span.end - span.start
+    counts[span.partition]! += 1
+  }
+  const busyPct = busy.map((ms) => (100 * ms) / wallMs)
+  return [
+    `ingest handler (Ingest.consume: map, owner, upsert, log, one transaction) per event: ${summary(durations)}`,
+    `actor gap on a partition (handler end -> next handler start: ack, next delivery, decode): ${summary(gaps)}`,
+    `partitions busy in the handler: mean ${mean(busyPct).toFixed(0)}% (min ${Math.min(...busyPct).toFixed(0)}%, ` +
+      `max ${Math.max(...busyPct).toFixed(0)}%); events per partition min ${Math.min(...counts)} / max ` +
+      `${Math.max(...counts)}; ceiling with ${INGEST_PARTITIONS} partitions one at a time at this handler ` +
+      `time: ${perSecond((1000 * INGEST_PARTITIONS) / (mean(durations) + mean(gaps)))}`,
+  ]
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Raw JetStream baseline: the same bodies, msgIDs and headers, on a stream configured like INGEST.
+
+const rawPublish = async (
+  js: JetStreamClient,
+  subject: (partition: number) => string,
+  bodies: ReadonlyArray<Uint8Array>,
+  inflight: number,
+  tag: string,
+) => {
+  const latencies = new Float64Array(bodies.length)
+  let next = 0
+  const loop = async () => {
+    while (next < bodies.length) {
+      const i = next++
+      const h = natsHeaders()
+      h.set(HEADER_RECEIVED_AT, new Date().toISOString())
+      h.set(HEADER_CLIENT, "cli_raw")
+      const start = performance.now()
+      const ack: PubAck = await js.publish(subject(i % INGEST_PARTITIONS), bodies[i]!, {
+        msgID: `raw-${tag}-${i}`,
+        headers: h,
+        timeout: 5000,
+      })
+      if (ack.duplicate) throw new Error(`raw publish ${i} was a duplicate`)
+      latencies[i] = performance.now() - start
+    }
+  }
+  const start = performance.now()
+  await Promise.all(Array.from({ length: inflight }, loop))
+  return { seconds: (performance.now() - start) / 1000, latencies }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Raw HTTP baselines: node:http, JSON.parse, sha256 of the body, js.publish with msgID and headers, 202; with
+// `lookup`, also the guard's one client look-up in Postgres per request.
+
+const rawGateway = async (
+  js: JetStreamClient,
+  subject: (partition: number) => string,
+  lookup: postgres.Sql | undefined,
+  clientId: string,
+) => {
+  const handle = async (request: IncomingMessage, response: ServerResponse) => {
+    const chunks: Array<Buffer> = []
+    for await (const chunk of request) chunks.push(chunk as Buffer)
+    const bytes = Buffer.concat(chunks)
+    const event = JSON.parse(bytes.toString("utf8")) as { source: string; payload: { id: string } }
+    if (lookup !== undefined) {
+      const [client] =
+        await lookup`select gateway, scopes, source, revoked_at from clients where id = ${clientId}`
+      if (client === undefined || client.source !== event.source) throw new Error("unknown client")
+    }
+    const id = createHash("sha256").update(bytes).digest("hex")
+    const h = natsHeaders()
+    h.set(HEADER_RECEIVED_AT, new Date().toISOString())
+    h.set(HEADER_CLIENT, clientId)
+    await js.publish(subject(partitionOf(`${event.source}/${event.payload.id}`, INGEST_PARTITIONS)), bytes, {
+      msgID: `${lookup === undefined ? "raw" : "rawpg"}-${id}`,
+      headers: h,
+    })
+    const body = JSON.stringify({ status_code: 202, event_id: id })
+    response.writeHead(202, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+    response.end(body)
+  }
+  const server: Server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      response.writeHead(503).end(String(error))
+    })
+  })
+  server.keepAliveTimeout = 65_000
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}
+
+const RAW_TABLE = "bench_ingest_raw"
+const RAW_LOG = "bench_ingest_raw_log"
+
+/**
+ * A bare apply of the raw stream's first `count` messages: one durable pull consumer per partition (as the
+ * actor has), each message parsed and mapped by hand, then one transaction per `batch` messages of a partition
+ * (one multi-row upsert of a prospect-like row, newer event wins, and one multi-row log insert), acked after
+ * commit. `batch` 1 with `max_ack_pending` 1 is the actor's shape at its barest: BEGIN, upsert, log, COMMIT.
+ */
+const rawApply = async (
+  jsm: JetStreamManager,
+  js: JetStreamClient,
+  stream: string,
+  subject: (partition: number) => string,
+  databaseUrl: string,
+  count: number,
+  batch: number,
+  startProbe: () => Promise<(count: number) => Promise<Usage>>,
+) => {
+  const sql = postgres(databaseUrl, { max: INGEST_PARTITIONS, onnotice: () => undefined })
+  await sql`drop table if exists ${sql(RAW_TABLE)}`
+  await sql`drop table if exists ${sql(RAW_LOG)}`
+  await sql`create table ${sql(RAW_TABLE)} (
+    id bigint generated always as identity primary key, source text not null, source_prospect_id text not null,
+    pms_property_id text, first_name text, last_name text, email text, phone text, lease_start_date text,
+    last_event_at timestamptz, version int not null default 1, updated_at timestamptz not null default now(),
+    unique (source, source_prospect_id))`
+  await sql`create table ${sql(RAW_LOG)} (
+    id bigint generated always as identity primary key, event_id text not null, source text not null,
+    source_prospect_id text, outcome text not null, prospect_id bigint, stream_seq bigint not null,
+    created_at timestamptz not null default now())`
+  const name = `rawapply${batch}`
+  let handled = 0
+  let done: () => void = () => undefined
+  const finished = new Promise<void>((resolve) => (done = resolve))
+  const decoder = new TextDecoder()
+  const apply = async (msgs: ReadonlyArray<JsMsg>) => {
+    const byKey = new Map<string, Record<string, unknown>>()
+    const logs: Array<Record<string, unknown>> = []
+    for (const msg of msgs) {
+      const event = JSON.parse(decoder.decode(msg.data)) as {
+        source: string
+        payload: ReturnType<typeof prospectUpdate>
+      }
+      const p = event.payload
+      byKey.set(p.id, {
+        source: event.source,
+        source_prospect_id: p.id,
+        pms_property_id: p.property.code,
+        first_name: p.applicant.first_name,
+        last_name: p.applicant.last_name,
+        email: p.applicant.email,
+        phone: p.applicant.phone,
+        lease_start_date: p.move_in,
+        last_event_at: p.updated_at,
+      })
+      logs.push({
+        event_id: msg.headers?.get("Nats-Msg-Id") ?? "",
+        source: event.source,
+        source_prospect_id: p.id,
+        outcome: "applied",
+        stream_seq: msg.seq,
+      })
+    }
+    await sql.begin(async (tx) => {
+      const rows = [...byKey.values()]
+      await tx`
+        insert into ${tx(RAW_TABLE)} ${tx(rows as never, "source", "source_prospect_id", "pms_property_id", "first_name", "last_name", "email", "phone", "lease_start_date", "last_event_at")}
+        on conflict (source, source_prospect_id) do update set
+          first_name = excluded.first_name, last_name = excluded.last_name, email = excluded.email,
+          phone = excluded.phone, lease_start_date = excluded.lease_start_date,
+          last_event_at = excluded.last_event_at, version = ${tx(RAW_TABLE)}.version + 1, updated_at = now()
+        where ${tx(RAW_TABLE)}.last_event_at is null or ${tx(RAW_TABLE)}.last_event_at <= excluded.last_event_at`
+      await tx`insert into ${tx(RAW_LOG)} ${tx(logs as never, "event_id", "source", "source_prospect_id", "outcome", "stream_seq")}`
+    })
+    for (const msg of msgs) msg.ack()
+    handled += msgs.length
+    if (handled >= count) done()
+  }
+  const partitions = await Promise.all(
+    Array.from({ length: INGEST_PARTITIONS }, async (_, partition) => {
+      await jsm.consumers.add(stream, {
+        durable_name: `${name}_p${partition}`,
+        ack_policy: AckPolicy.Explicit,
+        filter_subject: subject(partition),
+        max_ack_pending: batch,
+      })
+      return (await js.consumers.get(stream, `${name}_p${partition}`)).consume({
+        max_messages: Math.max(64, batch),
+      })
+    }),
+  )
+  // Connections up front, so the probe sees their backends.
+  await Promise.all(Array.from({ length: INGEST_PARTITIONS }, () => sql`select 1`))
+  const stopProbe = await startProbe()
+  const start = performance.now()
+  const loops = partitions.map(async (messages) => {
+    // What arrived while the previous transaction ran is the next batch.
+    const buffer: Array<JsMsg> = []
+    let wake: (() => void) | undefined
+    const reader = (async () => {
+      for await (const msg of messages) {
+        buffer.push(msg)
+        wake?.()
+      }
+      wake?.()
+    })()
+    let open = true
+    void reader.finally(() => (open = false))
+    while (handled < count && (open || buffer.length > 0)) {
+      if (buffer.length === 0) {
+        await new Promise<void>((resolve) => (wake = resolve))
+        wake = undefined
+        continue
+      }
+      await apply(buffer.splice(0, batch))
+    }
+    await reader
+  })
+  await finished
+  const seconds = (performance.now() - start) / 1000
+  const figures = await stopProbe(handled)
+  for (const messages of partitions) messages.stop()
+  await Promise.all(loops)
+  const [transactions] = await sql<
+    Array<{ n: number }>
+  >`select count(distinct created_at)::int as n from ${sql(RAW_LOG)}`
+  await sql`drop table ${sql(RAW_TABLE)}`
+  await sql`drop table ${sql(RAW_LOG)}`
+  await sql.end({ timeout: 5 })
+  return { seconds, handled, transactions: transactions!.n, figures }
+}
+
+interface QueryStat {
+  count: number
+  ms: number
+}
+
+/**
+ * Counts and times the service's SQL statements by their text (the first template chunk), by wrapping `Db.query`
+ * (repositories call it on the shared service object); BEGIN/COMMIT of `Db.transaction` are not statements here.
+ */
+const queryTracer = (db: Db["Service"]) => {
+  const target = db as { query: Db["Service"]["query"] }
+  const original = target.query
+  const stats = new Map<string, QueryStat>()
+  target.query = ((run: (sql: postgres.Sql) => Promise<unknown>) =>
+    original((sql) => {
+      let label = "(helper call)"
+      const traced = new Proxy(sql, {
+        apply: (fn, self, args: Array<unknown>) => {
+          const strings = args[0]
+          if (Array.isArray(strings) && "raw" in strings && label === "(helper call)") {
+            label = (strings as ReadonlyArray<string>).join("$").replace(/\s+/g, " ").trim().slice(0, 90)
+          }
+          return Reflect.apply(fn, self, args) as unknown
+        },
+      })
+      const start = performance.now()
+      const record = () => {
+        const stat = stats.get(label) ?? { count: 0, ms: 0 }
+        stat.count++
+        stat.ms += performance.now() - start
+        stats.set(label, stat)
+      }
+      return Promise.resolve(run(traced)).finally(record)
+    })) as Db["Service"]["query"]
+  return {
+    stop: () => {
+      target.query = original
+    },
+    notes: (events: number) => {
+      const all = [...stats.entries()].sort((a, b) => b[1].count - a[1].count)
+      const total = all.reduce((sum, [, stat]) => sum + stat.count, 0)
+      return [
+        `SQL statements through Db.query per event: ${(total / events).toFixed(2)} (plus BEGIN and COMMIT per ` +
+          `transaction); by statement (per event, mean ms incl. waiting for a pooled connection):`,
+        ...all.map(
+          ([label, stat]) =>
+            `    ${(stat.count / events).toFixed(2)} x ${(stat.ms / stat.count).toFixed(2)} ms  ${label}`,
+        ),
+      ]
+    },
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+const outcomes = (admin: postgres.Sql) =>
+  admin<Array<{ outcome: string; n: number; reason: string | null }>>`
+    select outcome, count(*)::int as n, min(reason) as reason from ingest_log group by outcome order by outcome`
+
+/**
+ * Polls until `ingest_log` has `target` applied rows or stops moving for `STALL_MS`; when the last one was
+ * written (start of its transaction, from Postgres), on the `performance.now()` scale.
+ */
+const awaitApplied = async (admin: postgres.Sql, target: number) => {
+  let seen = -1
+  let movedAt = performance.now()
+  for (;;) {
+    const [row] = await admin<Array<{ n: number; last: number | null }>>`
+      select count(*)::int as n, extract(epoch from max(created_at))::float8 * 1000 as last
+      from ingest_log where outcome = 'applied'`
+    const n = row!.n
+    if (n >= target) return { applied: n, lastAt: row!.last! - performance.timeOrigin, complete: true }
+    if (n !== seen) {
+      seen = n
+      movedAt = performance.now()
+    } else if (performance.now() - movedAt > STALL_MS) {
+      return { applied: n, lastAt: (row!.last ?? 0) - performance.timeOrigin, complete: false }
+    }
+    await sleep(POLL_MS)
+  }
+}
+
+interface ThroughputRow {
+  readonly name: string
+  readonly ours: number
+  readonly baseline: number
+  readonly unit: string
+  readonly baselineName: string
+}
+
+const statusNote = (result: DriveResult) =>
+  `answers ${Object.entries(result.statuses)
+    .map(([status, n]) => `${status}: ${n}`)
+    .join(", ")}${result.firstError === undefined ? "" : `; first non-202: ${result.firstError}`}`
+
+export const ingestThroughput = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const nats = yield* Nats
+  const ingest = yield* Ingest
+  const db = yield* Db
+  const partner = yield* prospectPartner()
+  yield* issueSource({ code: SOURCE, clients: [partner.clientId] })
+  const slug = yield* provisionedOwner(partner, "org-ingest-bench")
+  const client = yield* ingestClient(SOURCE, [slug])
+  yield* setMapping(SOURCE, PROSPECT_UPDATE_MAPPING)
+  const port = yield* gatewayPort("ingest-api")
+  const load = yield* Effect.acquireRelease(
+    Effect.sync(() => driver(client.token)),
+    (load) => Effect.promise(load.close),
+  )
+  const ingestSubjects = nats.subject("ingest.")
+
+  const admin = postgres(Redacted.value(config.databaseUrl), { max: 1, onnotice: () => undefined })
+  const rawNc = yield* Effect.promise(() => connect({ servers: config.natsUrl.split(",") }))
+  yield* Effect.addFinalizer(() =>
+    Effect.promise(async () => {
+      await rawNc.close()
+      await admin.end({ timeout: 5 })
+    }),
+  )
+  const natsPids = yield* Effect.promise(natsServerPids)
+  const notes: Array<string> = []
+  const rows: Array<ThroughputRow> = []
+  const latencies: Array<LatencyRow> = []
+  const setup =
+    `${CONNECTIONS} keep-alive connections x ${PIPELINING} pipelined = ${INFLIGHT} in flight, ` +
+    `one prospect per event`
+
+  // Phase 1: the gateway alone.
+  const accepted = yield* Effect.promise(async () => {
+    const warm = await load.run(port, eventBodies("warm", WARMUP))
+    if ((warm.statuses["202"] ?? 0) !== WARMUP) throw new Error(`warm-up: ${statusNote(warm)}`)
+    const bodies = eventBodies("a", EVENTS)
+    const acks = publishTimer(nats.js, ingestSubjects)
+    const queries = TRACE_QUERIES ? queryTracer(db) : undefined
+    const usage = await usageProbe(admin, natsPids)
+    const stopProfile =
+      CPU_PROFILE === undefined ? undefined : await cpuProfile(`${CPU_PROFILE}-accept.cpuprofile`)
+    const result = await load.run(port, bodies)
+    const profile = await stopProfile?.()
+    const figures = await usage(EVENTS)
+    acks.stop()
+    queries?.stop()
+    return { result, figures, acks: acks.samples, profile, bodies, queries: queries?.notes(EVENTS) ?? [] }
+  })
+  const acceptedRate = EVENTS / accepted.result.seconds
+
+  // Raw JetStream publishes of the same bodies, no worker running either.
+  const raw = yield* Effect.promise(async () => {
+    const jsm = nats.jsm
+    const ingestStream = await jsm.streams.info(nats.streamName("INGEST"))
+    const name = `${nats.streamName("INGEST")}_RAWBENCH`
+    const subject = (partition: number) => nats.subject(`rawbench.${SOURCE}.${EVENT_TYPE}.${partition}`)
+    await jsm.streams.add({ ...ingestStream.config, name, subjects: [nats.subject("rawbench.>")] })
+    const js = jetstream(rawNc)
+    const encoder = new TextEncoder()
+    const bytes = accepted.bodies.map((body) => encoder.encode(body))
+    const lookup = postgres(Redacted.value(config.databaseUrl), { max: 10, onnotice: () => undefined })
+    try {
+      await rawPublish(js, subject, bytes.slice(0, WARMUP), RAW_INFLIGHT, "warm")
+      const same = await rawPublish(js, subject, bytes, INFLIGHT, "same")
+      const many = await rawPublish(js, subject, bytes, RAW_INFLIGHT, "many")
+      const gateway = async (withLookup: boolean) => {
+        const server = await rawGateway(js, subject, withLookup ? lookup : undefined, client.clientId)
+        try {
+          await load.run(server.port, eventBodies(withLookup ? "warm-rawpg" : "warm-raw", WARMUP))
+          const usage = await usageProbe(admin, natsPids)
+          const result = await load.run(server.port, accepted.bodies)
+          return { result, figures: await usage(EVENTS) }
+        } finally {
+          await server.close()
+        }
+      }
+      const bare = await gateway(false)
+      const barePg = await gateway(true)
+      const applyTarget = WARMUP + EVENTS
+      const url = Redacted.value(config.databaseUrl)
+      const probe = () => usageProbe(admin, natsPids)
+      const single = await rawApply(jsm, js, name, subject, url, applyTarget, 1, probe)
+      const batched = await rawApply(jsm, js, name, subject, url, applyTarget, RAW_BATCH, probe)
+      return { same, many, gateway: bare, gatewayPg: barePg, single, batched }
+    } finally {
+      await lookup.end({ timeout: 5 })
+      await jsm.streams.delete(name)
+    }
+  })
+  const rawRate = EVENTS / raw.many.seconds
+  const rawSameRate = EVENTS / raw.same.seconds
+  const rawName = `js.publish with msgID + the gateway's headers, same bodies, ${RAW_INFLIGHT} in flight`
+
+  rows.push({
+    name: `ingest: POST /events -> 202, ${EVENTS} events, gateway only (no workers), ${setup} (target >= 10,000/s)`,
+    ours: acceptedRate,
+    baseline: rawRate,
+    unit: "events/s",
+    baselineName: rawName,
+  })
+  const rawGatewayRate = EVENTS / raw.gateway.result.seconds
+  const rawGatewayPgRate = EVENTS / raw.gatewayPg.result.seconds
+  rows.push({
+    name: `ingest: the same, next to a bare gateway`,
+    ours: acceptedRate,
+    baseline: rawGatewayRate,
+    unit: "events/s",
+    baselineName: "node:http, JSON.parse, sha256, js.publish with msgID, 202; same driver",
+  })
+  latencies.push({
+    name: `ingest: POST /events -> 202 latency, same requests (target p99 <= 50 ms)`,
+    p50: percentile(accepted.result.latencies, 50),
+    p99: percentile(accepted.result.latencies, 99),
+    baselineP50: percentile(raw.same.latencies, 50),
+    baselineP99: percentile(raw.same.latencies, 99),
+    baselineName: `js.publish ack with msgID, same bodies, ${INFLIGHT} in flight (${perSecond(rawSameRate)})`,
+  })
+  notes.push(
+    `ingest accepted (gateway only): ${perSecond(acceptedRate)} over ${accepted.result.seconds.toFixed(2)} s; ` +
+      `latency ${summary(accepted.result.latencies)}; ${statusNote(accepted.result)}`,
+    `  JetStream ack inside the gateway (js.publish -> PubAck): ${summary(accepted.acks)}`,
+    `  ${formatUsage(accepted.figures)}`,
+    ...(accepted.profile === undefined ? [] : profileSummary(accepted.profile).map((line) => `  ${line}`)),
+    ...accepted.queries.map((line) => `  ${line}`),
+    `bare gateway (node:http, JSON.parse, sha256, js.publish, 202): ${perSecond(rawGatewayRate)}, latency ` +
+      `${summary(raw.gateway.result.latencies)}; ${statusNote(raw.gateway.result)}`,
+    `  ${formatUsage(raw.gateway.figures)}`,
+    `bare gateway + the guard's client look-up in Postgres per request: ${perSecond(rawGatewayPgRate)}, latency ` +
+      `${summary(raw.gatewayPg.result.latencies)}; ${statusNote(raw.gatewayPg.result)}`,
+    `  ${formatUsage(raw.gatewayPg.figures)}`,
+    `bare apply, one transaction per event (BEGIN, upsert, log insert, COMMIT; ${INGEST_PARTITIONS} partitions, ` +
+      `max_ack_pending 1): ${perSecond(raw.single.handled / raw.single.seconds)} (${raw.single.handled} events)`,
+    `  ${formatUsage(raw.single.figures)}`,
+    `bare apply, up to ${RAW_BATCH} events of a partition per transaction (multi-row upsert and log insert): ` +
+      `${perSecond(raw.batched.handled / raw.batched.seconds)} (${raw.batched.handled} events in ~` +
+      `${raw.batched.transactions} transactions)`,
+    `  ${formatUsage(raw.batched.figures)}`,
+    `raw js.publish: ${perSecond(rawRate)} at ${RAW_INFLIGHT} in flight (ack ${summary(raw.many.latencies)}); ` +
+      `${perSecond(rawSameRate)} at ${INFLIGHT} in flight (ack ${summary(raw.same.latencies)})`,
+  )
+
+  // Phases 2 and 3: the workers role on the same database and prefix.
+  yield* Effect.scoped(
+    Effect.gen(function* () {
+      if (!APPLY) return
+      const total = WARMUP + EVENTS
+      const handler = handlerTimer(ingest)
+      const drainQueries = TRACE_QUERIES ? queryTracer(db) : undefined
+      const drainUsage = yield* Effect.promise(() => usageProbe(admin, natsPids))
+      const stopDrainProfile =
+        CPU_PROFILE === undefined
+          ? undefined
+          : yield* Effect.promise(() => cpuProfile(`${CPU_PROFILE}-apply.cpuprofile`))
+      const start = performance.now()
+      yield* Layer.build(Layer.mergeAll(relayLayer(), actorLayer(eligibilityActor), ingestWorkersLayer))
+      const started = performance.now()
+      const drained = yield* Effect.promise(() => awaitApplied(admin, total))
+      const drainProfile = yield* Effect.promise(async () => stopDrainProfile?.())
+      const drainFigures = yield* Effect.promise(() => drainUsage(total))
+      handler.stop()
+      drainQueries?.stop()
+      const drainSeconds = (drained.lastAt - start) / 1000
+      const appliedRate = drained.applied / drainSeconds
+      rows.push(
+        {
+          name:
+            `ingest: applied end to end, draining a backlog of ${total} events (${INGEST_PARTITIONS} partitions, ` +
+            `max_ack_pending 1), workers only (target >= 3,000/s)`,
+          ours: appliedRate,
+          baseline: rawRate,
+          unit: "events/s",
+          baselineName: rawName,
+        },
+        {
+          name: `ingest: the same, next to a bare apply`,
+          ours: appliedRate,
+          baseline: raw.single.handled / raw.single.seconds,
+          unit: "events/s",
+          baselineName: `${INGEST_PARTITIONS} pull consumers, one transaction per event: BEGIN, upsert, log insert, COMMIT`,
+        },
+      )
+      notes.push(
+        `ingest applied (drain): ${drained.applied} of ${total} applied in ${drainSeconds.toFixed(2)} s from ` +
+          `starting the workers (${((started - start) / 1000).toFixed(2)} s of it to start them), ` +
+          `${perSecond(appliedRate)}${drained.complete ? "" : ` - STALLED, outcomes: ${JSON.stringify(yield* Effect.promise(() => outcomes(admin)))}`}`,
+        ...handlerNotes(handler.spans, drainFigures.wallMs).map((line) => `  ${line}`),
+        `  ${formatUsage(drainFigures)}`,
+        ...(drainProfile === undefined ? [] : profileSummary(drainProfile).map((line) => `  ${line}`)),
+        ...(drainQueries?.notes(total) ?? []).map((line) => `  ${line}`),
+      )
+
+      if (!MIXED) return
+      const mixed = yield* Effect.promise(async () => {
+        const bodies = eventBodies("m", EVENTS)
+        const handler = handlerTimer(ingest)
+        const acks = publishTimer(nats.js, ingestSubjects)
+        const queries = TRACE_QUERIES ? queryTracer(db) : undefined
+        const usage = await usageProbe(admin, natsPids)
+        const stopProfile =
+          CPU_PROFILE === undefined ? undefined : await cpuProfile(`${CPU_PROFILE}-mixed.cpuprofile`)
+        const start = performance.now()
+        const result = await load.run(port, bodies)
+        const applied = await awaitApplied(admin, total + EVENTS)
+        const profile = await stopProfile?.()
+        const figures = await usage(EVENTS)
+        acks.stop()
+        handler.stop()
+        queries?.stop()
+        const spans = handler.spans
+        return {
+          result,
+          applied,
+          start,
+          figures,
+          acks: acks.samples,
+          spans,
+          profile,
+          queries: queries?.notes(EVENTS),
+        }
+      })
+      const mixedAccepted = EVENTS / mixed.result.seconds
+      const mixedSeconds = (mixed.applied.lastAt - mixed.start) / 1000
+      const mixedApplied = (mixed.applied.applied - total) / mixedSeconds
+      rows.push(
+        {
+          name: `ingest mixed: POST /events -> 202 with the workers applying, ${EVENTS} new prospects, ${setup}`,
+          ours: mixedAccepted,
+          baseline: rawRate,
+          unit: "events/s",
+          baselineName: rawName,
+        },
+        {
+          name: `ingest mixed: applied end to end, first POST -> last applied, same events`,
+          ours: mixedApplied,
+          baseline: rawRate,
+          unit: "events/s",
+          baselineName: rawName,
+        },
+      )
+      latencies.push({
+        name: `ingest mixed: POST /events -> 202 latency with the workers applying`,
+        p50: percentile(mixed.result.latencies, 50),
+        p99: percentile(mixed.result.latencies, 99),
+        baselineP50: percentile(raw.same.latencies, 50),
+        baselineP99: percentile(raw.same.latencies, 99),
+        baselineName: `js.publish ack with msgID, same bodies, ${INFLIGHT} in flight, no workers`,
+      })
+      notes.push(
+        `ingest mixed: accepted ${perSecond(mixedAccepted)} over ${mixed.result.seconds.toFixed(2)} s, latency ` +
+          `${summary(mixed.result.latencies)}; ${statusNote(mixed.result)}; applied ` +
+          `${mixed.applied.applied - total} of ${EVENTS} by ${mixedSeconds.toFixed(2)} s after the first POST ` +
+          `(${perSecond(mixedApplied)})${mixed.applied.complete ? "" : " - STALLED"}`,
+        `  JetStream ack inside the gateway: ${summary(mixed.acks)}`,
+        ...handlerNotes(mixed.spans, mixed.figures.wallMs).map((line) => `  ${line}`),
+        `  ${formatUsage(mixed.figures)} (per event: one accepted and one applied)`,
+        ...(mixed.profile === undefined ? [] : profileSummary(mixed.profile).map((line) => `  ${line}`)),
+        ...(mixed.queries ?? []).map((line) => `  ${line}`),
+      )
+    }),
+  )
+  const final = yield* Effect.promise(() => outcomes(admin))
+  notes.push(
+    `ingest_log outcomes: ${final.map((r) => `${r.outcome} ${r.n}${r.reason === null ? "" : ` (e.g. ${r.reason})`}`).join(", ")}`,
+  )
+  return { rows, latencies, notes }
+}).pipe(Effect.scoped)
