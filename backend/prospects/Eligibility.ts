@@ -4,6 +4,10 @@
  * eligibility actor gathers the facts, `decideEligibility` applies the table.
  */
 
+import type { EligibilityFactsRow } from "./Repo.ts"
+
+const toInt = (value: string | null) => (value === null ? null : Number(value))
+
 export type Product = "security_deposit_insurance" | "cash_deposit" | "renter_guarantee_insurance"
 
 export interface Coverage {
@@ -197,3 +201,40 @@ export const decideEligibility = (facts: EligibilityFacts): EligibilityDecision 
     eligibleForAnyProduct: sdi.length === 0 || cd.length === 0 || rg?.length === 0,
   }
 }
+
+/** What the eligibility policy reads, from the stored prospect, owner, building and unit. */
+export const factsOf = (facts: EligibilityFactsRow, today: string): EligibilityFacts => {
+  const p = facts.prospect
+  return {
+    owner: {
+      active: facts.owner.purchase_flow_enabled,
+      maxCoverageAmountCents: toInt(facts.owner.max_coverage_amount_cents),
+    },
+    property: facts.property && {
+      active: facts.property.active,
+      defaultCoverage: { type: "multiplier", value: Number(facts.property.default_coverage_value) },
+      renterGuaranteeEnabled: facts.property.renter_guarantee_enabled,
+    },
+    unit: facts.property &&
+      facts.unit && {
+        defaultCoverage:
+          facts.unit.default_coverage_value === null
+            ? null
+            : { type: "multiplier", value: Number(facts.unit.default_coverage_value) },
+      },
+    prospect: {
+      monthlyRentCents: toInt(p.monthly_rent_cents),
+      depositAmountCents: toInt(p.deposit_amount_cents),
+      screeningResult: p.screening_result as EligibilityFacts["prospect"]["screeningResult"],
+      yearlyIncome: toInt(p.yearly_income),
+      hasSsn: p.has_ssn,
+      birthdate: p.birthdate,
+      leaseStartDate: p.lease_start_date,
+      leaseEndDate: p.lease_end_date,
+      guarantorCoverage: p.guarantor_coverage,
+    },
+    today,
+  }
+}
+
+export const isoDate = (millis: number) => new Date(millis).toISOString().slice(0, 10)

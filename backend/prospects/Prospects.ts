@@ -8,25 +8,17 @@ import { decodeFields } from "../platform/Validation.ts"
 import { failed, type ItemResult } from "../roster/Domain.ts"
 import type { OwnerRow } from "../roster/Repo.ts"
 import { Roster } from "../roster/Roster.ts"
-import {
-  INGEST_FIELDS,
-  type Prospect,
-  ProspectFields,
-  ProspectIncomplete,
-  ProspectInvalid,
-  ProspectNotFound,
-  REQUIRED_FIELDS,
-} from "./Domain.ts"
-import { decideEligibility, type EligibilityFacts } from "./Eligibility.ts"
+import { ProspectFields, ProspectIncomplete, ProspectInvalid, ProspectNotFound } from "./Domain.ts"
+import { decideEligibility, factsOf, isoDate } from "./Eligibility.ts"
 import {
   eligibilityDecided,
   eligibilityRequested,
   type EligibilityRequested,
   enrollmentUrls,
   prospectEvent,
-  renterGuaranteeFields,
 } from "./Events.ts"
-import { type EligibilityFactsRow, type ProspectRow, ProspectsRepo, type ProspectWrite } from "./Repo.ts"
+import { type ProspectRow, ProspectsRepo, type ProspectWrite } from "./Repo.ts"
+import { missingFields, prospectView } from "./View.ts"
 import { type Source, Sources, UnknownSource } from "./Sources.ts"
 
 const decodeProspect = decodeFields(ProspectFields)
@@ -73,12 +65,6 @@ const MERGED_FIELDS = [
   "pms_prospect_id",
 ] as const satisfies ReadonlyArray<keyof ProspectFields & keyof ProspectWrite>
 
-/** The required fields a prospect still lacks on its source. */
-export const missingFields = (row: ProspectWrite, source: Pick<Source, "optionalIngestFields">) =>
-  [...REQUIRED_FIELDS, ...(source.optionalIngestFields ? [] : INGEST_FIELDS)].filter(
-    (field) => row[field] === null,
-  )
-
 const undecided = {
   effective_coverage_amount_cents: null,
   sdi_ineligibility_reasons: null,
@@ -89,50 +75,12 @@ const undecided = {
   error_reason: null,
 } as const
 
-const toInt = (value: string | null) => (value === null ? null : Number(value))
 const toText = (value: unknown) => (value === null || value === undefined ? null : String(value))
 /** As the database reads it back: UTC, milliseconds only when there are some. */
 const utcTimestamp = (value: string | null) =>
   value === null ? null : new Date(value).toISOString().replace(".000Z", "Z")
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
-
-const isoDate = (millis: number) => new Date(millis).toISOString().slice(0, 10)
-
-/** What the eligibility policy reads, from the stored prospect, owner, building and unit. */
-export const eligibilityFacts = (facts: EligibilityFactsRow, today: string): EligibilityFacts => {
-  const p = facts.prospect
-  return {
-    owner: {
-      active: facts.owner.purchase_flow_enabled,
-      maxCoverageAmountCents: toInt(facts.owner.max_coverage_amount_cents),
-    },
-    property: facts.property && {
-      active: facts.property.active,
-      defaultCoverage: { type: "multiplier", value: Number(facts.property.default_coverage_value) },
-      renterGuaranteeEnabled: facts.property.renter_guarantee_enabled,
-    },
-    unit: facts.property &&
-      facts.unit && {
-        defaultCoverage:
-          facts.unit.default_coverage_value === null
-            ? null
-            : { type: "multiplier", value: Number(facts.unit.default_coverage_value) },
-      },
-    prospect: {
-      monthlyRentCents: toInt(p.monthly_rent_cents),
-      depositAmountCents: toInt(p.deposit_amount_cents),
-      screeningResult: p.screening_result as EligibilityFacts["prospect"]["screeningResult"],
-      yearlyIncome: toInt(p.yearly_income),
-      hasSsn: p.has_ssn,
-      birthdate: p.birthdate,
-      leaseStartDate: p.lease_start_date,
-      leaseEndDate: p.lease_end_date,
-      guarantorCoverage: p.guarantor_coverage,
-    },
-    today,
-  }
-}
 
 /** The prospect's fields, or ProspectInvalid with a sentence per bad field. */
 export const validate = (raw: unknown) => {
@@ -171,54 +119,6 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
             source === undefined ? Effect.die(new Error(`source ${code} vanished`)) : Effect.succeed(source),
           ),
         )
-
-    /** The prospect as the API returns it: published fields, the spec's additions, reasons the webhook omits. */
-    const view = (row: ProspectRow, slug: string, source: Source): Prospect => {
-      const decided = row.status === "ready"
-      const reasons = (name: "sdi_ineligibility_reasons" | "cd_ineligibility_reasons") =>
-        decided && (row[name]?.length ?? 0) > 0 ? { [name]: row[name]! } : {}
-      return {
-        id: Number(row.id),
-        source: row.source,
-        source_prospect_id: row.source_prospect_id,
-        status: row.status,
-        email: row.email,
-        phone: row.phone,
-        first_name: row.first_name,
-        last_name: row.last_name,
-        birthdate: row.birthdate,
-        lease_start_date: row.lease_start_date,
-        lease_end_date: row.lease_end_date,
-        monthly_rent_cents: toInt(row.monthly_rent_cents),
-        deposit_amount_cents: toInt(row.deposit_amount_cents),
-        screening_result: row.screening_result as Prospect["screening_result"],
-        employment_status: row.employment_status as Prospect["employment_status"],
-        yearly_income: toInt(row.yearly_income),
-        has_ssn: row.has_ssn,
-        citizenship: row.citizenship,
-        education_level: row.education_level,
-        terms_accepted_at: row.terms_accepted_at,
-        authorized_members: row.authorized_members as Prospect["authorized_members"],
-        pms_type: row.pms_type as Prospect["pms_type"],
-        pms_property_id: row.pms_property_id,
-        pms_unit_id: row.pms_unit_id,
-        pms_prospect_id: row.pms_prospect_id,
-        property_external_id: row.property_external_id,
-        unit_external_id: row.unit_external_id,
-        effective_coverage_amount_cents: decided ? toInt(row.effective_coverage_amount_cents) : null,
-        percent_savings: null,
-        ...enrollmentUrls(config.enrollmentHost, source.flow, slug, row),
-        offered_products: [],
-        application_submitted: false,
-        latest_coverage: null,
-        guarantor_coverage: row.guarantor_coverage,
-        ...renterGuaranteeFields(row),
-        ...reasons("sdi_ineligibility_reasons"),
-        ...reasons("cd_ineligibility_reasons"),
-        missing_fields: missingFields(row, source),
-        ...(row.status === "error" && row.error_reason !== null ? { error_reason: row.error_reason } : {}),
-      }
-    }
 
     /** A nested `property` or `unit`, applied by the roster's own rules as a batch of one. */
     const nestedItem = (
@@ -396,7 +296,7 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
             stale: false as const,
             id,
             created: existing === undefined,
-            prospect: view(row, slug, source),
+            prospect: prospectView(row, slug, source, config.enrollmentHost),
             ...(property === undefined ? {} : { property }),
             ...(unit === undefined ? {} : { unit }),
           }
@@ -448,7 +348,7 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
       sourceProspectId: string,
     ) {
       const row = yield* ownersProspect(slug, source, sourceProspectId)
-      return view(row, slug, yield* sourceOf(row.source))
+      return prospectView(row, slug, yield* sourceOf(row.source), config.enrollmentHost)
     })
 
     /**
@@ -468,7 +368,7 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
           ) {
             return "superseded" as const
           }
-          const decision = decideEligibility(eligibilityFacts(facts, isoDate(yield* Clock.currentTimeMillis)))
+          const decision = decideEligibility(factsOf(facts, isoDate(yield* Clock.currentTimeMillis)))
           const landed = yield* repo.recordDecision(request.prospect_id, request.version, {
             effective_coverage_amount_cents: decision.effectiveCoverageAmountCents,
             sdi_ineligibility_reasons: decision.sdiIneligibilityReasons,
@@ -551,7 +451,10 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
       const row = yield* repo.find(source, sourceProspectId)
       if (row === undefined) return yield* new ProspectNotFound()
       const slug = yield* repo.ownerSlug(row.owner_id)
-      return { owner_slug: slug, prospect: view(row, slug, yield* sourceOf(row.source)) }
+      return {
+        owner_slug: slug,
+        prospect: prospectView(row, slug, yield* sourceOf(row.source), config.enrollmentHost),
+      }
     })
 
     /**
@@ -580,7 +483,7 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
           yield* repo.update(existing.id, write)
           const row: ProspectRow = { ...write, id: existing.id }
           yield* outbox.enqueue([eligibilityRequested(slug, row)])
-          return { owner_slug: slug, prospect: view(row, slug, sourceConfig) }
+          return { owner_slug: slug, prospect: prospectView(row, slug, sourceConfig, config.enrollmentHost) }
         }),
       )
     })

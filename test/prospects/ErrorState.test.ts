@@ -5,12 +5,10 @@ import {
   awaitProspect,
   completeProspect,
   getProspect,
-  issueSource,
   postProspect,
   type ProspectBody,
-  prospectPartner,
   prospectService,
-  provisionedOwner,
+  prospectSetUp,
 } from "../support/Prospects.ts"
 import { query } from "../support/Roster.ts"
 import { eventually, readStream } from "../support/Streams.ts"
@@ -78,11 +76,9 @@ const decidedMessages = (
 /** A partner with a source of its own, an active owner, and the fault in place. */
 const setUp = (org: string, source: string) =>
   Effect.gen(function* () {
-    const partner = yield* prospectPartner()
-    yield* issueSource({ code: source, clients: [partner.clientId] })
-    const slug = yield* provisionedOwner(partner, org)
+    const setUp = yield* prospectSetUp(org, source)
     yield* breakDecisions
-    return { partner, slug }
+    return setUp
   })
 
 describe("prospect status error", () => {

@@ -3,13 +3,11 @@ import { Effect } from "effect"
 import {
   awaitProspect,
   completeProspect,
-  issueSource,
   postProspect,
   type ProspectBody,
-  prospectPartner,
   prospectService,
-  provisionedOwner,
   UNIT,
+  prospectSetUp,
 } from "../support/Prospects.ts"
 import { postBatch, query, type RosterPartner } from "../support/Roster.ts"
 import { eventually, readStream } from "../support/Streams.ts"
@@ -149,9 +147,7 @@ const racePosts = (
 /** A partner, a source of its own and a provisioned owner whose unit carries MULTIPLIER. */
 const setUp = (org: string, source: string) =>
   Effect.gen(function* () {
-    const partner = yield* prospectPartner()
-    yield* issueSource({ code: source, clients: [partner.clientId] })
-    const slug = yield* provisionedOwner(partner, org)
+    const { partner, slug } = yield* prospectSetUp(org, source)
     yield* postBatch(partner, slug, "units", [
       { ...UNIT, default_coverage: { type: "multiplier", value: MULTIPLIER } },
     ])

@@ -13,11 +13,11 @@ import {
   awaitProspect,
   completeProspect,
   getProspect,
-  issueSource,
   postProspect,
   prospectPartner,
   prospectService,
   provisionedOwner,
+  prospectSetUp,
 } from "../support/Prospects.ts"
 import { query, type RosterPartner } from "../support/Roster.ts"
 import { eventually, readStream } from "../support/Streams.ts"
@@ -90,13 +90,7 @@ const createdEvents = (slug: string, sourceProspectId: string, count: number) =>
   )
 
 /** A partner with a source of its own and an active owner it was granted. */
-const setUp = (org: string, source: string) =>
-  Effect.gen(function* () {
-    const partner = yield* prospectPartner()
-    yield* issueSource({ code: source, clients: [partner.clientId] })
-    const slug = yield* provisionedOwner(partner, org)
-    return { partner, slug }
-  })
+const setUp = prospectSetUp
 
 /** A token for a client granted `owners` with only `scopes`. */
 const tokenWith = (scopes: ReadonlyArray<string>, owners: ReadonlyArray<string>) =>

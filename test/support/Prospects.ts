@@ -144,3 +144,16 @@ export const awaitProspect = (
     getProspect(partner, slug, source, sourceProspectId),
     (answer) => answer.status === 200 && check(answer.body.prospect),
   ).pipe(Effect.map((answer) => answer.body.prospect))
+
+/** A partner with every scope, a source issued to it and an owner provisioned by it: what most tests start with. */
+export const prospectSetUp = (
+  externalOrgId: string,
+  source: string,
+  options: { readonly flow?: "embedded" | "expedited"; readonly optionalIngestFields?: boolean } = {},
+) =>
+  Effect.gen(function* () {
+    const partner = yield* prospectPartner()
+    yield* issueSource({ code: source, clients: [partner.clientId], ...options })
+    const slug = yield* provisionedOwner(partner, externalOrgId)
+    return { partner, slug }
+  })
