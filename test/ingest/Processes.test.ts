@@ -355,14 +355,14 @@ describe("ingest workers in two processes", () => {
             yield* Fiber.interrupt(sender)
 
             // With no worker left, a message still counted as pending was either nak'd back by the stopping worker
-            // (JetStream keeps it pending until it is redelivered, which a pull then gets at once) or delivered to
-            // the stopped worker and dropped (nothing can be pulled from its partition until the 30 s ack wait
-            // ends). A pull well inside the ack wait tells them apart.
+            // (JetStream keeps it pending until it is redelivered: at once, or after the handler's backoff of a few
+            // seconds if it failed) or delivered to the stopped worker and dropped (nothing can be pulled from its
+            // partition until the 30 s ack wait ends). A pull of 15 s, well inside the ack wait, tells them apart.
             const held = (yield* consumers).filter((info) => info !== undefined && info.num_ack_pending > 0)
             const stuck: Array<string> = []
             for (const info of held) {
               const consumer = yield* Effect.promise(() => nats.js.consumers.get(stream, info!.name))
-              const redelivered = yield* Effect.promise(() => consumer.next({ expires: 5000 }))
+              const redelivered = yield* Effect.promise(() => consumer.next({ expires: 15_000 }))
               if (redelivered === null) {
                 stuck.push(`${info!.name}: stream_seq ${info!.delivered.stream_seq} delivered, not settled`)
               } else {
@@ -372,11 +372,12 @@ describe("ingest workers in two processes", () => {
             assert.deepStrictEqual(
               stuck,
               [],
-              `cycle ${cycle}: the stopped worker left messages unacknowledged`,
+              `cycle ${cycle}: the stopped worker (exit ${JSON.stringify(yield* worker.exited)}) left messages ` +
+                `unacknowledged; its log ended:\n${worker.stdout().split("\n").slice(-15).join("\n")}\n${worker.stderr()}`,
             )
           }
         }).pipe(Effect.scoped),
-      120_000,
+      240_000,
     )
   })
 })
