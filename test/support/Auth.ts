@@ -57,7 +57,7 @@ export const fixtureRoutes: ReadonlyArray<Route> = [
   },
 ]
 
-/** An event route of the ingestion gateway's kind, until the ingestion issue adds the real one. */
+/** An event route of the ingestion gateway's kind that answers who called: the guard checked on its own. */
 export const ingestFixtureRoute: Route = {
   method: "POST",
   path: "/events/fixture",
