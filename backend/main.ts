@@ -7,12 +7,21 @@ import { loggerLayer } from "./platform/Observability.ts"
 
 const SHUTDOWN_BUDGET_MS = 10_000
 
-/** NodeRuntime interrupts on SIGINT/SIGTERM and the layers drain; this bounds how long that may take. */
-const forceExitLater = () =>
+let stopping = false
+
+/**
+ * NodeRuntime interrupts on SIGINT/SIGTERM and the layers drain; this bounds how long that may take. It stays
+ * listening: a second signal (a supervisor signalling the whole process group, tsx relaying it again) must not
+ * kill the process mid-drain, as Node's default action would once no listener is left.
+ */
+const forceExitLater = () => {
+  if (stopping) return
+  stopping = true
   setTimeout(() => {
     process.stderr.write(`shutdown took longer than ${SHUTDOWN_BUDGET_MS} ms; exiting\n`)
     process.exit(1)
   }, SHUTDOWN_BUDGET_MS).unref()
+}
 
 const main = Effect.gen(function* () {
   const config = yield* loadAppConfig
@@ -21,7 +30,7 @@ const main = Effect.gen(function* () {
     yield* Effect.logInfo("started").pipe(
       Effect.annotateLogs({ roles: config.roles.join(","), ports: Object.fromEntries(ports) }),
     )
-    process.once("SIGINT", forceExitLater).once("SIGTERM", forceExitLater)
+    process.on("SIGINT", forceExitLater).on("SIGTERM", forceExitLater)
     return yield* Effect.never
   }).pipe(Effect.scoped, Effect.provide(loggerLayer(config)))
 }).pipe(
