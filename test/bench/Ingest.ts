@@ -1,7 +1,5 @@
 import { createHash } from "node:crypto"
-import { readdir, readFile, writeFile } from "node:fs/promises"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import { Session } from "node:inspector/promises"
 import { type AddressInfo, Socket } from "node:net"
 import { loadavg } from "node:os"
 import { performance } from "node:perf_hooks"
@@ -32,6 +30,7 @@ import { ingestClient, PROSPECT_UPDATE_MAPPING, prospectUpdate, setMapping } fro
 import { issueSource, prospectPartner, provisionedOwner } from "../support/Prospects.ts"
 import { natsUrl } from "../support/TestPlatform.ts"
 import type { LatencyRow } from "./Roster.ts"
+import { cpuProfile, machineCpu, natsServerPids, percentile, statCpu } from "./Probes.ts"
 
 /**
  * The ingestion gateway and the ingest actor at full speed. Run on `prospectService({ ROLES: "partner-api,
@@ -82,11 +81,6 @@ const SOURCE = "bench"
 const EVENT_TYPE = "ProspectUpdate"
 const NATS_PORT = Number(new URL(natsUrl).port || 4222)
 
-const percentile = (samples: ArrayLike<number>, p: number) => {
-  if (samples.length === 0) return Number.NaN
-  const sorted = Float64Array.from(samples).sort()
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
-}
 const mean = (samples: ArrayLike<number>) => {
   let sum = 0
   for (let i = 0; i < samples.length; i++) sum += samples[i]!
@@ -196,31 +190,6 @@ const driver = (token: string) => {
 // ---------------------------------------------------------------------------------------------------------------
 // Where CPU, round trips and event-loop time go during a phase.
 
-const ticksToMs = (ticks: number) => (ticks * 1000) / 100
-
-/** CPU time (ms) of a process or thread from its `stat` file, or 0 when it is gone. */
-const statCpu = async (file: string) => {
-  const stat = await readFile(file, "utf8").catch(() => "")
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return ticksToMs(Number(fields[11] ?? 0) + Number(fields[12] ?? 0))
-}
-
-const natsServerPids = async () => {
-  const pids: Array<number> = []
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    const comm = await readFile(`/proc/${entry}/comm`, "utf8").catch(() => "")
-    if (comm.trim() === "nats-server") pids.push(Number(entry))
-  }
-  return pids
-}
-
-const machineCpu = async () => {
-  const [, ...ticks] = (await readFile("/proc/stat", "utf8")).split("\n")[0]!.trim().split(/\s+/).map(Number)
-  const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0)
-  return { busy: ticksToMs(total - ticks[3]! - ticks[4]!), total: ticksToMs(total) }
-}
-
 interface Usage {
   readonly wallMs: number
   /** CPU ms per event. */
@@ -326,18 +295,10 @@ interface Profile {
   readonly timeDeltas: ReadonlyArray<number>
 }
 
-const cpuProfile = async (file: string) => {
-  const session = new Session()
-  session.connect()
-  await session.post("Profiler.enable")
-  await session.post("Profiler.setSamplingInterval", { interval: 250 })
-  await session.post("Profiler.start")
-  return async () => {
-    const { profile } = await session.post("Profiler.stop")
-    await writeFile(file, JSON.stringify(profile))
-    session.disconnect()
-    return profile as unknown as Profile
-  }
+/** A CPU profile of this thread until the returned function is called (sampled every 250 µs). */
+const startProfile = async (file: string) => {
+  const stop = await cpuProfile(file, 250)
+  return async () => (await stop()) as unknown as Profile
 }
 
 const ROOT = new URL("../../", import.meta.url).href
@@ -817,7 +778,7 @@ export const ingestThroughput = Effect.gen(function* () {
     const queries = TRACE_QUERIES ? queryTracer(db) : undefined
     const usage = await usageProbe(admin, natsPids)
     const stopProfile =
-      CPU_PROFILE === undefined ? undefined : await cpuProfile(`${CPU_PROFILE}-accept.cpuprofile`)
+      CPU_PROFILE === undefined ? undefined : await startProfile(`${CPU_PROFILE}-accept.cpuprofile`)
     const result = await load.run(port, bodies)
     const profile = await stopProfile?.()
     const figures = await usage(EVENTS)
@@ -929,7 +890,7 @@ export const ingestThroughput = Effect.gen(function* () {
       const stopDrainProfile =
         CPU_PROFILE === undefined
           ? undefined
-          : yield* Effect.promise(() => cpuProfile(`${CPU_PROFILE}-apply.cpuprofile`))
+          : yield* Effect.promise(() => startProfile(`${CPU_PROFILE}-apply.cpuprofile`))
       const start = performance.now()
       yield* Layer.build(Layer.mergeAll(relayLayer(), actorLayer(eligibilityActor), ingestWorkersLayer))
       const started = performance.now()
@@ -976,7 +937,7 @@ export const ingestThroughput = Effect.gen(function* () {
         const queries = TRACE_QUERIES ? queryTracer(db) : undefined
         const usage = await usageProbe(admin, natsPids)
         const stopProfile =
-          CPU_PROFILE === undefined ? undefined : await cpuProfile(`${CPU_PROFILE}-mixed.cpuprofile`)
+          CPU_PROFILE === undefined ? undefined : await startProfile(`${CPU_PROFILE}-mixed.cpuprofile`)
         const start = performance.now()
         const result = await load.run(port, bodies)
         const applied = await awaitApplied(admin, total + EVENTS)

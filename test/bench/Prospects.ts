@@ -1,5 +1,3 @@
-import { readdir, readFile, writeFile } from "node:fs/promises"
-import { Session } from "node:inspector/promises"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { type AddressInfo, Socket } from "node:net"
 import { monitorEventLoopDelay } from "node:perf_hooks"
@@ -21,6 +19,7 @@ import { gatewayPort } from "../support/Auth.ts"
 import { natsUrl } from "../support/TestPlatform.ts"
 import { completeProspect, issueSource, prospectPartner, provisionedOwner } from "../support/Prospects.ts"
 import type { LatencyRow } from "./Roster.ts"
+import { cpuProfile, machineCpu, natsServerPids, percentile, statCpu } from "./Probes.ts"
 
 /**
  * POST -> `prospect.ready` latency of new complete prospects sent at a steady rate, next to the same round trip
@@ -49,38 +48,11 @@ interface Timing {
   ready?: number
 }
 
-const percentile = (samples: ReadonlyArray<number>, p: number) => {
-  if (samples.length === 0) return Number.NaN
-  const sorted = [...samples].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
-}
-
 const summary = (samples: ReadonlyArray<number>) =>
   `p50 ${percentile(samples, 50).toFixed(1)} / p90 ${percentile(samples, 90).toFixed(1)} / p99 ${percentile(samples, 99).toFixed(1)} / max ${Math.max(...samples).toFixed(1)} ms`
 
 /** CPU time (ms) of a process from /proc, or 0 when it is gone or unreadable. */
-const processCpu = async (pid: number) => {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "")
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return ((Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 1000) / 100
-}
-
-const natsServerPids = async () => {
-  const pids: Array<number> = []
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    const comm = await readFile(`/proc/${entry}/comm`, "utf8").catch(() => "")
-    if (comm.trim() === "nats-server") pids.push(Number(entry))
-  }
-  return pids
-}
-
-/** Busy and total CPU time (ms, all cores) of the whole machine. */
-const machineCpu = async () => {
-  const [, ...ticks] = (await readFile("/proc/stat", "utf8")).split("\n")[0]!.trim().split(/\s+/).map(Number)
-  const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0)
-  return { busy: ((total - ticks[3]! - ticks[4]!) * 1000) / 100, total: (total * 1000) / 100 }
-}
+const processCpu = (pid: number) => statCpu(`/proc/${pid}/stat`)
 
 /**
  * Where CPU goes during a measured phase: this process (service or raw server, plus the load generator), the
@@ -174,19 +146,6 @@ const paced = async (target: Target, ids: ReadonlyArray<string>, rate: number) =
 }
 
 /** Starts a V8 CPU profile of this process; the returned function writes it to `file`. */
-const cpuProfile = async (file: string) => {
-  const session = new Session()
-  session.connect()
-  await session.post("Profiler.enable")
-  await session.post("Profiler.setSamplingInterval", { interval: 200 })
-  await session.post("Profiler.start")
-  return async () => {
-    const { profile } = await session.post("Profiler.stop")
-    await writeFile(file, JSON.stringify(profile))
-    session.disconnect()
-  }
-}
-
 /** Warm-up, then the measured requests with the usage probe (and, for ours, the optional CPU profile) around them. */
 const run = async (target: Target, tag: string, admin: postgres.Sql, profile?: string) => {
   await paced(
@@ -195,7 +154,7 @@ const run = async (target: Target, tag: string, admin: postgres.Sql, profile?: s
     RATE,
   )
   const usage = await usageProbe(admin, await natsServerPids(), NATS_PORT)
-  const stopProfile = profile === undefined ? undefined : await cpuProfile(profile)
+  const stopProfile = profile === undefined ? undefined : await cpuProfile(profile, 200)
   const timings = await paced(
     target,
     Array.from({ length: COUNT }, (_, i) => `bench-${tag}-${i}`),

@@ -5,6 +5,7 @@ import { Auth } from "../../backend/auth/Auth.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { ListeningPorts } from "../../backend/platform/Http.ts"
+import { percentile } from "./Probes.ts"
 
 export interface LatencyRow {
   readonly name: string
@@ -17,11 +18,6 @@ export interface LatencyRow {
 
 const RUNS = Number(process.env.BENCH_BATCH_RUNS ?? 30)
 const BUILDINGS = 50
-
-const percentile = (samples: ReadonlyArray<number>, p: number) => {
-  const sorted = [...samples].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
-}
 
 /** 500 buildings at distinct addresses. */
 const propertyBatch = (round: number) =>

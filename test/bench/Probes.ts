@@ -1,0 +1,52 @@
+import { readdir, readFile, writeFile } from "node:fs/promises"
+import { Session } from "node:inspector/promises"
+
+/** The p-th percentile (nearest rank) of `samples`; NaN when there are none. */
+export const percentile = (samples: ArrayLike<number>, p: number) => {
+  if (samples.length === 0) return Number.NaN
+  const sorted = Float64Array.from(samples).sort()
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+
+/** Linux clock ticks (100 a second) as milliseconds. */
+const ticksToMs = (ticks: number) => (ticks * 1000) / 100
+
+/** CPU time (ms) of a process or thread from its `stat` file (`/proc/<pid>/stat`), or 0 when it is gone. */
+export const statCpu = async (file: string) => {
+  const stat = await readFile(file, "utf8").catch(() => "")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return ticksToMs(Number(fields[11] ?? 0) + Number(fields[12] ?? 0))
+}
+
+/** The pids of the nats-server processes on this machine. */
+export const natsServerPids = async () => {
+  const pids: Array<number> = []
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    const comm = await readFile(`/proc/${entry}/comm`, "utf8").catch(() => "")
+    if (comm.trim() === "nats-server") pids.push(Number(entry))
+  }
+  return pids
+}
+
+/** Busy and total CPU time (ms, all cores) of the whole machine. */
+export const machineCpu = async () => {
+  const [, ...ticks] = (await readFile("/proc/stat", "utf8")).split("\n")[0]!.trim().split(/\s+/).map(Number)
+  const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0)
+  return { busy: ticksToMs(total - ticks[3]! - ticks[4]!), total: ticksToMs(total) }
+}
+
+/** Starts a V8 CPU profile of this thread; the returned function stops it, writes it to `file` and returns it. */
+export const cpuProfile = async (file: string, intervalMicros: number) => {
+  const session = new Session()
+  session.connect()
+  await session.post("Profiler.enable")
+  await session.post("Profiler.setSamplingInterval", { interval: intervalMicros })
+  await session.post("Profiler.start")
+  return async () => {
+    const { profile } = await session.post("Profiler.stop")
+    await writeFile(file, JSON.stringify(profile))
+    session.disconnect()
+    return profile
+  }
+}
