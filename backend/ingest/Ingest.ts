@@ -161,7 +161,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
           Effect.mapError(
             () =>
               new ServiceUnavailable({
-                message: "The event could not be stored; nothing was accepted. Retry it.",
+                message: "The event was not confirmed as stored. Retry it: the same event is applied once.",
                 retryAfterSeconds: 1,
               }),
           ),
