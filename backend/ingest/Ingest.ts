@@ -15,7 +15,6 @@ import { partitionedSubject } from "../platform/Partition.ts"
 import { decodeFields } from "../platform/Validation.ts"
 import { Prospects, validate } from "../prospects/Prospects.ts"
 import { Sources } from "../prospects/Sources.ts"
-import { Roster } from "../roster/Roster.ts"
 import {
   type EventMapping,
   IngestEvent,
@@ -95,7 +94,6 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
     const nats = yield* Nats
     const repo = yield* IngestRepo
     const sources = yield* Sources
-    const roster = yield* Roster
     const prospects = yield* Prospects
     const config = yield* AppConfig
     const cached = new Map<string, { readonly at: number; readonly mapping: SourceMapping }>()
@@ -244,7 +242,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
               "ignored",
               owners.length === 0
                 ? `unknown pms_property_id ${pmsPropertyId}`
-                : `pms_property_id ${pmsPropertyId} is a building of several owners (${owners.join(", ")})`,
+                : `pms_property_id ${pmsPropertyId} is a building of several owners (${owners.map((o) => o.slug).join(", ")})`,
               found,
             )
           }
@@ -258,7 +256,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
           }
           const outcome = yield* Effect.gen(function* () {
             const input = yield* validate(raw)
-            const owner = (yield* roster.ownerBySlug(owners[0]!))!
+            const owner = owners[0]!
             if (source === undefined)
               return { outcome: "ignored" as const, reason: `unknown source ${event.source}` }
             const saved = yield* prospects.save({

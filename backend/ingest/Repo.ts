@@ -1,5 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
+import { OWNER_COLUMNS, type OwnerRow } from "../roster/Repo.ts"
 import type { IngestOutcome, SourceMapping } from "./Domain.ts"
 
 export interface IngestLogEntry {
@@ -62,17 +63,16 @@ export class IngestRepo extends Context.Service<IngestRepo>()("partner-service/i
           .pipe(Effect.map((rows) => rows.length > 0)),
       /** The owners granted to `clientId` that have a building with this PMS property id. */
       ownersWithProperty: (clientId: string, pmsPropertyId: string) =>
-        db
-          .query(
-            (sql) => sql<Array<{ slug: string }>>`
-              select distinct o.slug from client_owner_grants g
-              join owners o on o.id = g.owner_id
-              join properties p on p.owner_id = o.id and p.pms_property_id = ${pmsPropertyId}
+        db.query(
+          (sql) => sql<Array<OwnerRow>>`
+            select ${sql(OWNER_COLUMNS)} from owners
+            where id in (
+              select g.owner_id from client_owner_grants g
+              join properties p on p.owner_id = g.owner_id and p.pms_property_id = ${pmsPropertyId}
               where g.client_id = ${clientId}
-                and (g.buildings is null or ${pmsPropertyId} = any(g.buildings))
-              order by o.slug`,
-          )
-          .pipe(Effect.map((rows) => rows.map((r) => r.slug))),
+                and (g.buildings is null or ${pmsPropertyId} = any(g.buildings)))
+            order by slug`,
+        ),
       record: (entry: IngestLogEntry) =>
         db.query(
           (sql) => sql`

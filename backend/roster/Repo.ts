@@ -64,7 +64,8 @@ export interface UnitRow {
   readonly default_coverage_value: string | null
 }
 
-const OWNER_COLUMNS = [
+/** The columns of an `OwnerRow`. */
+export const OWNER_COLUMNS = [
   "id",
   "slug",
   "name",
