@@ -12,7 +12,7 @@ import {
 } from "../platform/Http.ts"
 import { Nats } from "../platform/Nats.ts"
 import { partitionedSubject } from "../platform/Partition.ts"
-import { decodeFields } from "../platform/Validation.ts"
+import { decodeFields, joinedMessages } from "../platform/Validation.ts"
 import { Prospects, validate } from "../prospects/Prospects.ts"
 import { Sources } from "../prospects/Sources.ts"
 import {
@@ -131,9 +131,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
         return yield* new Unprocessable({
           message: "Event invalid.",
           resource: "event",
-          fields: Object.fromEntries(
-            Object.entries(decoded.errors).map(([field, messages]) => [field, messages.join("; ")]),
-          ),
+          fields: joinedMessages(decoded.errors),
         })
       }
       const event = decoded.value

@@ -38,3 +38,7 @@ export const decodeFields = <S extends Schema.ConstraintDecoder<unknown>>(schema
     return { errors }
   }
 }
+
+/** One message per field, as the published error bodies carry them: a field's messages joined with "; ". */
+export const joinedMessages = (errors: FieldErrors): Record<string, string> =>
+  Object.fromEntries(Object.entries(errors).map(([field, messages]) => [field, messages.join("; ")]))

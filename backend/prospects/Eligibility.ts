@@ -5,8 +5,7 @@
  */
 
 import type { EligibilityFactsRow } from "./Repo.ts"
-
-const toInt = (value: string | null) => (value === null ? null : Number(value))
+import { toInt } from "./View.ts"
 
 export type Product = "security_deposit_insurance" | "cash_deposit" | "renter_guarantee_insurance"
 

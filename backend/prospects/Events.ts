@@ -20,15 +20,18 @@ export const EligibilityRequested = Schema.Struct({
 })
 export type EligibilityRequested = typeof EligibilityRequested.Type
 
+/** Which version of which prospect a message is about. */
+const requestOf = (row: ProspectRow): EligibilityRequested => ({
+  prospect_id: row.id,
+  version: row.version,
+  source: row.source,
+  source_prospect_id: row.source_prospect_id,
+})
+
 export const eligibilityRequested = (slug: string, row: ProspectRow): OutboxMessage => ({
   subject: partitionedSubject(`eligibility.requested.${slug}`, prospectKey(row.id), ELIGIBILITY_PARTITIONS),
   key: prospectKey(row.id),
-  payload: {
-    prospect_id: row.id,
-    version: row.version,
-    source: row.source,
-    source_prospect_id: row.source_prospect_id,
-  } satisfies EligibilityRequested,
+  payload: requestOf(row),
 })
 
 /** `eligibility.decided.<owner_slug>`: what was decided for a version, reasons included, for operators. */
@@ -36,10 +39,7 @@ export const eligibilityDecided = (slug: string, row: ProspectRow): OutboxMessag
   subject: `eligibility.decided.${slug}`,
   key: prospectKey(row.id),
   payload: {
-    prospect_id: row.id,
-    version: row.version,
-    source: row.source,
-    source_prospect_id: row.source_prospect_id,
+    ...requestOf(row),
     status: row.status,
     eligible: row.eligible,
     effective_coverage_amount_cents:

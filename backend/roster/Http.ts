@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { type ApiError, Conflict, json, type Route, Unprocessable } from "../platform/Http.ts"
-import { decodeFields } from "../platform/Validation.ts"
+import { decodeFields, joinedMessages } from "../platform/Validation.ts"
 import {
   BankAccountItem,
   BankAccountResult,
@@ -48,9 +48,7 @@ const ownerRoute: Route<Roster> = {
         return yield* new Unprocessable({
           message: "Property owner invalid.",
           resource: "property_owner",
-          fields: Object.fromEntries(
-            Object.entries(decoded.errors).map(([field, messages]) => [field, messages.join("; ")]),
-          ),
+          fields: joinedMessages(decoded.errors),
         })
       }
       const { created, owner } = yield* Roster.use((roster) =>
