@@ -1,4 +1,16 @@
-import { Cause, Data, Duration, Effect, Fiber, Layer, Ref, Schema, type Scope } from "effect"
+import {
+  Cause,
+  Data,
+  Duration,
+  Effect,
+  Fiber,
+  FiberSet,
+  Layer,
+  Ref,
+  Schema,
+  type Scope,
+  Semaphore,
+} from "effect"
 import { Db } from "./Db.ts"
 import { type JsMsg, Nats, type StreamBase } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
@@ -29,7 +41,10 @@ export interface ActorDefinition<A, R> {
   readonly stream: StreamBase
   /** DESIGN.md subject pattern without prefix and without the trailing partition token. */
   readonly subject: string
-  /** Publishers append `partitionOf(key, partitions)` as the last subject token. */
+  /**
+   * Publishers append `partitionOf(key, partitions)` as the last subject token. 0: the subject carries no
+   * partition token and one consumer takes all of it (for messages that need no order among themselves).
+   */
   readonly partitions: number
   readonly schema: Schema.Codec<A, unknown>
   readonly handle: (message: A, delivery: Delivery) => Effect.Effect<Outcome, never, R>
@@ -37,6 +52,11 @@ export interface ActorDefinition<A, R> {
   readonly ackWait?: Duration.Input
   /** A handler that dies this many times on one message gets it terminated and recorded. */
   readonly maxDefects?: number
+  /**
+   * Messages of one partition handled at once (its consumer's `max_ack_pending`); default 1, which keeps one
+   * key's messages in stream order. Raise it only for work whose messages need no order among themselves.
+   */
+  readonly concurrency?: number
 }
 
 /** How long one pull waits for a message; also how long stopping may wait for an idle partition. */
@@ -54,9 +74,10 @@ const readHeaders = (msg: JsMsg) => {
 }
 
 /**
- * Runs an actor over one durable pull consumer per partition, each with `max_ack_pending` 1: JetStream hands
- * out one message of a partition at a time, whichever process pulls it, so the messages of one key are
- * handled one at a time and in stream order across every process, while partitions run concurrently.
+ * Runs an actor over one durable pull consumer per partition, each with `max_ack_pending` 1 unless the actor
+ * asks for more concurrency: JetStream hands out one message of a partition at a time, whichever process pulls
+ * it, so the messages of one key are handled one at a time and in stream order across every process, while
+ * partitions run concurrently.
  * On scope close it stops pulling, lets in-flight handlers finish (naking what it cannot finish in time),
  * then returns.
  */
@@ -146,11 +167,13 @@ export const runActor = <A, R>(
         Effect.onInterrupt(() => Effect.sync(() => msg.nak())),
       )
 
+    const concurrency = actor.concurrency ?? 1
+
     /**
-     * One pull of one message at a time per partition, each pull expiring after `PULL_EXPIRES`: when the loop
-     * stops, no pull of ours is left waiting on the server, so no message can be handed to a process that is
-     * gone (it would sit unacknowledged until `ack_wait`); a message that arrives while stopping is nak'd back
-     * at once.
+     * One pull of one message at a time per partition, while fewer than `concurrency` are in hand, each pull
+     * expiring after `PULL_EXPIRES`: when the loop stops, no pull of ours is left waiting on the server, so no
+     * message can be handed to a process that is gone (it would sit unacknowledged until `ack_wait`); a
+     * message that arrives while stopping is nak'd back at once. Stopping waits for the messages in hand.
      */
     const consumePartition = (partition: number) =>
       Effect.gen(function* () {
@@ -158,18 +181,27 @@ export const runActor = <A, R>(
         yield* nats.ensureConsumer({
           stream,
           name,
-          filterSubject: nats.subject(`${actor.subject}.${partition}`),
+          filterSubject: nats.subject(
+            actor.partitions === 0 ? actor.subject : `${actor.subject}.${partition}`,
+          ),
           ackWait: actor.ackWait ?? "30 seconds",
-          maxAckPending: 1,
+          maxAckPending: concurrency,
         })
         const consumer = yield* Effect.promise(() => nats.js.consumers.get(stream, name))
+        const permits = yield* Semaphore.make(concurrency)
+        const inHand = yield* FiberSet.make()
         while (!(yield* Ref.get(stopping))) {
+          yield* permits.take(1)
           const msg = yield* Effect.promise(() => consumer.next({ expires: PULL_EXPIRES }))
-          if (msg === null) continue
-          if (yield* Ref.get(stopping)) msg.nak()
-          else yield* process(msg, partition)
+          if (msg === null || (yield* Ref.get(stopping))) {
+            msg?.nak()
+            yield* permits.release(1)
+            continue
+          }
+          yield* FiberSet.run(inHand, process(msg, partition).pipe(Effect.ensuring(permits.release(1))))
         }
-      })
+        yield* FiberSet.awaitEmpty(inHand)
+      }).pipe(Effect.scoped)
 
     const pullLoop = (partition: number) =>
       consumePartition(partition).pipe(
@@ -183,7 +215,7 @@ export const runActor = <A, R>(
       )
 
     const fibers = yield* Effect.forEach(
-      Array.from({ length: actor.partitions }, (_, i) => i),
+      Array.from({ length: Math.max(actor.partitions, 1) }, (_, i) => i),
       (partition) => Effect.forkDetach(pullLoop(partition)),
     )
     yield* Effect.addFinalizer(() =>
