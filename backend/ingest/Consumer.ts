@@ -1,11 +1,23 @@
 import { Effect, Layer, Schedule } from "effect"
-import { ack, type ActorDefinition, actorLayer } from "../platform/Actor.ts"
+import { ack, type ActorDefinition, actorLayer, type Delivery } from "../platform/Actor.ts"
 import { IngestEvent } from "./Domain.ts"
-import { HEADER_CLIENT, HEADER_RECEIVED_AT, Ingest, INGEST_PARTITIONS } from "./Ingest.ts"
+import { type ConsumedEvent, HEADER_CLIENT, HEADER_RECEIVED_AT, Ingest, INGEST_PARTITIONS } from "./Ingest.ts"
+
+/** Events of one partition applied in one transaction, at most. */
+export const INGEST_BATCH = 100
+
+const consumedOf = (event: IngestEvent, delivery: Delivery): ConsumedEvent => ({
+  event,
+  eventId: delivery.headers["Nats-Msg-Id"] ?? "",
+  receivedAt: delivery.headers[HEADER_RECEIVED_AT] ?? new Date(0).toISOString(),
+  clientId: delivery.headers[HEADER_CLIENT] ?? "",
+  streamSequence: delivery.streamSequence,
+})
 
 /**
- * The ingest actor: one durable consumer per partition of `ingest.<source>.<event_type>`, so one prospect's
- * events are applied one at a time and in the order the gateway stored them, across every process.
+ * The ingest actor: one durable consumer per partition of `ingest.<source>.<event_type>`, led by one process at a
+ * time, which applies up to `INGEST_BATCH` of its events in stream order in one transaction, so one prospect's
+ * events are applied in the order the gateway stored them, across every process.
  */
 export const ingestActor: ActorDefinition<IngestEvent, Ingest> = {
   name: "ingest",
@@ -14,15 +26,14 @@ export const ingestActor: ActorDefinition<IngestEvent, Ingest> = {
   partitions: INGEST_PARTITIONS,
   schema: IngestEvent,
   handle: (event, delivery) =>
-    Ingest.use((ingest) =>
-      ingest.consume({
-        event,
-        eventId: delivery.headers["Nats-Msg-Id"] ?? "",
-        receivedAt: delivery.headers[HEADER_RECEIVED_AT] ?? new Date(0).toISOString(),
-        clientId: delivery.headers[HEADER_CLIENT] ?? "",
-        streamSequence: delivery.streamSequence,
-      }),
-    ).pipe(Effect.as(ack)),
+    Ingest.use((ingest) => ingest.consume(consumedOf(event, delivery))).pipe(Effect.as(ack)),
+  batch: {
+    size: INGEST_BATCH,
+    handle: (messages) =>
+      Ingest.use((ingest) =>
+        ingest.consumeBatch(messages.map(({ message, delivery }) => consumedOf(message, delivery))),
+      ).pipe(Effect.map((outcomes) => outcomes.map(() => ack))),
+  },
 }
 
 /** The ingest actor, and the hourly prune of ingest log records past their retention. */

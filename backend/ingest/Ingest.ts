@@ -13,7 +13,8 @@ import {
 import { Nats } from "../platform/Nats.ts"
 import { partitionedSubject } from "../platform/Partition.ts"
 import { decodeFields, joinedMessages } from "../platform/Validation.ts"
-import { Prospects, validate } from "../prospects/Prospects.ts"
+import { ProspectInvalid } from "../prospects/Domain.ts"
+import { checkFields, type EventWrite, Prospects } from "../prospects/Prospects.ts"
 import { Sources } from "../prospects/Sources.ts"
 import {
   type EventMapping,
@@ -24,7 +25,7 @@ import {
   type SourceMapping,
 } from "./Domain.ts"
 import { eventTime, extractFields, parseMapping } from "./Mapping.ts"
-import { IngestRepo, type IngestLogFilter } from "./Repo.ts"
+import { type IngestLogEntry, IngestRepo, type IngestLogFilter } from "./Repo.ts"
 
 /** Partitions of `ingest.<source>.<event_type>`: one prospect's events land in one, in order. */
 export const INGEST_PARTITIONS = 16
@@ -86,6 +87,94 @@ export interface ConsumedEvent {
   readonly receivedAt: string
   readonly clientId: string
   readonly streamSequence: number
+}
+
+interface Found {
+  readonly sourceProspectId?: string
+  readonly occurredAt?: Date
+  readonly prospectId?: string
+}
+
+/** An event's log record. */
+const entryOf = (
+  consumed: ConsumedEvent,
+  outcome: IngestOutcome,
+  reason: string | null,
+  found: Found,
+): IngestLogEntry & { readonly outcome: IngestOutcome } => ({
+  event_id: consumed.eventId,
+  received_at: consumed.receivedAt,
+  source: consumed.event.source,
+  event_type: consumed.event.event_type,
+  source_prospect_id: found.sourceProspectId ?? null,
+  occurred_at: found.occurredAt?.toISOString() ?? null,
+  outcome,
+  reason,
+  prospect_id: found.prospectId ?? null,
+  stream_seq: consumed.streamSequence,
+})
+
+const ignored = (consumed: ConsumedEvent, reason: string, found: Found) => ({
+  entry: entryOf(consumed, "ignored", reason, found),
+})
+
+/**
+ * What can be told of an event without the database: ignored (NUL, unmapped type, a required field missing), or
+ * the prospect key, building and time it is about, with the prospect fields it carries.
+ */
+const plan = (consumed: ConsumedEvent, mappings: SourceMapping) => {
+  const { event } = consumed
+  // Postgres cannot store U+0000: the event is refused like any other value, not retried into dead letters.
+  if (holdsNul(event.payload)) {
+    return ignored(consumed, "payload holds a NUL character (\\u0000), which no field accepts", {})
+  }
+  const mapping = mappings[event.event_type]
+  if (mapping === undefined) {
+    return ignored(consumed, `no mapping for event type ${event.event_type} on source ${event.source}`, {})
+  }
+  const fields = extractFields(mapping, event.payload)
+  const sourceProspectId = identifier(fields.source_prospect_id)
+  const pmsPropertyId = identifier(fields.pms_property_id)
+  const occurredAt = eventTime(fields.occurred_at)
+  const found = {
+    ...(sourceProspectId === undefined ? {} : { sourceProspectId }),
+    ...(occurredAt === undefined ? {} : { occurredAt }),
+  }
+  const missing = [
+    ...(sourceProspectId === undefined ? [`source_prospect_id at ${mapping.source_prospect_id}`] : []),
+    ...(pmsPropertyId === undefined ? [`pms_property_id at ${mapping.pms_property_id}`] : []),
+    ...(occurredAt === undefined ? [`a timestamp occurred_at at ${mapping.occurred_at}`] : []),
+  ]
+  if (missing.length > 0) return ignored(consumed, `payload has no ${missing.join(", ")}`, found)
+  const { occurred_at: _, earliest_move_in_date: moveIn, ...prospectFields } = fields
+  return {
+    consumed,
+    found,
+    pmsPropertyId: pmsPropertyId!,
+    occurredAt: occurredAt!,
+    raw: {
+      ...(moveIn === undefined ? {} : { lease_start_date: moveIn }),
+      ...prospectFields,
+      source: event.source,
+      source_prospect_id: sourceProspectId,
+      pms_property_id: pmsPropertyId,
+    },
+  }
+}
+
+/** The batch cut before each event whose id already appeared in the current run. */
+const runsOfDistinctIds = (batch: ReadonlyArray<ConsumedEvent>) => {
+  const runs: Array<Array<ConsumedEvent>> = []
+  let ids = new Set<string>()
+  for (const consumed of batch) {
+    if (runs.length === 0 || ids.has(consumed.eventId)) {
+      runs.push([])
+      ids = new Set()
+    }
+    ids.add(consumed.eventId)
+    runs.at(-1)!.push(consumed)
+  }
+  return runs
 }
 
 export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/Ingest", {
@@ -165,126 +254,106 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
       return { status_code: 202 as const, event_id: id }
     })
 
-    /**
-     * The ingest actor's work for one event: map it, find its owner, and upsert the prospect as the REST API
-     * does, in one transaction with its log record. Whatever happens is logged; nothing reaches the partner
-     * but the prospect's own events.
-     */
-    const consume = Effect.fn("Ingest.consume")(function* (consumed: ConsumedEvent) {
-      const { event } = consumed
-      const entry = (
-        outcome: IngestOutcome,
-        reason: string | null,
-        found: {
-          readonly sourceProspectId?: string
-          readonly occurredAt?: Date
-          readonly prospectId?: string
-        },
-      ) =>
-        repo
-          .record({
-            event_id: consumed.eventId,
-            received_at: consumed.receivedAt,
-            source: event.source,
-            event_type: event.event_type,
-            source_prospect_id: found.sourceProspectId ?? null,
-            occurred_at: found.occurredAt?.toISOString() ?? null,
-            outcome,
-            reason,
-            prospect_id: found.prospectId ?? null,
-            stream_seq: consumed.streamSequence,
-          })
-          .pipe(Effect.as(outcome))
-
-      // Postgres cannot store U+0000: the event is refused like any other value, not retried into dead letters.
-      if (holdsNul(event.payload)) {
-        return yield* entry("ignored", "payload holds a NUL character (\\u0000), which no field accepts", {})
-      }
-      const mapping = (yield* cachedMapping(event.source))[event.event_type]
-      if (mapping === undefined) {
-        return yield* entry(
-          "ignored",
-          `no mapping for event type ${event.event_type} on source ${event.source}`,
-          {},
+    /** One run of events with no event id twice: `consumeBatch` minus the splitting. */
+    const consumeRun = (run: ReadonlyArray<ConsumedEvent>) =>
+      Effect.gen(function* () {
+        const mappings = new Map<string, SourceMapping>()
+        for (const { event } of run) {
+          if (!mappings.has(event.source)) mappings.set(event.source, yield* cachedMapping(event.source))
+        }
+        const planned = run.map((consumed) => plan(consumed, mappings.get(consumed.event.source)!))
+        const candidates = planned.flatMap((p) => ("entry" in p ? [] : [p]))
+        const pairs = new Map(
+          candidates.map((c) => {
+            const asked = { clientId: c.consumed.clientId, pmsPropertyId: c.pmsPropertyId }
+            return [JSON.stringify([asked.clientId, asked.pmsPropertyId]), asked] as const
+          }),
         )
-      }
-      const fields = extractFields(mapping, event.payload)
-      const sourceProspectId = identifier(fields.source_prospect_id)
-      const pmsPropertyId = identifier(fields.pms_property_id)
-      const occurredAt = eventTime(fields.occurred_at)
-      const found = {
-        ...(sourceProspectId === undefined ? {} : { sourceProspectId }),
-        ...(occurredAt === undefined ? {} : { occurredAt }),
-      }
-      const missing = [
-        ...(sourceProspectId === undefined ? [`source_prospect_id at ${mapping.source_prospect_id}`] : []),
-        ...(pmsPropertyId === undefined ? [`pms_property_id at ${mapping.pms_property_id}`] : []),
-        ...(occurredAt === undefined ? [`a timestamp occurred_at at ${mapping.occurred_at}`] : []),
-      ]
-      if (missing.length > 0) return yield* entry("ignored", `payload has no ${missing.join(", ")}`, found)
+        const codes = [...new Set(candidates.map((c) => c.consumed.event.source))]
+        // Independent reads, pipelined on the transaction's connection.
+        const [applied, owners, found] = yield* Effect.all(
+          [
+            repo.appliedAmong(candidates.map((c) => c.consumed.eventId)),
+            repo.ownersWithProperties([...pairs.values()]),
+            Effect.forEach(codes, (code) => sources.find(code), { concurrency: "unbounded" }),
+          ],
+          { concurrency: "unbounded" },
+        )
+        const sourceOf = new Map(codes.map((code, i) => [code, found[i]]))
 
-      return yield* db.transaction(
-        Effect.gen(function* () {
-          // Independent reads, pipelined on the transaction's connection.
-          const [applied, owners, source] = yield* Effect.all(
-            [
-              repo.alreadyApplied(consumed.eventId),
-              repo.ownersWithProperty(consumed.clientId, pmsPropertyId!),
-              sources.find(event.source),
-            ],
-            { concurrency: "unbounded" },
-          )
-          if (applied) return yield* entry("duplicate", "this event was already applied", found)
-          if (owners.length !== 1) {
-            return yield* entry(
+        // Each candidate either ends here (duplicate, ignored) or becomes a write, in stream order.
+        const writes: Array<EventWrite> = []
+        const decided = planned.map((p) => {
+          if ("entry" in p) return p.entry
+          const { consumed, found } = p
+          if (applied.has(consumed.eventId)) {
+            return entryOf(consumed, "duplicate", "this event was already applied", found)
+          }
+          const owned = owners.get(JSON.stringify([consumed.clientId, p.pmsPropertyId])) ?? []
+          if (owned.length !== 1) {
+            return entryOf(
+              consumed,
               "ignored",
-              owners.length === 0
-                ? `unknown pms_property_id ${pmsPropertyId}`
-                : `pms_property_id ${pmsPropertyId} is a building of several owners (${owners.map((o) => o.slug).join(", ")})`,
+              owned.length === 0
+                ? `unknown pms_property_id ${p.pmsPropertyId}`
+                : `pms_property_id ${p.pmsPropertyId} is a building of several owners (${owned.map((o) => o.slug).join(", ")})`,
               found,
             )
           }
-          const { occurred_at: _, earliest_move_in_date: moveIn, ...prospectFields } = fields
-          const raw = {
-            ...(moveIn === undefined ? {} : { lease_start_date: moveIn }),
-            ...prospectFields,
-            source: event.source,
-            source_prospect_id: sourceProspectId,
-            pms_property_id: pmsPropertyId,
+          const input = checkFields(p.raw)
+          if (input instanceof ProspectInvalid) {
+            return entryOf(consumed, "ignored", Object.values(input.fields).join("; "), found)
           }
-          const outcome = yield* Effect.gen(function* () {
-            const input = yield* validate(raw)
-            const owner = owners[0]!
-            if (source === undefined)
-              return { outcome: "ignored" as const, reason: `unknown source ${event.source}` }
-            const saved = yield* prospects.save({
-              owner,
-              source,
-              input,
-              nested: {},
-              caller: { clientId: consumed.clientId, scopes: new Set() },
-              occurredAt: occurredAt!,
-            })
-            return saved.stale
-              ? {
-                  outcome: "stale" as const,
-                  reason: "a newer event was already applied",
-                  prospectId: saved.id,
-                }
-              : { outcome: "applied" as const, reason: null, prospectId: saved.id }
-          }).pipe(
-            Effect.catchTag("ProspectInvalid", (error) =>
-              Effect.succeed({ outcome: "ignored" as const, reason: Object.values(error.fields).join("; ") }),
-            ),
-          )
-          return yield* entry(outcome.outcome, outcome.reason, {
-            ...found,
-            ...("prospectId" in outcome && outcome.prospectId !== undefined
-              ? { prospectId: outcome.prospectId }
-              : {}),
+          const source = sourceOf.get(consumed.event.source)
+          if (source === undefined) {
+            return entryOf(consumed, "ignored", `unknown source ${consumed.event.source}`, found)
+          }
+          writes.push({
+            owner: owned[0]!,
+            source,
+            input,
+            clientId: consumed.clientId,
+            occurredAt: p.occurredAt,
           })
+          return { write: writes.length - 1, consumed, found }
+        })
+        const results = yield* prospects.saveEvents(writes)
+        const entries = decided.map((d) => {
+          if (!("write" in d)) return d
+          const result = results[d.write]!
+          return result.outcome === "refused"
+            ? entryOf(d.consumed, "ignored", Object.values(result.error.fields).join("; "), d.found)
+            : entryOf(
+                d.consumed,
+                result.outcome,
+                result.outcome === "stale" ? "a newer event was already applied" : null,
+                { ...d.found, prospectId: result.id },
+              )
+        })
+        yield* repo.recordAll(entries)
+        return entries.map((e) => e.outcome)
+      })
+
+    /**
+     * The ingest actor's work for a batch of events, in stream order: map each, find their owners, and write their
+     * prospects as the REST API does (a later event of a prospect after an earlier one), in one transaction with
+     * their log records; one outcome per event. Whatever happens is logged; nothing reaches the partner but the
+     * prospects' own events.
+     */
+    const consumeBatch = Effect.fn("Ingest.consumeBatch")(function* (batch: ReadonlyArray<ConsumedEvent>) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const outcomes: Array<IngestOutcome> = []
+          // An event twice in a batch: the second copy must see the first one's log record, so it starts a run.
+          for (const run of runsOfDistinctIds(batch)) outcomes.push(...(yield* consumeRun(run)))
+          return outcomes
         }),
       )
+    })
+
+    /** `consumeBatch` of one event. */
+    const consume = Effect.fn("Ingest.consume")(function* (consumed: ConsumedEvent) {
+      return (yield* consumeBatch([consumed]))[0]!
     })
 
     /** Operators: the source's mappings become exactly those of the file (a JSON object by event type). */
@@ -302,6 +371,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
     return {
       accept,
       consume,
+      consumeBatch,
       setMapping,
       mapping: (source: string) => repo.mappings(source),
       log: (filter: IngestLogFilter) => repo.log(filter),

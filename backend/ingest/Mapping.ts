@@ -5,14 +5,31 @@ const EVENT_TYPE = /^[A-Za-z][A-Za-z0-9_]{0,63}$/
 /** Whether `pointer` is a JSON Pointer (RFC 6901): empty, or `/`-separated tokens with only `~0` / `~1` escapes. */
 export const isPointer = (pointer: string) => pointer === "" || /^(\/([^~]|~[01])*)+$/.test(pointer)
 
+/** A pointer's reference tokens, unescaped; pointers are few (a source's mappings), so each is split once. */
+const tokensOf = (() => {
+  const parsed = new Map<string, ReadonlyArray<string>>()
+  return (pointer: string) => {
+    let tokens = parsed.get(pointer)
+    if (tokens === undefined) {
+      tokens = pointer
+        .slice(1)
+        .split("/")
+        .map((raw) => raw.replaceAll("~1", "/").replaceAll("~0", "~"))
+      if (parsed.size < 10_000) parsed.set(pointer, tokens)
+    }
+    return tokens
+  }
+})()
+
+const ARRAY_INDEX = /^(0|[1-9][0-9]*)$/
+
 /** The value `pointer` names in `document`, or undefined when it names nothing. */
 export const resolvePointer = (document: unknown, pointer: string): unknown => {
   if (pointer === "") return document
   let current = document
-  for (const raw of pointer.slice(1).split("/")) {
-    const token = raw.replaceAll("~1", "/").replaceAll("~0", "~")
+  for (const token of tokensOf(pointer)) {
     if (Array.isArray(current)) {
-      if (!/^(0|[1-9][0-9]*)$/.test(token)) return undefined
+      if (!ARRAY_INDEX.test(token)) return undefined
       current = current[Number(token)]
     } else if (typeof current === "object" && current !== null && Object.hasOwn(current, token)) {
       current = (current as Record<string, unknown>)[token]
@@ -59,13 +76,14 @@ export const parseMapping = (
 }
 
 /** The mapped fields found in `payload` (a field whose pointer names nothing is left out). */
-export const extractFields = (mapping: EventMapping, payload: unknown): Record<string, unknown> =>
-  Object.fromEntries(
-    Object.entries(mapping).flatMap(([field, pointer]) => {
-      const value = resolvePointer(payload, pointer)
-      return value === undefined ? [] : [[field, value]]
-    }),
-  )
+export const extractFields = (mapping: EventMapping, payload: unknown): Record<string, unknown> => {
+  const fields: Record<string, unknown> = {}
+  for (const field in mapping) {
+    const value = resolvePointer(payload, mapping[field]!)
+    if (value !== undefined) fields[field] = value
+  }
+  return fields
+}
 
 /**
  * An event time as partners send it: an ISO 8601 timestamp with a zone, or Unix time in seconds or

@@ -3,6 +3,8 @@ import { Db } from "../platform/Db.ts"
 import { OWNER_COLUMNS, type OwnerRow } from "../roster/Repo.ts"
 import type { IngestOutcome, SourceMapping } from "./Domain.ts"
 
+const OWNER_SELECT = OWNER_COLUMNS.map((column) => `o.${column}`).join(", ")
+
 export interface IngestLogEntry {
   readonly event_id: string
   readonly received_at: string
@@ -52,44 +54,71 @@ export class IngestRepo extends Context.Service<IngestRepo>()("partner-service/i
             ),
           ]),
         ),
-      /** Whether an event with this id was already applied (or found stale) to its prospect. */
-      alreadyApplied: (eventId: string) =>
-        db
-          .query(
-            (sql) => sql<Array<{ one: number }>>`
-              select 1 as one from ingest_log where event_id = ${eventId} and outcome in ('applied', 'stale')
-              limit 1`,
-          )
-          .pipe(Effect.map((rows) => rows.length > 0)),
-      /** The owners granted to `clientId` that have a building with this PMS property id. */
-      ownersWithProperty: (clientId: string, pmsPropertyId: string) =>
-        db.query(
-          (sql) => sql<Array<OwnerRow>>`
-            select ${sql(OWNER_COLUMNS)} from owners
-            where id in (
-              select g.owner_id from client_owner_grants g
-              join properties p on p.owner_id = g.owner_id and p.pms_property_id = ${pmsPropertyId}
-              where g.client_id = ${clientId}
-                and (g.buildings is null or ${pmsPropertyId} = any(g.buildings)))
-            order by slug`,
-        ),
-      record: (entry: IngestLogEntry) =>
-        db.query(
-          (sql) => sql`
-            insert into ingest_log ${sql(
-              entry as never,
-              "event_id",
-              "received_at",
-              "source",
-              "event_type",
-              "source_prospect_id",
-              "occurred_at",
-              "outcome",
-              "reason",
-              "prospect_id",
-              "stream_seq",
-            )}`,
-        ),
+      /** Which of these event ids were already applied (or found stale) to their prospect. */
+      appliedAmong: (eventIds: ReadonlyArray<string>) =>
+        eventIds.length === 0
+          ? Effect.succeed(new Set<string>())
+          : db
+              .query(
+                (sql) => sql<Array<{ event_id: string }>>`
+                  select distinct event_id from ingest_log
+                  where event_id = any(${sql.array([...eventIds])}::text[]) and outcome in ('applied', 'stale')`,
+              )
+              .pipe(Effect.map((rows) => new Set(rows.map((r) => r.event_id)))),
+      /**
+       * For each (client, PMS property id) asked, the owners granted to the client that have a building with that
+       * id, by slug; keyed `JSON.stringify([clientId, pmsPropertyId])`.
+       */
+      ownersWithProperties: (
+        asked: ReadonlyArray<{ readonly clientId: string; readonly pmsPropertyId: string }>,
+      ) =>
+        asked.length === 0
+          ? Effect.succeed(new Map<string, Array<OwnerRow>>())
+          : db
+              .query(
+                (sql) => sql<
+                  Array<OwnerRow & { readonly asked_client: string; readonly asked_property: string }>
+                >`
+                  select q.client_id as asked_client, q.pms_property_id as asked_property, ${sql.unsafe(OWNER_SELECT)}
+                  from unnest(${sql.array(asked.map((a) => a.clientId))}::text[],
+                              ${sql.array(asked.map((a) => a.pmsPropertyId))}::text[]) as q(client_id, pms_property_id)
+                  join client_owner_grants g on g.client_id = q.client_id
+                    and (g.buildings is null or q.pms_property_id = any(g.buildings))
+                  join owners o on o.id = g.owner_id
+                  where exists (
+                    select 1 from properties p where p.owner_id = g.owner_id and p.pms_property_id = q.pms_property_id)
+                  order by o.slug`,
+              )
+              .pipe(
+                Effect.map((rows) => {
+                  const out = new Map<string, Array<OwnerRow>>()
+                  for (const { asked_client, asked_property, ...owner } of rows) {
+                    const key = JSON.stringify([asked_client, asked_property])
+                    out.set(key, [...(out.get(key) ?? []), owner])
+                  }
+                  return out
+                }),
+              ),
+      /** Log records, written in the order given. */
+      recordAll: (entries: ReadonlyArray<IngestLogEntry>) =>
+        entries.length === 0
+          ? Effect.void
+          : db.query(
+              (sql) => sql`
+                insert into ingest_log ${sql(
+                  entries as never,
+                  "event_id",
+                  "received_at",
+                  "source",
+                  "event_type",
+                  "source_prospect_id",
+                  "occurred_at",
+                  "outcome",
+                  "reason",
+                  "prospect_id",
+                  "stream_seq",
+                )}`,
+            ),
       log: (filter: IngestLogFilter) =>
         db
           .query(

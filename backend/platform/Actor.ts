@@ -11,7 +11,7 @@ import {
   type Scope,
   Semaphore,
 } from "effect"
-import { Db } from "./Db.ts"
+import { Db, type Sql } from "./Db.ts"
 import { type JsMsg, Nats, type StreamBase } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 
@@ -33,6 +33,22 @@ export interface Delivery {
   /** 1 on first delivery. */
   readonly deliveryCount: number
   readonly headers: Readonly<Record<string, string>>
+}
+
+/** A decoded message with its delivery, as a batch handler gets it. */
+export interface Delivered<A> {
+  readonly message: A
+  readonly delivery: Delivery
+}
+
+export interface ActorBatch<A, R> {
+  /** Most messages one batch holds (the consumer's `max_ack_pending`). */
+  readonly size: number
+  /**
+   * Handles the batch, in stream order (later messages of a key after earlier ones), and returns one outcome per
+   * message, in the same order; messages are settled only after it returns (after its commit).
+   */
+  readonly handle: (messages: ReadonlyArray<Delivered<A>>) => Effect.Effect<ReadonlyArray<Outcome>, never, R>
 }
 
 export interface ActorDefinition<A, R> {
@@ -57,11 +73,25 @@ export interface ActorDefinition<A, R> {
    * key's messages in stream order. Raise it only for work whose messages need no order among themselves.
    */
   readonly concurrency?: number
+  /**
+   * Batch mode: one process at a time leads each partition (a Postgres advisory lock held by a connection of its
+   * own) and pulls up to `size` of its messages at once for `batch.handle`. A batch that dies, or answers with the
+   * wrong number of outcomes, is handled again one message at a time with `handle`, so one poison message cannot
+   * hold back the others. `concurrency` does not apply.
+   */
+  readonly batch?: ActorBatch<A, R>
 }
 
 /** How long one pull waits for a message; also how long stopping may wait for an idle partition. */
 const PULL_EXPIRES = 1000
 const DRAIN_TIMEOUT = "8 seconds"
+/** How often a process tries to take the partitions no process leads, and checks it still holds its own. */
+const LEASE_INTERVAL = "1 second"
+/** How long a partition loop waits before looking again whether its process leads the partition. */
+const LEASE_WAIT = "200 millis"
+/** Key spaces (first key of the two-key advisory locks) of the partition leases and of the processes' presence. */
+const ACTOR_LEASE_LOCK = 7_239_300
+const ACTOR_PRESENCE_LOCK = 7_239_301
 const decoder = new TextDecoder()
 
 /** Backoff for a handler that died: 1 s, 2 s, 4 s ... capped at one minute. */
@@ -73,11 +103,109 @@ const readHeaders = (msg: JsMsg) => {
   return out
 }
 
+type Reserved = Awaited<ReturnType<Sql["reserve"]>>
+
+/**
+ * Which partitions of a batch actor this process leads: a session advisory lock per partition, all held by one
+ * reserved connection, so a process that dies (its connection closes) lets another take its partitions within
+ * `LEASE_INTERVAL`. Every process running the actor also holds a shared "presence" lock, so each knows how many
+ * run it and leads at most its fair share, letting go of the rest between two batches: partitions spread over
+ * the processes as they start and stop. Unlocked when the scope closes, after the work in hand is settled.
+ */
+const partitionLeases = (actor: string, partitions: number) =>
+  Effect.gen(function* () {
+    const db = yield* Db
+    const held = new Set<number>()
+    const leaving = new Set<number>()
+    const all = Array.from({ length: partitions }, (_, i) => i)
+    let backend: number | undefined
+    const connection: Reserved = yield* Effect.acquireRelease(
+      db.query<Reserved>((sql) => sql.reserve()),
+      (reserved) =>
+        Effect.promise(async () => {
+          held.clear()
+          await reserved.unsafe("select pg_advisory_unlock_all()").catch(() => undefined)
+          reserved.release()
+        }),
+    )
+    const present = () =>
+      connection.unsafe("select pg_advisory_lock_shared($1, hashtext($2))", [ACTOR_PRESENCE_LOCK, actor])
+    yield* Effect.promise(present)
+    const renew = Effect.promise(async () => {
+      const [row] = await connection.unsafe<Array<{ pid: number; processes: number }>>(
+        `select pg_backend_pid() as pid,
+                (select count(*)::int from pg_locks
+                 where locktype = 'advisory' and mode = 'ShareLock' and granted
+                   and database = (select oid from pg_database where datname = current_database())
+                   and classid = $1::oid and objid = hashtext($2)::oid and objsubid = 2) as processes`,
+        [ACTOR_PRESENCE_LOCK, actor],
+      )
+      // A new backend means the connection was re-established: the locks of the old session are gone.
+      if (backend !== undefined && row!.pid !== backend) {
+        held.clear()
+        leaving.clear()
+        await present()
+      }
+      backend = row!.pid
+      const fair = Math.ceil(partitions / Math.max(row!.processes, 1))
+      const leading = [...held].filter((p) => !leaving.has(p))
+      // Beyond the fair share: let go of the highest partitions (each once its batch in hand is settled).
+      for (const p of leading.sort((x, y) => y - x).slice(0, Math.max(0, leading.length - fair)))
+        leaving.add(p)
+      const room = fair - (held.size - leaving.size)
+      if (room <= 0) return
+      const [taken] = await connection.unsafe<Array<{ got: Array<number> }>>(
+        `select array(select p from unnest($3::int[]) p
+                      where pg_try_advisory_lock($1, hashtext($2 || '_p' || p)) limit $4) as got`,
+        [ACTOR_LEASE_LOCK, actor, all.filter((p) => !held.has(p)), room],
+      )
+      for (const partition of taken!.got) held.add(partition)
+    }).pipe(
+      Effect.catchCause((cause) =>
+        Effect.sync(() => {
+          held.clear()
+          leaving.clear()
+        }).pipe(
+          Effect.andThen(
+            Effect.logWarning("actor lease check failed").pipe(
+              Effect.annotateLogs({ actor, cause: String(Cause.squash(cause)) }),
+            ),
+          ),
+        ),
+      ),
+    )
+    /** Called by a partition's loop between batches: lets the partition go if it is to be let go. */
+    const settle = (partition: number) =>
+      leaving.has(partition)
+        ? Effect.promise(() =>
+            connection.unsafe("select pg_advisory_unlock($1, hashtext($2 || '_p' || $3::int))", [
+              ACTOR_LEASE_LOCK,
+              actor,
+              partition,
+            ]),
+          ).pipe(
+            Effect.exit,
+            Effect.andThen(
+              Effect.sync(() => {
+                held.delete(partition)
+                leaving.delete(partition)
+              }),
+            ),
+          )
+        : Effect.void
+    yield* renew
+    yield* Effect.forkScoped(Effect.forever(Effect.sleep(LEASE_INTERVAL).pipe(Effect.andThen(renew))))
+    return { leads: (partition: number) => held.has(partition) && !leaving.has(partition), settle }
+  })
+
+type Leases = Effect.Success<ReturnType<typeof partitionLeases>>
+
 /**
  * Runs an actor over one durable pull consumer per partition, each with `max_ack_pending` 1 unless the actor
  * asks for more concurrency: JetStream hands out one message of a partition at a time, whichever process pulls
  * it, so the messages of one key are handled one at a time and in stream order across every process, while
- * partitions run concurrently.
+ * partitions run concurrently. In batch mode only the process leading a partition pulls from it, up to the batch
+ * size at once, and hands each batch to the handler in stream order.
  * On scope close it stops pulling, lets in-flight handlers finish (naking what it cannot finish in time),
  * then returns.
  */
@@ -91,6 +219,7 @@ export const runActor = <A, R>(
     const decode = Schema.decodeUnknownEffect(Schema.fromJsonString(actor.schema))
     const maxDefects = actor.maxDefects ?? 5
     const stopping = yield* Ref.make(false)
+    const isStopping = Ref.get(stopping)
 
     const recordDeadLetter = (msg: JsMsg, reason: string) =>
       db.query(
@@ -129,53 +258,125 @@ export const runActor = <A, R>(
       return settle(msg, term(`undecodable: ${reason}`))
     }
 
-    const process = (msg: JsMsg, partition: number) =>
+    /** Counts the delivery and decodes it; an undecodable message is terminated here (undefined). */
+    const received = (msg: JsMsg, partition: number) =>
       Effect.gen(function* () {
         const deliveryCount = msg.info.deliveryCount
         if (deliveryCount > 1) metrics.actorRedelivered.inc({ actor: actor.name })
         metrics.actorLag.set({ actor: actor.name, partition: String(partition) }, msg.info.pending)
         const decoded = yield* decode(decoder.decode(msg.data)).pipe(Effect.result)
-        if (decoded._tag === "Failure") return yield* poison(msg, decoded.failure.message)
+        if (decoded._tag === "Failure") {
+          yield* poison(msg, decoded.failure.message)
+          return undefined
+        }
         const delivery: Delivery = {
           subject: nats.unprefixed(msg.subject),
           streamSequence: msg.seq,
           deliveryCount,
           headers: readHeaders(msg),
         }
-        const outcome = yield* actor.handle(decoded.success, delivery).pipe(
-          Effect.catchCause((cause) =>
-            Effect.gen(function* () {
-              metrics.actorFailed.inc({ actor: actor.name, reason: "defect" })
-              yield* Effect.logError("actor handler died").pipe(
-                Effect.annotateLogs({
-                  actor: actor.name,
-                  seq: msg.seq,
-                  deliveryCount,
-                  cause: Cause.pretty(cause),
-                }),
-              )
-              return deliveryCount >= maxDefects
-                ? term(`handler died ${deliveryCount} times: ${Cause.pretty(cause).split("\n")[0]}`)
-                : nak(defectDelay(deliveryCount))
-            }),
-          ),
-        )
-        yield* settle(msg, outcome)
+        return { msg, message: decoded.success, delivery }
+      })
+
+    /** The single handler's outcome; a handler that dies is retried with backoff, then terminated. */
+    const handleOne = (item: Delivered<A> & { readonly msg: JsMsg }) =>
+      actor.handle(item.message, item.delivery).pipe(
+        Effect.catchCause((cause) =>
+          Effect.gen(function* () {
+            const deliveryCount = item.delivery.deliveryCount
+            metrics.actorFailed.inc({ actor: actor.name, reason: "defect" })
+            yield* Effect.logError("actor handler died").pipe(
+              Effect.annotateLogs({
+                actor: actor.name,
+                seq: item.msg.seq,
+                deliveryCount,
+                cause: Cause.pretty(cause),
+              }),
+            )
+            return deliveryCount >= maxDefects
+              ? term(`handler died ${deliveryCount} times: ${Cause.pretty(cause).split("\n")[0]}`)
+              : nak(defectDelay(deliveryCount))
+          }),
+        ),
+      )
+
+    const process = (msg: JsMsg, partition: number) =>
+      Effect.gen(function* () {
+        const item = yield* received(msg, partition)
+        if (item !== undefined) yield* settle(msg, yield* handleOne(item))
       }).pipe(
         Effect.withSpan(`Actor.${actor.name}`),
         // Only a drain timeout interrupts a handler: hand the message back at once rather than after ack_wait.
         Effect.onInterrupt(() => Effect.sync(() => msg.nak())),
       )
 
-    const concurrency = actor.concurrency ?? 1
+    /** The batch handler's outcomes, or undefined when it died or miscounted (logged and counted). */
+    const handleWhole = (
+      batch: ActorBatch<A, R>,
+      items: ReadonlyArray<Delivered<A>>,
+      partition: number,
+    ): Effect.Effect<ReadonlyArray<Outcome> | undefined, never, R> =>
+      batch.handle(items).pipe(
+        Effect.flatMap((outcomes) =>
+          outcomes.length === items.length
+            ? Effect.succeed(outcomes)
+            : Effect.die(new Error(`${outcomes.length} outcomes for ${items.length} messages`)),
+        ),
+        Effect.catchCause((cause) =>
+          Effect.gen(function* () {
+            metrics.actorFailed.inc({ actor: actor.name, reason: "batch" })
+            yield* Effect.logWarning("actor batch failed; handling its messages one at a time").pipe(
+              Effect.annotateLogs({
+                actor: actor.name,
+                partition,
+                messages: items.length,
+                cause: Cause.pretty(cause).split("\n")[0],
+              }),
+            )
+            return undefined
+          }),
+        ),
+      )
 
     /**
-     * One pull of one message at a time per partition, while fewer than `concurrency` are in hand, each pull
-     * expiring after `PULL_EXPIRES`: when the loop stops, no pull of ours is left waiting on the server, so no
-     * message can be handed to a process that is gone (it would sit unacknowledged until `ack_wait`); a
-     * message that arrives while stopping is nak'd back at once. Stopping waits for the messages in hand.
+     * One batch: decoded in order, handed whole to the batch handler, each message settled with its outcome after
+     * the handler returned. A batch handler that dies hands the batch to the single handler, one message at a
+     * time in stream order, so a poison message only retries (and is terminated) by itself.
      */
-    const consumePartition = (partition: number) =>
+    const processBatch = (
+      batch: ActorBatch<A, R>,
+      msgs: ReadonlyArray<JsMsg>,
+      partition: number,
+    ): Effect.Effect<void, never, R> => {
+      const settled = new Set<JsMsg>()
+      const settleOnce = (msg: JsMsg, outcome: Outcome) =>
+        settle(msg, outcome).pipe(Effect.ensuring(Effect.sync(() => settled.add(msg))))
+      return Effect.gen(function* () {
+        const items: Array<Delivered<A> & { readonly msg: JsMsg }> = []
+        for (const msg of msgs) {
+          const item = yield* received(msg, partition)
+          if (item === undefined) settled.add(msg)
+          else items.push(item)
+        }
+        const outcomes = items.length > 1 ? yield* handleWhole(batch, items, partition) : undefined
+        for (const [i, item] of items.entries()) {
+          let outcome = outcomes?.[i]
+          if (outcome === undefined) outcome = yield* handleOne(item)
+          yield* settleOnce(item.msg, outcome)
+        }
+      }).pipe(
+        Effect.withSpan(`Actor.${actor.name}.batch`),
+        // Only a drain timeout interrupts a batch: hand back at once what was not settled.
+        Effect.onInterrupt(() =>
+          Effect.sync(() => {
+            for (const msg of msgs) if (!settled.has(msg)) msg.nak()
+          }),
+        ),
+      )
+    }
+
+    const concurrency = actor.concurrency ?? 1
+    const consumerFor = (partition: number, maxAckPending: number) =>
       Effect.gen(function* () {
         const name = `${actor.name}_p${partition}`
         yield* nats.ensureConsumer({
@@ -185,15 +386,26 @@ export const runActor = <A, R>(
             actor.partitions === 0 ? actor.subject : `${actor.subject}.${partition}`,
           ),
           ackWait: actor.ackWait ?? "30 seconds",
-          maxAckPending: concurrency,
+          maxAckPending,
         })
-        const consumer = yield* Effect.promise(() => nats.js.consumers.get(stream, name))
+        return yield* Effect.promise(() => nats.js.consumers.get(stream, name))
+      })
+
+    /**
+     * One pull of one message at a time per partition, while fewer than `concurrency` are in hand, each pull
+     * expiring after `PULL_EXPIRES`: when the loop stops, no pull of ours is left waiting on the server, so no
+     * message can be handed to a process that is gone (it would sit unacknowledged until `ack_wait`); a
+     * message that arrives while stopping is nak'd back at once. Stopping waits for the messages in hand.
+     */
+    const consumePartition = (partition: number) =>
+      Effect.gen(function* () {
+        const consumer = yield* consumerFor(partition, concurrency)
         const permits = yield* Semaphore.make(concurrency)
         const inHand = yield* FiberSet.make()
-        while (!(yield* Ref.get(stopping))) {
+        while (!(yield* isStopping)) {
           yield* permits.take(1)
           const msg = yield* Effect.promise(() => consumer.next({ expires: PULL_EXPIRES }))
-          if (msg === null || (yield* Ref.get(stopping))) {
+          if (msg === null || (yield* isStopping)) {
             msg?.nak()
             yield* permits.release(1)
             continue
@@ -203,21 +415,73 @@ export const runActor = <A, R>(
         yield* FiberSet.awaitEmpty(inHand)
       }).pipe(Effect.scoped)
 
-    const pullLoop = (partition: number) =>
-      consumePartition(partition).pipe(
+    /**
+     * Batch mode, while this process leads the partition: one message (a pull expiring after `PULL_EXPIRES`),
+     * then as many of those JetStream said were waiting behind it as the batch holds, in one fetch. Only the
+     * leader pulls, so those are there and the fetch ends at once: as in `consumePartition`, no pull of ours is
+     * left waiting on the server when the loop stops.
+     */
+    const consumeBatches = (partition: number, batch: ActorBatch<A, R>, leases: Leases) =>
+      Effect.gen(function* () {
+        const consumer = yield* consumerFor(partition, batch.size)
+        while (!(yield* isStopping)) {
+          if (!leases.leads(partition)) {
+            yield* leases.settle(partition)
+            yield* Effect.sleep(LEASE_WAIT)
+            continue
+          }
+          const first = yield* Effect.promise(() => consumer.next({ expires: PULL_EXPIRES }))
+          if (first === null) continue
+          const more = Math.min(first.info.pending, batch.size - 1)
+          const rest =
+            more > 0 && !(yield* isStopping)
+              ? yield* Effect.promise(async () => {
+                  const out: Array<JsMsg> = []
+                  for await (const msg of await consumer.fetch({
+                    max_messages: more,
+                    expires: PULL_EXPIRES,
+                  })) {
+                    out.push(msg)
+                  }
+                  return out
+                })
+              : []
+          const msgs = [first, ...rest]
+          if ((yield* isStopping) || !leases.leads(partition)) {
+            for (const msg of msgs) msg.nak()
+            continue
+          }
+          yield* processBatch(batch, msgs, partition)
+        }
+      })
+
+    const pullLoop = (partition: number, leases: Leases) =>
+      Effect.suspend(() =>
+        actor.batch === undefined
+          ? consumePartition(partition)
+          : consumeBatches(partition, actor.batch, leases),
+      ).pipe(
         Effect.catchCause((cause) =>
           Effect.logWarning("actor pull failed; retrying").pipe(
             Effect.annotateLogs({ actor: actor.name, partition, cause: String(Cause.squash(cause)) }),
             Effect.andThen(Effect.sleep("1 second")),
           ),
         ),
-        Effect.repeat({ while: () => Ref.get(stopping).pipe(Effect.map((stopped) => !stopped)) }),
+        Effect.repeat({ while: () => isStopping.pipe(Effect.map((stopped) => !stopped)) }),
       )
 
+    const partitions = Math.max(actor.partitions, 1)
+    const leases: Leases =
+      actor.batch === undefined
+        ? { leads: () => true, settle: () => Effect.void }
+        : // Per stream as well: deployments sharing a database under different subject prefixes lead apart.
+          yield* partitionLeases(`${stream}/${actor.name}`, partitions)
     const fibers = yield* Effect.forEach(
-      Array.from({ length: Math.max(actor.partitions, 1) }, (_, i) => i),
-      (partition) => Effect.forkDetach(pullLoop(partition)),
+      Array.from({ length: partitions }, (_, i) => i),
+      (partition) => Effect.forkDetach(pullLoop(partition, leases)),
     )
+    // Runs before the leases are released (finalizers run last-added first): partitions are let go only once the
+    // work in hand was settled.
     yield* Effect.addFinalizer(() =>
       Ref.set(stopping, true).pipe(
         Effect.andThen(Fiber.joinAll(fibers)),

@@ -98,6 +98,32 @@ const WRITE_COLUMNS = [
   "last_event_at",
 ] as const satisfies ReadonlyArray<keyof ProspectWrite>
 
+/** Every written column from the proposed row, for `on conflict do update`. */
+const UPSERT_SET = WRITE_COLUMNS.filter((column) => column !== "source" && column !== "source_prospect_id")
+  .map((column) => `${column} = excluded.${column}`)
+  .join(", ")
+
+/** What `resolveAll` resolves for one prospect. */
+export interface BuildingRefs {
+  readonly ownerId: string
+  /** A managed owner's buildings count only if granted to this client; null: every building of the owner. */
+  readonly grantedTo: string | null
+  readonly row: Pick<
+    ProspectWrite,
+    "property_external_id" | "pms_property_id" | "unit_external_id" | "pms_unit_id"
+  >
+}
+
+export interface ResolvedRefs {
+  readonly property_id: string | null
+  readonly unit_id: string | null
+}
+
+export interface ProspectKey {
+  readonly source: string
+  readonly source_prospect_id: string
+}
+
 const selectProspects = (sql: Sql, where: ReturnType<Sql>) => sql<Array<ProspectRow>>`
   select id, owner_id, source, source_prospect_id, status, email, phone, first_name, last_name,
          to_char(birthdate, 'YYYY-MM-DD') as birthdate,
@@ -115,10 +141,11 @@ const selectProspects = (sql: Sql, where: ReturnType<Sql>) => sql<Array<Prospect
   from prospects ${where}`
 
 /** The row as parameters: the members array goes to its jsonb column as JSON, not as a Postgres array. */
-const writable = (sql: Sql, row: ProspectWrite): Record<string, unknown> => ({
-  ...row,
-  authorized_members: row.authorized_members === null ? null : sql.json(row.authorized_members as never),
-})
+const writable = (sql: Sql, row: ProspectWrite): Record<string, unknown> =>
+  // Object.assign, not a spread plus a key: V8 copies the latter property by property (slow for 40 columns).
+  Object.assign({}, row, {
+    authorized_members: row.authorized_members === null ? null : sql.json(row.authorized_members as never),
+  })
 
 /** A building or unit a prospect resolved to, with what eligibility reads of it. */
 export interface ResolvedProperty {
@@ -164,6 +191,40 @@ export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
             (sql) =>
               sql`select pg_advisory_xact_lock(${PROSPECT_LOCK}, hashtext(${source} || '/' || ${sourceProspectId}))`,
           ),
+        /** The locks of several prospects, taken in one order (the database's, as `keysByEmail` orders them). */
+        lockAll: (keys: ReadonlyArray<ProspectKey>) =>
+          db.query(
+            (sql) => sql`
+              select count(pg_advisory_xact_lock(${PROSPECT_LOCK}, hashtext(k.source || '/' || k.source_prospect_id)))
+              from (
+                select source, source_prospect_id
+                from unnest(${sql.array(keys.map((k) => k.source))}::text[],
+                            ${sql.array(keys.map((k) => k.source_prospect_id))}::text[]) as k(source, source_prospect_id)
+                order by source, source_prospect_id
+              ) k`,
+          ),
+        /** The stored prospects among these keys. */
+        findAll: (keys: ReadonlyArray<ProspectKey>) =>
+          db.query((sql) =>
+            selectProspects(
+              sql,
+              sql`where (source, source_prospect_id) in (
+                select * from unnest(${sql.array(keys.map((k) => k.source))}::text[],
+                                     ${sql.array(keys.map((k) => k.source_prospect_id))}::text[]))`,
+            ),
+          ),
+        /** Inserts or overwrites each prospect by its key, in one statement; their ids. */
+        upsertAll: (
+          rows: ReadonlyArray<ProspectWrite>,
+        ): Effect.Effect<ReadonlyArray<{ id: string } & ProspectKey>> =>
+          rows.length === 0
+            ? Effect.succeed([])
+            : db.query(
+                (sql) => sql<Array<{ id: string; source: string; source_prospect_id: string }>>`
+                  insert into prospects ${sql(rows.map((row) => writable(sql, row)) as never, WRITE_COLUMNS)}
+                  on conflict (source, source_prospect_id) do update set ${sql.unsafe(UPSERT_SET)}, updated_at = now()
+                  returning id, source, source_prospect_id`,
+              ),
         find: (source: string, sourceProspectId: string) =>
           findBy((sql) => sql`where source = ${source} and source_prospect_id = ${sourceProspectId}`),
         findById: (id: string) => findBy((sql) => sql`where id = ${id}`),
@@ -242,24 +303,49 @@ export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
               limit 2`,
             )
             .pipe(Effect.map((rows) => (rows.length === 1 ? rows[0] : undefined))),
-        resolveUnit: (
-          propertyId: string,
-          ref: { readonly externalId: string | null; readonly pmsUnitId: string | null },
-        ) =>
-          db
-            .query(
-              (sql) => sql<Array<ResolvedUnit>>`
-              select id, external_system_id, default_coverage_value
-              from units
-              where property_id = ${propertyId}
-                and ${
-                  ref.externalId !== null
-                    ? sql`external_system_id = ${ref.externalId}`
-                    : sql`pms_unit_id = ${ref.pmsUnitId}`
-                }
-              limit 2`,
-            )
-            .pipe(Effect.map((rows) => (rows.length === 1 ? rows[0] : undefined))),
+        /**
+         * The building and unit each prospect's references name on its owner's roster now, if exactly one each (the
+         * partner's id first, else the PMS id); with `grantedTo`, a building of a managed owner counts only if that
+         * client was granted it. One result per reference, in order.
+         */
+        resolveAll: (refs: ReadonlyArray<BuildingRefs>): Effect.Effect<ReadonlyArray<ResolvedRefs>> =>
+          refs.length === 0
+            ? Effect.succeed([])
+            : db.query(
+                (sql) => sql<Array<ResolvedRefs>>`
+                  select case when allowed.ok then named.id end as property_id,
+                         case when allowed.ok then unit.id end as unit_id
+                  from unnest(${sql.array(refs.map((r) => r.ownerId))}::bigint[],
+                              ${sql.array(refs.map((r) => r.grantedTo))}::text[],
+                              ${sql.array(refs.map((r) => r.row.property_external_id))}::text[],
+                              ${sql.array(refs.map((r) => r.row.pms_property_id))}::text[],
+                              ${sql.array(refs.map((r) => r.row.unit_external_id))}::text[],
+                              ${sql.array(refs.map((r) => r.row.pms_unit_id))}::text[])
+                    with ordinality as r(owner_id, granted_to, property_ext, property_pms, unit_ext, unit_pms, i)
+                  left join lateral (
+                    select (array_agg(c.id))[1] as id, (array_agg(c.pms_property_id))[1] as pms_property_id,
+                           count(*) as n
+                    from (select id, pms_property_id from properties
+                          where owner_id = r.owner_id
+                            and case when r.property_ext is not null then external_system_id = r.property_ext
+                                     else pms_property_id = r.property_pms end
+                          limit 2) c
+                  ) named on named.n = 1
+                  left join client_owner_grants g on g.owner_id = r.owner_id and g.client_id = r.granted_to
+                  cross join lateral (
+                    select r.granted_to is null or g.buildings is null
+                           or coalesce(named.pms_property_id = any(g.buildings), false) as ok
+                  ) allowed
+                  left join lateral (
+                    select (array_agg(c.id))[1] as id, count(*) as n
+                    from (select id from units
+                          where property_id = named.id
+                            and case when r.unit_ext is not null then external_system_id = r.unit_ext
+                                     else pms_unit_id = r.unit_pms end
+                          limit 2) c
+                  ) unit on unit.n = 1
+                  order by r.i`,
+              ),
         /** The prospect with its owner, building and unit as they are now. */
         facts: (id: string) =>
           Effect.gen(function* () {

@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import type { IngestEvent } from "../../backend/ingest/Domain.ts"
 import { Ingest } from "../../backend/ingest/Ingest.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { ingestClient, postEvent, prospectUpdate } from "../support/Ingest.ts"
@@ -17,6 +18,7 @@ import { eventually, readStream } from "../support/Streams.ts"
 import {
   awaitLogged,
   envelope,
+  expectedEventId,
   type IngestSetUp,
   ingestLog,
   ingestSetUp,
@@ -212,6 +214,90 @@ describe("ingest actor", () => {
           [older, "duplicate", "this event was already applied"],
         ])
         assert.deepStrictEqual(yield* prospectRows(source, "p-redeliver"), [before])
+      }),
+    )
+
+    it.effect("applies one batch's events of a prospect in order, as if they had come one at a time", () =>
+      Effect.gen(function* () {
+        const source = "act-batch"
+        const setUp = yield* ingestSetUp("org-act-batch", source)
+        const ingest = yield* Effect.service(Ingest)
+        const event = (id: string, at: string, firstName: string) => {
+          const body = envelope(
+            source,
+            prospectUpdate(id, at, {
+              applicant: {
+                first_name: firstName,
+                last_name: "Roe",
+                email: "jane@example.com",
+                phone: "5551234567",
+              },
+            }),
+          )
+          return { body, eventId: expectedEventId(source, body.event_type, body.payload) }
+        }
+        const created = event("p-batch", "2026-01-10T10:00:00Z", "First")
+        const older = event("p-batch", "2026-01-10T09:00:00Z", "Older")
+        const newer = event("p-batch", "2026-01-10T11:00:00Z", "Newer")
+        const badPhone = envelope(
+          source,
+          prospectUpdate("p-batch", "2026-01-10T12:00:00Z", {
+            applicant: { first_name: "Bad", last_name: "Roe", email: "jane@example.com", phone: "+1 555" },
+          }),
+        )
+        const other = event("p-batch-2", "2026-01-10T10:00:00Z", "Other")
+        const batch = [
+          created,
+          older,
+          newer,
+          { body: badPhone, eventId: expectedEventId(source, badPhone.event_type, badPhone.payload) },
+          created,
+          other,
+        ].map((e, i) => ({
+          event: e.body as IngestEvent,
+          eventId: e.eventId,
+          receivedAt: "2026-01-10T12:00:00.000Z",
+          clientId: setUp.client.clientId,
+          streamSequence: 1_000_000 + i,
+        }))
+        const outcomes = yield* ingest.consumeBatch(batch)
+        assert.deepStrictEqual(outcomes, ["applied", "stale", "applied", "ignored", "duplicate", "applied"])
+        const log = yield* ingestLog(source)
+        assert.deepStrictEqual(
+          log.map((r) => [r.outcome, r.reason, Number(r.stream_seq)]),
+          [
+            ["applied", null, 1_000_000],
+            ["stale", "a newer event was already applied", 1_000_001],
+            ["applied", null, 1_000_002],
+            ["ignored", "Phone is not valid", 1_000_003],
+            ["duplicate", "this event was already applied", 1_000_004],
+            ["applied", null, 1_000_005],
+          ],
+        )
+        const [row] = yield* prospectRows(source, "p-batch")
+        assert.strictEqual(row!.first_name, "Newer")
+        assert.strictEqual(row!.version, 2, "one version per applied event")
+        assert.strictEqual(row!.last_event_at, "2026-01-10T11:00:00.000Z")
+        for (const entry of log.slice(0, 3)) assert.strictEqual(entry.prospect_id, row!.id)
+        assert.strictEqual(log[5]!.prospect_id, (yield* prospectRows(source, "p-batch-2"))[0]!.id)
+
+        // The events each applied event would have announced on its own: created, then incomplete once (the second
+        // write leaves it incomplete), for each prospect.
+        const announced = yield* eventually(
+          Effect.map(readStream("EVENTS"), (messages) =>
+            messages
+              .filter((m) => m.subject.startsWith(`events.${setUp.slug}.prospect.`))
+              .map((m) => m.subject.slice(`events.${setUp.slug}.`.length))
+              .sort(),
+          ),
+          (subjects) => subjects.length >= 4,
+        )
+        assert.deepStrictEqual(announced, [
+          "prospect.created",
+          "prospect.created",
+          "prospect.incomplete",
+          "prospect.incomplete",
+        ])
       }),
     )
 

@@ -11,6 +11,7 @@ import { type RunningProcess, spawnProcess } from "../support/ChildProcess.ts"
 import { type IngestClient, postEvent, prospectUpdate } from "../support/Ingest.ts"
 import { freePort } from "../support/Net.ts"
 import { ENROLLMENT_HOST } from "../support/Prospects.ts"
+import { query } from "../support/Roster.ts"
 import { eventually } from "../support/Streams.ts"
 import {
   awaitLogged,
@@ -191,7 +192,8 @@ describe("ingest workers in two processes", () => {
           const source = "two-workers"
           const setUp = yield* ingestSetUp("org-two-workers", source)
 
-          // Both processes pull every partition: each keeps a standing pull request on each durable consumer.
+          // Both processes run the actor; each partition's leader (one of them) keeps a pull waiting on its consumer,
+          // and the other takes the partition over when the leader stops.
           const nats = yield* Nats
           const stream = nats.streamName("INGEST")
           yield* eventually(
@@ -205,7 +207,18 @@ describe("ingest workers in two processes", () => {
                   ),
                 ),
             ),
-            (waiting) => waiting.every((n) => n >= 2),
+            (waiting) => waiting.every((n) => n >= 1),
+          )
+          // And they share the partitions: eight each, whichever started first.
+          yield* eventually(
+            query(
+              (sql) => sql<Array<{ n: number }>>`
+                select count(*)::int as n from pg_locks
+                where locktype = 'advisory' and classid = 7239300 and granted
+                  and database = (select oid from pg_database where datname = current_database())
+                group by pid`,
+            ),
+            (leaders) => leaders.length === 2 && leaders.every((row) => row.n === 8),
           )
 
           // Round k holds event k of every prospect, so a round interleaves prospects.

@@ -1,6 +1,13 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { ack, actorLayer, type ActorDefinition, nak, type Outcome } from "../../backend/platform/Actor.ts"
+import {
+  ack,
+  actorLayer,
+  type ActorDefinition,
+  type Delivered,
+  nak,
+  type Outcome,
+} from "../../backend/platform/Actor.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { registry } from "../../backend/platform/Observability.ts"
@@ -57,6 +64,19 @@ const ackPending = (actor: string) =>
     }
     return pending
   })
+
+/** How many partitions each session leads (batch mode's partition leases), in this database. */
+const partitionLeaders = Effect.gen(function* () {
+  const db = yield* Db
+  const rows = yield* db.query(
+    (sql) => sql<Array<{ n: number }>>`
+      select count(*)::int as n from pg_locks
+      where locktype = 'advisory' and classid = 7239300 and granted
+        and database = (select oid from pg_database where datname = current_database())
+      group by pid order by pid`,
+  )
+  return rows.map((r) => r.n)
+})
 
 describe("Actor", () => {
   layer(testPlatform().layer, { excludeTestServices: true })((it) => {
@@ -210,6 +230,238 @@ describe("Actor", () => {
         assert.deepStrictEqual(finished, [1])
         assert.strictEqual(yield* ackPending("drain"), 0)
       }),
+    )
+
+    it.effect("handles up to `concurrency` messages of a partition at once", () =>
+      Effect.gen(function* () {
+        let running = 0
+        let maxRunning = 0
+        const handled: Array<number> = []
+        const actor: ActorDefinition<Step, never> = {
+          ...definition("concurrent", (step) =>
+            Effect.gen(function* () {
+              running++
+              maxRunning = Math.max(maxRunning, running)
+              yield* Effect.sleep("100 millis")
+              running--
+              handled.push(step.n)
+              return ack
+            }),
+          ),
+          concurrency: 4,
+        }
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            yield* runtime(actor)
+            // One key: every message in one partition.
+            for (let n = 0; n < 12; n++) yield* send("concurrent", "k", { key: "k", n })
+            yield* eventually(
+              Effect.sync(() => handled.length),
+              (n) => n === 12,
+            )
+          }),
+        )
+        assert.strictEqual(maxRunning, 4)
+        assert.deepStrictEqual(
+          [...handled].sort((a, b) => a - b),
+          Array.from({ length: 12 }, (_, n) => n),
+        )
+      }),
+    )
+
+    it.effect("takes a subject with no partition token with one consumer (`partitions: 0`)", () =>
+      Effect.gen(function* () {
+        const handled: Array<string> = []
+        const actor: ActorDefinition<Step, never> = {
+          ...definition("unpartitioned", (step, _count) => Effect.sync(() => (handled.push(step.key), ack))),
+          subject: "eligibility.unpartitioned.*",
+          partitions: 0,
+        }
+        const nats = yield* Nats
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            yield* runtime(actor)
+            for (const owner of ["a", "b", "c"]) {
+              yield* nats.publish(
+                nats.subject(`eligibility.unpartitioned.${owner}`),
+                new TextEncoder().encode(JSON.stringify({ key: owner, n: 1 })),
+              )
+            }
+            yield* eventually(
+              Effect.sync(() => handled.length),
+              (n) => n === 3,
+            )
+          }),
+        )
+        assert.deepStrictEqual(handled, ["a", "b", "c"])
+        const info = yield* Effect.promise(() =>
+          nats.jsm.consumers.info(nats.streamName("ELIGIBILITY"), "unpartitioned_p0"),
+        )
+        assert.strictEqual(info.config.filter_subject, nats.subject("eligibility.unpartitioned.*"))
+      }),
+    )
+
+    const batchActor = (
+      name: string,
+      handleBatch: (steps: ReadonlyArray<Delivered<Step>>) => Effect.Effect<ReadonlyArray<Outcome>>,
+      handle: (step: Step, deliveryCount: number) => Effect.Effect<Outcome> = () => Effect.succeed(ack),
+    ): ActorDefinition<Step, never> => ({
+      ...definition(name, handle),
+      batch: { size: 20, handle: handleBatch },
+    })
+
+    it.effect(
+      "batch mode: two runtimes share the partitions and hand each key's messages over in order, several at a time",
+      () =>
+        Effect.gen(function* () {
+          const keys = Array.from({ length: 12 }, (_, i) => `key-${i}`)
+          const perKey = new Map<string, Array<number>>()
+          const handledBy = new Map<string, number>()
+          const inFlight = new Set<string>()
+          let sameKeyOverlap = false
+          let largest = 0
+          const record = (instance: string, step: Step) => {
+            perKey.set(step.key, [...(perKey.get(step.key) ?? []), step.n])
+            handledBy.set(instance, (handledBy.get(instance) ?? 0) + 1)
+          }
+          const actorFor = (instance: string) =>
+            batchActor(
+              "batchorder",
+              (items) =>
+                Effect.gen(function* () {
+                  const batchKeys = new Set(items.map((i) => i.message.key))
+                  for (const key of batchKeys) if (inFlight.has(key)) sameKeyOverlap = true
+                  for (const key of batchKeys) inFlight.add(key)
+                  largest = Math.max(largest, items.length)
+                  yield* Effect.sleep("20 millis")
+                  for (const item of items) record(instance, item.message)
+                  for (const key of batchKeys) inFlight.delete(key)
+                  return items.map(() => ack)
+                }),
+              (step) =>
+                Effect.sleep("20 millis").pipe(
+                  Effect.andThen(Effect.sync(() => (record(instance, step), ack))),
+                ),
+            )
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              yield* runtime(actorFor("a"))
+              yield* runtime(actorFor("b"))
+              // The first runtime took every partition; it lets go of half once it sees the second.
+              yield* eventually(
+                partitionLeaders,
+                (leaders) => leaders.length === 2 && leaders.every((n) => n === 2),
+              )
+              for (let n = 0; n < 10; n++)
+                yield* Effect.forEach(keys, (key) => send("batchorder", key, { key, n }))
+              yield* eventually(
+                Effect.sync(() => [...perKey.values()].reduce((sum, steps) => sum + steps.length, 0)),
+                (total) => total === keys.length * 10,
+              )
+            }),
+          )
+          for (const key of keys) assert.deepStrictEqual(perKey.get(key), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], key)
+          assert.isFalse(sameKeyOverlap, "two batches held one key at once")
+          assert.isAbove(largest, 1, "no batch held more than one message")
+          assert.isAbove(handledBy.get("a") ?? 0, 0)
+          assert.isAbove(handledBy.get("b") ?? 0, 0)
+          assert.deepStrictEqual(yield* partitionLeaders, [], "a stopped runtime still leads a partition")
+        }),
+    )
+
+    it.effect(
+      "batch mode: handles a batch again one message at a time when it dies, so a poison message stays alone",
+      () =>
+        Effect.gen(function* () {
+          const singly: Array<number> = []
+          let attempts = 0
+          const actor: ActorDefinition<Step, never> = {
+            ...batchActor(
+              "batchpoison",
+              (items) =>
+                items.some((i) => i.message.n === 5)
+                  ? Effect.die("poison in the batch")
+                  : Effect.sync(() => {
+                      for (const item of items) singly.push(item.message.n)
+                      return items.map(() => ack)
+                    }),
+              (step) =>
+                step.n === 5
+                  ? Effect.sync(() => attempts++).pipe(Effect.andThen(Effect.die("poison")))
+                  : Effect.sync(() => (singly.push(step.n), ack)),
+            ),
+            maxDefects: 2,
+          }
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              // Published before the actor starts, so the first batch holds all of them.
+              yield* send("batchpoison", "k", "{not json")
+              for (let n = 0; n < 10; n++) yield* send("batchpoison", "k", { key: "k", n })
+              yield* runtime(actor)
+              yield* eventually(deadLetters("batchpoison"), (rows) => rows.length === 2)
+              yield* eventually(
+                Effect.sync(() => singly.length),
+                (n) => n === 9,
+              )
+            }),
+          )
+          assert.deepStrictEqual(singly, [0, 1, 2, 3, 4, 6, 7, 8, 9])
+          assert.strictEqual(attempts, 2)
+          const reasons = (yield* deadLetters("batchpoison")).map((r) => r.reason)
+          assert.match(reasons[0]!, /^undecodable: /)
+          assert.match(reasons[1]!, /handler died 2 times/)
+          assert.include(
+            yield* Effect.promise(() => registry.metrics()),
+            'actor_failed_total{actor="batchpoison",reason="batch"}',
+          )
+        }),
+    )
+
+    it.effect(
+      "batch mode: a runtime that stops mid-batch finishes it and leaves the rest to the next one",
+      () =>
+        Effect.gen(function* () {
+          const handled: Array<number> = []
+          const actor = batchActor(
+            "batchstop",
+            (items) =>
+              Effect.gen(function* () {
+                yield* Effect.sleep("200 millis")
+                for (const item of items) handled.push(item.message.n)
+                return items.map(() => ack)
+              }),
+            (step) =>
+              Effect.sleep("200 millis").pipe(Effect.andThen(Effect.sync(() => (handled.push(step.n), ack)))),
+          )
+          for (let n = 0; n < 60; n++) yield* send("batchstop", "k", { key: "k", n })
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              yield* runtime(actor)
+              yield* eventually(
+                Effect.sync(() => handled.length),
+                (n) => n > 0,
+              )
+              // Scope closes here, with a batch in hand.
+            }),
+          )
+          const before = handled.length
+          assert.isBelow(before, 60)
+          // Whatever the stopped runtime held was settled or handed back: none waits out the 30 s ack wait.
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              yield* runtime(actor)
+              yield* eventually(
+                Effect.sync(() => handled.length),
+                (n) => n >= 60,
+              ).pipe(Effect.timeout("10 seconds"))
+            }),
+          )
+          assert.deepStrictEqual(
+            handled,
+            Array.from({ length: 60 }, (_, n) => n),
+            "a message was lost, repeated or handled out of order",
+          )
+        }),
     )
   })
 })
