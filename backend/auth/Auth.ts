@@ -277,10 +277,6 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
     })
 
     /**
-     * Verified tokens by gateway and token text, until they expire: a partner sends one token for hours, so
-     * its signature is checked once. Expiry is checked again on every use; revocation on the client row.
-     */
-    /**
      * Who a client is and whether it may act for an owner, cached per (client, owner) for a few seconds. Every
      * change to clients, grants or owners notifies `auth_changed` (migration 0007) and empties the cache in every
      * process; a lookup that raced a change is not cached (`generation`).
@@ -310,6 +306,10 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
         return value
       })
 
+    /**
+     * Verified tokens by gateway and token text, until they expire: a partner sends one token for hours, so
+     * its signature is checked once. Expiry is checked again on every use; revocation on the client row.
+     */
     const verifiedTokens = new Map<
       string,
       { readonly sub: string; readonly scope: string; readonly exp: number }
