@@ -16,9 +16,12 @@ import { Prospects } from "./prospects/Prospects.ts"
 import { Sources } from "./prospects/Sources.ts"
 import { rosterRoutes } from "./roster/Http.ts"
 import { Roster } from "./roster/Roster.ts"
+import { Endpoints } from "./webhooks/Endpoints.ts"
+import { webhookRoutes } from "./webhooks/Http.ts"
+import { webhookWorkersLayer } from "./webhooks/Workers.ts"
 
 /** What route handlers and actors may use, besides the platform. */
-type AppServices = Auth | AppConfig | Roster | Sources | Prospects | Ingest
+type AppServices = Auth | AppConfig | Roster | Sources | Prospects | Ingest | Endpoints
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
@@ -32,6 +35,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
         ...authRoutes("partner"),
         ...rosterRoutes,
         ...prospectRoutes,
+        ...webhookRoutes,
         ...(serviceEnv === "staging" ? stagingRoutes : []),
         ...referenceRoutes(() => routes),
       ]
@@ -59,11 +63,12 @@ export const appLayer = (config: AppConfigShape) => {
     .filter((role) => config.roles.includes(role))
     .map((role) => gatewayLayer(role, routesFor(role, config.serviceEnv), guards[role]))
   const workers = config.roles.includes("workers")
-    ? [relayLayer(), actorLayer(eligibilityActor), ingestWorkersLayer]
+    ? [relayLayer(), actorLayer(eligibilityActor), ingestWorkersLayer, webhookWorkersLayer]
     : []
   return Layer.mergeAll(Layer.empty, ...gateways, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
     Layer.provideMerge(Ingest.layer),
+    Layer.provideMerge(Endpoints.layer),
     Layer.provideMerge(Prospects.layer),
     Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer, Sources.layer)),
     Layer.provideMerge(PlatformLayer),

@@ -13,13 +13,17 @@ import { Prospects } from "../prospects/Prospects.ts"
 import { type SourceCommandRejected, Sources } from "../prospects/Sources.ts"
 import type { OwnerNotManaged } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
+import type { OwnerUnknown, ProviderNotProvisioned, WebhookCommandRejected } from "../webhooks/Domain.ts"
+import { Secrets } from "../webhooks/Secrets.ts"
 import { clients, keys } from "./Clients.ts"
 import { ingest } from "./Ingest.ts"
 import { owners } from "./Owners.ts"
 import { prospects } from "./Prospects.ts"
+import { providers } from "./Providers.ts"
 import { sources } from "./Sources.ts"
 import { tail } from "./Tail.ts"
 import { CliUsage, parse } from "./Usage.ts"
+import { secrets, webhooks } from "./Webhooks.ts"
 
 const USAGE = `usage: npm run cli -- <command>
 
@@ -61,6 +65,19 @@ commands:
                                             decide a complete prospect again (after fixing the cause of
                                             an error, or a roster change): it goes to processing and the
                                             workers decide it
+  providers create NAME --owners slug1,slug2 | --properties OWNER_SLUG/PROPERTY_EXTERNAL_ID,...
+                                            provision a platform provider's webhook subscriber (and its
+                                            signing secret) covering those owners or only those buildings;
+                                            run again to replace the coverage
+  providers list                            every provider with what it covers
+  secrets show --owner SLUG|--provider NAME the active webhook signing secrets, newest first (audited)
+  secrets rotate --owner SLUG|--provider NAME [--overlap 24h]
+                                            a new signing secret; the older ones keep signing for the
+                                            overlap (30m, 24h, 2d; default 24h) (audited)
+  webhooks headers set --owner SLUG|--provider NAME --file headers.json
+                                            static headers sent with every delivery (a JSON object of
+                                            names to values; not Content-Type nor X-Webhook-*)
+  webhooks headers show --owner SLUG|--provider NAME
 `
 
 /** The platform and authentication, for commands that manage clients. */
@@ -76,6 +93,10 @@ const withIngest = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.provide(PlatformLayer),
   )
 
+/** Webhook subscribers, their secrets and custom headers. */
+const withSecrets = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(Effect.provide(Secrets.layer), Effect.provide(PlatformLayer))
+
 /** Failures a command reports as a message (exit status 2) rather than a crash. */
 type CommandFailure =
   | CliUsage
@@ -85,6 +106,9 @@ type CommandFailure =
   | MappingRejected
   | ProspectNotFound
   | ProspectIncomplete
+  | WebhookCommandRejected
+  | OwnerUnknown
+  | ProviderNotProvisioned
 
 const commands: Record<
   string,
@@ -115,6 +139,9 @@ const commands: Record<
       Effect.provide(Roster.layer),
       Effect.provide(PlatformLayer),
     ),
+  providers: (args: ReadonlyArray<string>) => withSecrets(providers(args)),
+  secrets: (args: ReadonlyArray<string>) => withSecrets(secrets(args)),
+  webhooks: (args: ReadonlyArray<string>) => withSecrets(webhooks(args)),
 }
 
 const program = Effect.gen(function* () {
@@ -142,6 +169,10 @@ const program = Effect.gen(function* () {
     MappingRejected: (error) => fail(error.message),
     ProspectNotFound: (error) => fail(error.message),
     ProspectIncomplete: (error) => fail(error.message),
+    WebhookCommandRejected: (error) => fail(error.message),
+    OwnerUnknown: (error) => fail(`no owner ${error.slug}`),
+    ProviderNotProvisioned: (error) =>
+      fail(`provider ${error.provider} is not provisioned: run providers create ${error.provider} first`),
   }),
   // A crash is reported on stderr too, so stdout only ever holds a command's output.
   Effect.catchCause((cause) =>

@@ -53,6 +53,13 @@ const integer = (min: number, max: number) => (value: string) => {
   return n >= min && n <= max ? n : undefined
 }
 
+/** A plain decimal number (`250`, `0.25`), without exponent or sign. */
+const decimal = (min: number, max: number) => (value: string) => {
+  if (!/^\d+(\.\d+)?$/.test(value)) return undefined
+  const n = Number(value)
+  return n >= min && n <= max ? n : undefined
+}
+
 const oneOf =
   <const L extends ReadonlyArray<string>>(values: L) =>
   (value: string): L[number] | undefined =>
@@ -227,8 +234,8 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
       webhook: {
         backoffUnitMs: yield* setting(
           "WEBHOOK_BACKOFF_UNIT_MS",
-          "a whole number of milliseconds from 1 to 3600000",
-          integer(1, 3_600_000),
+          "a number of milliseconds from 0.01 to 3600000 (fractions allow a fast test schedule)",
+          decimal(0.01, 3_600_000),
           () => 1000,
         ),
         timeoutMs: yield* setting(

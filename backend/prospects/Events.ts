@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import type { OutboxMessage } from "../platform/Outbox.ts"
 import { partitionedSubject } from "../platform/Partition.ts"
 import { makeEnvelope, type Payload } from "../webhooks/Events.ts"
+import { EVENT_PROPERTY_HEADER } from "../webhooks/Messages.ts"
 import type { ProspectRow } from "./Repo.ts"
 import type { EnrollmentFlow } from "./Sources.ts"
 
@@ -108,7 +109,10 @@ export const thirdPartyProspect = (row: ProspectRow, urls: EnrollmentUrls): Payl
 
 export type ProspectEvent = "prospect.created" | "prospect.ready" | "prospect.incomplete"
 
-/** The event as published on `events.<owner_slug>.<event>`: the exact body a webhook delivery sends. */
+/**
+ * The event as published on `events.<owner_slug>.<event>`: the exact body a webhook delivery sends, with the
+ * prospect's property (when resolved) in a header, for providers covering named properties.
+ */
 export const prospectEvent = (
   event: ProspectEvent,
   slug: string,
@@ -117,6 +121,7 @@ export const prospectEvent = (
 ): OutboxMessage => ({
   subject: `events.${slug}.${event}`,
   key: prospectKey(row.id),
+  ...(row.property_id !== null ? { headers: { [EVENT_PROPERTY_HEADER]: String(row.property_id) } } : {}),
   payload:
     event === "prospect.created"
       ? makeEnvelope(event, slug, { id: row.source_prospect_id })

@@ -15,6 +15,7 @@ import { eventually } from "../support/Streams.ts"
 import { type LatencyRow, rosterBatches } from "./Roster.ts"
 import { ingestThroughput } from "./Ingest.ts"
 import { prospectReadyLatency } from "./Prospects.ts"
+import { webhookBench } from "./Webhooks.ts"
 import { prospectService } from "../support/Prospects.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
 
@@ -29,8 +30,8 @@ interface Row {
 const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
 
 /**
- * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, roster, prospects, ingest) runs only
- * those benchmarks; unset runs all of them.
+ * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, roster, prospects, ingest,
+ * webhooks) runs only those benchmarks; unset runs all of them.
  */
 const only = process.env.BENCH_ONLY?.split(",")
   .map((name) => name.trim())
@@ -298,6 +299,13 @@ const program = Effect.gen(function* () {
     rows.push(...ingest.rows)
     latencies.push(...ingest.latencies)
     notes.push(...ingest.notes)
+  }
+  if (selected("webhooks")) {
+    // The receiver, the database and the prefix are the benchmark's own; it starts the workers itself.
+    const webhooks = yield* webhookBench
+    rows.push(...webhooks.rows)
+    latencies.push(...webhooks.latencies)
+    notes.push(...webhooks.notes)
   }
   const tables = [
     ...(rows.length > 0 ? [format(rows)] : []),

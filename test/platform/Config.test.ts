@@ -49,6 +49,11 @@ const badValues: ReadonlyArray<{
     sensitive: true,
   },
   { variable: "WEBHOOK_MAX_ATTEMPTS", value: "0", expected: "a whole number from 1 to 100" },
+  {
+    variable: "WEBHOOK_BACKOFF_UNIT_MS",
+    value: "1e3",
+    expected: "a number of milliseconds from 0.01 to 3600000",
+  },
   { variable: "LOG_LEVEL", value: "loud", expected: "one of trace, debug, info, warn, error" },
 ]
 
@@ -169,6 +174,15 @@ describe("AppConfig", () => {
         }),
       )
       assert.isFalse(yield* allowed({ WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: "false" }))
+    }),
+  )
+
+  it.effect("takes a fractional webhook backoff unit, so a test can run the whole schedule quickly", () =>
+    Effect.gen(function* () {
+      const unit = (value: string) =>
+        Effect.map(configFrom({ WEBHOOK_BACKOFF_UNIT_MS: value }), (config) => config.webhook.backoffUnitMs)
+      assert.strictEqual(yield* unit("0.25"), 0.25)
+      assert.strictEqual(yield* unit("250"), 250)
     }),
   )
 

@@ -1,0 +1,293 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { ack, type ActorDefinition, type Outcome } from "../platform/Actor.ts"
+import { AppConfig } from "../platform/Config.ts"
+import { Crypto } from "../platform/Crypto.ts"
+import { Nats } from "../platform/Nats.ts"
+import { backoffUnits, RATE_LIMIT_DELAY_UNITS, retryAfterMs } from "./Backoff.ts"
+import { batched } from "./Batch.ts"
+import {
+  type AttemptKey,
+  DeliveryRepo,
+  ENDPOINT_FAILURE_REASONS,
+  GONE_REASON,
+  type OutcomeInput,
+} from "./DeliveryRepo.ts"
+import { Egress, type PostResult } from "./Egress.ts"
+import { ATTEMPT_PARTITIONS, AttemptMessage } from "./Messages.ts"
+import { publishStatus } from "./Router.ts"
+import { Scheduler } from "./Scheduler.ts"
+import { deliveryHeaders } from "./Signer.ts"
+
+/**
+ * The delivery actor: claims the attempt a message names (only if the delivery still expects it; a stale or
+ * duplicate message is dropped), checks the endpoint and the rate limit in the same statement, signs and POSTs
+ * the stored bytes, and records the outcome with the attempt in one statement. Every message is acked: retries
+ * are scheduled in Postgres and published by the scheduler when due.
+ */
+
+/** Attempts in hand per partition and process: most of their time is spent waiting on receivers. */
+const CONCURRENCY = 32
+/** A message for a due attempt may arrive this much before its time (clocks of different processes). */
+const DUE_SLACK_MS = 1000
+/** How long a claim holds beyond the request's own deadline before another process may take the attempt. */
+const LEASE_MARGIN_MS = 5000
+/** Unsealed secrets are kept this long, unless a newer secret appears (rotation) before. */
+const SECRET_CACHE_MS = 60_000
+
+/** Concurrent claims (and outcomes) share a statement: up to this many, with this many statements in flight. */
+const BATCH_MAX = 64
+const BATCH_WORKERS = 4
+
+/** The first of each attempt in `items` and, per item, its index among those (-1 for a repeat). */
+const distinct = <K extends AttemptKey>(items: ReadonlyArray<K>) => {
+  const seen = new Map<string, number>()
+  const unique: Array<K> = []
+  const slot = items.map((item) => {
+    const key = `${item.deliveryId}/${item.series}/${item.attempt}`
+    if (seen.has(key)) return -1
+    seen.set(key, unique.length)
+    unique.push(item)
+    return unique.length - 1
+  })
+  return { unique, slot }
+}
+
+interface CachedSecrets {
+  readonly version: string | null
+  readonly loadedAt: number
+  readonly secrets: ReadonlyArray<{ readonly secret: string; readonly expiresAt: number | null }>
+}
+
+/** What to record after an attempt that was made. */
+export interface Decided {
+  readonly status: OutcomeInput["status"]
+  readonly attemptNumber: number
+  readonly nextRetryAt: number | null
+  readonly failureReason: string | null
+  readonly gone: boolean
+}
+
+/**
+ * The retry policy applied to what came back from attempt `attempt` at `finishedAt`: 2xx delivers; 410 fails
+ * and disables the endpoint; the last attempt fails; anything else retries after min(2^k, 3600) units, or
+ * after `Retry-After` on 429/503 when that is later.
+ */
+export const decide = (
+  result: PostResult,
+  attempt: number,
+  finishedAt: number,
+  policy: { readonly maxAttempts: number; readonly backoffUnitMs: number },
+): Decided => {
+  if (result._tag === "Response" && result.statusCode >= 200 && result.statusCode < 300) {
+    return {
+      status: "delivered",
+      attemptNumber: attempt,
+      nextRetryAt: null,
+      failureReason: null,
+      gone: false,
+    }
+  }
+  const reason = result._tag === "Response" ? `Destination answered ${result.statusCode}` : result.reason
+  if (result._tag === "Response" && result.statusCode === 410) {
+    return {
+      status: "failed",
+      attemptNumber: attempt,
+      nextRetryAt: null,
+      failureReason: GONE_REASON,
+      gone: true,
+    }
+  }
+  if (attempt >= policy.maxAttempts) {
+    return { status: "failed", attemptNumber: attempt, nextRetryAt: null, failureReason: reason, gone: false }
+  }
+  const backoff = backoffUnits(attempt + 1) * policy.backoffUnitMs
+  const asked =
+    result._tag === "Response" && (result.statusCode === 429 || result.statusCode === 503)
+      ? retryAfterMs(result.retryAfter, finishedAt)
+      : undefined
+  return {
+    status: "retrying",
+    attemptNumber: attempt + 1,
+    nextRetryAt: finishedAt + Math.max(backoff, asked ?? 0),
+    failureReason: reason,
+    gone: false,
+  }
+}
+
+export class DeliveryAttempts extends Context.Service<
+  DeliveryAttempts,
+  { readonly attempt: (message: AttemptMessage) => Effect.Effect<Outcome> }
+>()("partner-service/webhooks/DeliveryAttempts") {
+  static readonly layer = Layer.effect(
+    DeliveryAttempts,
+    Effect.gen(function* () {
+      const config = (yield* AppConfig).webhook
+      const repo = yield* DeliveryRepo
+      const egress = yield* Egress
+      const crypto = yield* Crypto
+      const nats = yield* Nats
+      const scheduler = yield* Scheduler
+      const cache = new Map<number, CachedSecrets>()
+      const leaseMs = config.timeoutMs + LEASE_MARGIN_MS
+
+      /** Claims of concurrent attempts, one statement per batch; a duplicate key in a batch claims nothing. */
+      const claimOne = yield* batched({
+        workers: BATCH_WORKERS,
+        max: BATCH_MAX,
+        run: (keys: ReadonlyArray<AttemptKey>) =>
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            const rateLimitedUntil = now + RATE_LIMIT_DELAY_UNITS * config.backoffUnitMs
+            const { unique, slot } = distinct(keys)
+            const claimed = yield* repo.claim(unique, {
+              now: new Date(now),
+              dueBy: new Date(now + DUE_SLACK_MS),
+              windowStart: new Date(now - (now % 60_000)),
+              rateLimit: config.rateLimitPerMinute,
+              leaseUntil: new Date(now + leaseMs),
+              rateLimitedUntil: new Date(rateLimitedUntil),
+            })
+            return slot.map((i) => ({ now, rateLimitedUntil, claimed: i < 0 ? undefined : claimed[i] }))
+          }),
+      })
+
+      /** Outcomes of concurrent attempts with their attempt rows, one statement per batch. */
+      const recordOne = yield* batched({
+        workers: BATCH_WORKERS,
+        max: BATCH_MAX,
+        run: (outcomes: ReadonlyArray<OutcomeInput>) =>
+          Effect.gen(function* () {
+            const { unique, slot } = distinct(outcomes)
+            const recorded = yield* repo.recordOutcomes(unique)
+            return slot.map((i) => i >= 0 && recorded[i] === true)
+          }),
+      })
+
+      /** The subscriber's active secrets, newest first, unsealed once per version. */
+      const secretsOf = (subscriberId: number, version: string | null, now: number) =>
+        Effect.gen(function* () {
+          let entry = cache.get(subscriberId)
+          if (entry === undefined || entry.version !== version || now - entry.loadedAt > SECRET_CACHE_MS) {
+            const rows = yield* repo.secrets(subscriberId, new Date(now))
+            const secrets = yield* Effect.forEach(rows, (row) =>
+              Effect.map(crypto.open(row.secret_sealed), (plain) => ({
+                secret: plain.toString("utf8"),
+                expiresAt: row.expires_at?.getTime() ?? null,
+              })),
+            )
+            entry = { version, loadedAt: now, secrets }
+            cache.set(subscriberId, entry)
+          }
+          return entry.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => s.secret)
+        })
+
+      const attempt = Effect.fn("DeliveryAttempts.attempt")(function* (message: AttemptMessage) {
+        const { now, rateLimitedUntil, claimed } = yield* claimOne({
+          deliveryId: message.delivery_id,
+          series: message.series,
+          attempt: message.attempt,
+        })
+        // Stale (an attempt already made or claimed, a newer series) or a duplicate: nothing to do.
+        if (claimed === undefined) return ack
+        const status = {
+          delivery_id: claimed.id,
+          endpoint_id: claimed.endpoint_id,
+          event: claimed.event,
+          series: claimed.series,
+          attempt_number: claimed.attempt_number,
+        }
+        switch (claimed.decision) {
+          case "rate_limited":
+            yield* scheduler.wakeBy(rateLimitedUntil)
+            yield* publishStatus(nats, {
+              ...status,
+              status: "rate_limited",
+              next_retry_at: new Date(rateLimitedUntil).toISOString(),
+              at: new Date(now).toISOString(),
+            })
+            return ack
+          case "deleted":
+          case "suspended":
+          case "disabled":
+            yield* publishStatus(nats, {
+              ...status,
+              status: "failed",
+              failure_reason: ENDPOINT_FAILURE_REASONS[claimed.decision],
+              at: new Date(now).toISOString(),
+            })
+            return ack
+          case "delivering":
+            break
+        }
+
+        const secrets = yield* secretsOf(claimed.subscriber_id, claimed.secrets_version, now)
+        const startedAt = yield* Clock.currentTimeMillis
+        const result: PostResult =
+          secrets.length === 0
+            ? { _tag: "NoResponse", reason: "No active signing secret", durationMs: 0 }
+            : yield* egress.post(
+                claimed.destination_url,
+                deliveryHeaders({
+                  custom: claimed.custom_headers,
+                  event: claimed.event,
+                  deliveryId: claimed.id,
+                  timestamp: Math.floor(startedAt / 1000),
+                  secrets,
+                  body: claimed.payload,
+                }),
+                claimed.payload,
+              )
+        const finishedAt = yield* Clock.currentTimeMillis
+        const decided = decide(result, claimed.attempt_number, finishedAt, config)
+        const statusCode = result._tag === "Response" ? result.statusCode : null
+        yield* recordOne({
+          deliveryId: claimed.id,
+          series: claimed.series,
+          attempt: claimed.attempt_number,
+          status: decided.status,
+          attemptNumber: decided.attemptNumber,
+          nextRetryAt: decided.nextRetryAt === null ? null : new Date(decided.nextRetryAt),
+          startedAt: new Date(startedAt),
+          durationMs: result.durationMs,
+          statusCode,
+          failureReason: decided.failureReason,
+          responseBody: result._tag === "Response" ? result.body : null,
+        })
+        if (decided.nextRetryAt !== null) yield* scheduler.wakeBy(decided.nextRetryAt)
+        yield* publishStatus(nats, {
+          ...status,
+          status: decided.status,
+          attempt_number: decided.attemptNumber,
+          ...(statusCode === null ? {} : { status_code: statusCode }),
+          ...(decided.failureReason === null ? {} : { failure_reason: decided.failureReason }),
+          ...(decided.nextRetryAt === null
+            ? {}
+            : { next_retry_at: new Date(decided.nextRetryAt).toISOString() }),
+          at: new Date(finishedAt).toISOString(),
+        })
+        if (decided.gone) {
+          const canceled = yield* repo.disableGone(claimed.endpoint_id, claimed.id)
+          yield* Effect.logWarning("webhook endpoint disabled: destination answered 410 Gone").pipe(
+            Effect.annotateLogs({ endpoint_id: claimed.endpoint_id, canceled: canceled.length }),
+          )
+        }
+        return ack
+      })
+
+      return DeliveryAttempts.of({ attempt })
+    }),
+  )
+}
+
+export const deliveryActor = (timeoutMs: number): ActorDefinition<AttemptMessage, DeliveryAttempts> => ({
+  name: "webhook_delivery",
+  stream: "WEBHOOKS",
+  subject: "webhooks.attempt.*",
+  partitions: ATTEMPT_PARTITIONS,
+  concurrency: CONCURRENCY,
+  // Longer than any attempt can take (its deadline, plus the claim and the record), so JetStream redelivers a
+  // message only when its process is gone.
+  ackWait: timeoutMs + 20_000,
+  schema: AttemptMessage,
+  handle: (message) => DeliveryAttempts.use((attempts) => attempts.attempt(message)),
+})

@@ -1,0 +1,438 @@
+import { Context, Effect, Layer } from "effect"
+import { Db } from "../platform/Db.ts"
+import type { DeliveryStatus } from "./Messages.ts"
+
+/**
+ * The delivery engine's SQL: one statement to route an event, one to claim an attempt (with the endpoint check
+ * and the rate limit), one to record its outcome.
+ */
+
+export interface EventToRoute {
+  readonly eventId: string
+  readonly event: string
+  readonly ownerSlug: string
+  readonly propertyId: string | null
+  /** The exact body, UTF-8 JSON. */
+  readonly payload: string
+}
+
+/** A delivery the router made (or found still pending) for an event: one attempt message each. */
+export interface RoutedDelivery {
+  readonly event_id: string
+  readonly id: number
+  readonly endpoint_id: number
+  readonly series: number
+  readonly attempt_number: number
+  readonly created: boolean
+}
+
+/** What a claim decided: make the attempt, postpone it (rate limit), or fail it (endpoint not active). */
+export type ClaimDecision = "delivering" | "rate_limited" | "suspended" | "disabled" | "deleted"
+
+export interface ClaimedAttempt {
+  readonly decision: ClaimDecision
+  readonly id: number
+  readonly endpoint_id: number
+  readonly event: string
+  readonly payload: Buffer
+  readonly series: number
+  readonly attempt_number: number
+  readonly destination_url: string
+  readonly subscriber_id: number
+  readonly custom_headers: unknown
+  /**
+   * The subscriber's newest secret id and count of active secrets: a cached set of secrets with another version
+   * is stale (a rotation added one, or one expired).
+   */
+  readonly secrets_version: string | null
+}
+
+/** The attempt a message names. */
+export interface AttemptKey {
+  readonly deliveryId: number
+  readonly series: number
+  readonly attempt: number
+}
+
+/** When a batch of claims is made, and the policy they apply. */
+export interface ClaimTimes {
+  readonly now: Date
+  /** A due attempt whose message arrives this early is still taken (the scheduler publishes when due). */
+  readonly dueBy: Date
+  readonly windowStart: Date
+  readonly rateLimit: number
+  readonly leaseUntil: Date
+  readonly rateLimitedUntil: Date
+}
+
+export interface OutcomeInput extends AttemptKey {
+  readonly status: Extract<DeliveryStatus, "delivered" | "retrying" | "failed">
+  /** The attempt due next (retrying) or this one. */
+  readonly attemptNumber: number
+  readonly nextRetryAt: Date | null
+  readonly startedAt: Date
+  readonly durationMs: number
+  readonly statusCode: number | null
+  readonly failureReason: string | null
+  readonly responseBody: string | null
+}
+
+export interface DueAttempt {
+  readonly id: number
+  readonly endpoint_id: number
+  readonly series: number
+  readonly attempt_number: number
+}
+
+export interface SecretRow {
+  readonly id: number
+  readonly secret_sealed: Buffer
+  readonly expires_at: Date | null
+}
+
+/** A row due but already published is published again only after this long unclaimed. */
+const REDISPATCH_AFTER = "5 minutes"
+
+export const ENDPOINT_FAILURE_REASONS = {
+  deleted: "Endpoint deleted; delivery canceled",
+  suspended: "Endpoint is suspended",
+  disabled: "Endpoint is disabled",
+} as const
+
+export const GONE_REASON = "Destination answered 410 Gone"
+
+const int = (value: unknown) => Number(value)
+
+export class DeliveryRepo extends Context.Service<
+  DeliveryRepo,
+  {
+    /** Deliveries for a batch of events (each event's rows carry its `event_id`). */
+    readonly route: (
+      events: ReadonlyArray<EventToRoute>,
+      now: Date,
+    ) => Effect.Effect<ReadonlyArray<RoutedDelivery>>
+    /** Claims a batch of distinct attempts; one result per key, undefined where the attempt is not claimable. */
+    readonly claim: (
+      keys: ReadonlyArray<AttemptKey>,
+      times: ClaimTimes,
+    ) => Effect.Effect<ReadonlyArray<ClaimedAttempt | undefined>>
+    /**
+     * Records a batch of outcomes of distinct attempts; per outcome, false when the delivery no longer expected it
+     * (a manual retry or a cancel came first). The attempt rows are recorded either way.
+     */
+    readonly recordOutcomes: (outcomes: ReadonlyArray<OutcomeInput>) => Effect.Effect<ReadonlyArray<boolean>>
+    /** The endpoint answered 410: disable it and fail its other undelivered deliveries; their ids. */
+    readonly disableGone: (endpointId: number, exceptDelivery: number) => Effect.Effect<ReadonlyArray<number>>
+    readonly dispatchDue: (
+      now: Date,
+      limit: number,
+      publish: (rows: ReadonlyArray<DueAttempt>) => Effect.Effect<void>,
+    ) => Effect.Effect<number>
+    /** The earliest scheduled time after `now`, if any. */
+    readonly nextDue: (now: Date) => Effect.Effect<Date | undefined>
+    readonly secrets: (subscriberId: number, now: Date) => Effect.Effect<ReadonlyArray<SecretRow>>
+    readonly pruneRateWindows: (before: Date) => Effect.Effect<void>
+  }
+>()("partner-service/webhooks/DeliveryRepo") {
+  static readonly layer = Layer.effect(
+    DeliveryRepo,
+    Effect.gen(function* () {
+      const db = yield* Db
+
+      const route = Effect.fn("DeliveryRepo.route")(function* (
+        events: ReadonlyArray<EventToRoute>,
+        now: Date,
+      ) {
+        if (events.length === 0) return []
+        const rows = yield* db.query(
+          (sql) => sql`
+            with input as (
+              select * from unnest(${events.map((e) => e.eventId)}::text[], ${events.map((e) => e.event)}::text[],
+                                   ${events.map((e) => e.ownerSlug)}::text[],
+                                   ${events.map((e) => e.propertyId)}::bigint[],
+                                   ${events.map((e) => e.payload)}::text[])
+                as i(event_id, event, owner_slug, property_id, payload)
+            ),
+            subscribers as (
+              select i.event_id, s.id as subscriber_id from input i
+              join owners o on o.slug = i.owner_slug
+              join webhook_subscribers s on s.owner_id = o.id
+              union
+              select i.event_id, s.id from input i
+              join owners o on o.slug = i.owner_slug
+              join provider_owners po on po.owner_id = o.id
+              join webhook_subscribers s on s.provider_id = po.provider_id
+              union
+              select i.event_id, s.id from input i
+              join provider_properties pp on pp.property_id = i.property_id
+              join webhook_subscribers s on s.provider_id = pp.provider_id
+            ),
+            targets as (
+              select i.event_id, i.event, i.owner_slug, i.payload, e.id as endpoint_id
+              from subscribers sub
+              join input i on i.event_id = sub.event_id
+              join webhook_endpoints e on e.subscriber_id = sub.subscriber_id
+              where e.status = 'active' and e.deleted_at is null and i.event = any(e.events)
+            ),
+            created as (
+              insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, dispatched_at)
+              select endpoint_id, event_id, event, owner_slug, convert_to(payload, 'UTF8'), ${now}
+              from targets order by event_id, endpoint_id
+              on conflict (event_id, endpoint_id) do nothing
+              returning id, endpoint_id, event_id, series, attempt_number
+            )
+            select id, endpoint_id, event_id, series, attempt_number, true as created from created
+            union all
+            select id, endpoint_id, event_id, series, attempt_number, false from webhook_deliveries
+            where event_id = any(${events.map((e) => e.eventId)}::text[]) and status = 'pending'`,
+        )
+        return rows.map((r): RoutedDelivery => ({
+          event_id: r.event_id as string,
+          id: int(r.id),
+          endpoint_id: int(r.endpoint_id),
+          series: int(r.series),
+          attempt_number: int(r.attempt_number),
+          created: r.created === true,
+        }))
+      })
+
+      const claim = Effect.fn("DeliveryRepo.claim")(function* (
+        keys: ReadonlyArray<AttemptKey>,
+        times: ClaimTimes,
+      ) {
+        if (keys.length === 0) return []
+        // Rows locked in id order and counters upserted in endpoint order, so concurrent batches cannot deadlock.
+        // An attempt's place in the window is the count before this batch plus its rank among the batch's
+        // attempts to the same endpoint.
+        const rows = yield* db.query(
+          (sql) => sql`
+            with input as (
+              select * from unnest(${keys.map((k) => k.deliveryId)}::bigint[], ${keys.map((k) => k.series)}::int[],
+                                   ${keys.map((k) => k.attempt)}::int[]) as i(id, series, attempt)
+            ),
+            target as (
+              select d.id, d.endpoint_id, d.event, d.payload, d.series, d.attempt_number, e.destination_url,
+                     e.subscriber_id, e.status as endpoint_status, e.deleted_at is not null as endpoint_deleted
+              from webhook_deliveries d
+              join input i on i.id = d.id and i.series = d.series and i.attempt = d.attempt_number
+              join webhook_endpoints e on e.id = d.endpoint_id
+              where (d.status in ('pending', 'retrying', 'rate_limited')
+                     and (d.next_retry_at is null or d.next_retry_at <= ${times.dueBy}))
+                 or (d.status = 'delivering' and d.next_retry_at <= ${times.now})
+              order by d.id
+              for update of d
+            ),
+            usable as (
+              select endpoint_id, count(*)::int as n from target
+              where endpoint_status = 'active' and not endpoint_deleted
+              group by endpoint_id
+            ),
+            counted as (
+              insert into webhook_rate_windows (endpoint_id, window_start, attempts)
+              select endpoint_id, ${times.windowStart}, n from usable order by endpoint_id
+              on conflict (endpoint_id, window_start)
+                do update set attempts = webhook_rate_windows.attempts + excluded.attempts
+              returning endpoint_id, attempts
+            ),
+            decided as (
+              select t.*, case
+                when t.endpoint_deleted then 'deleted'
+                when t.endpoint_status <> 'active' then t.endpoint_status
+                when c.attempts - u.n + row_number() over (partition by t.endpoint_id order by t.id)
+                  > ${times.rateLimit} then 'rate_limited'
+                else 'delivering' end as decision
+              from target t
+              left join usable u on u.endpoint_id = t.endpoint_id
+              left join counted c on c.endpoint_id = t.endpoint_id
+            ),
+            updated as (
+              update webhook_deliveries d set
+                status = case when dc.decision in ('delivering', 'rate_limited') then dc.decision else 'failed' end,
+                next_retry_at = case dc.decision
+                  when 'delivering' then ${times.leaseUntil}::timestamptz
+                  when 'rate_limited' then ${times.rateLimitedUntil}::timestamptz
+                  else null end,
+                last_attempt_failure_reason = case dc.decision
+                  when 'deleted' then ${ENDPOINT_FAILURE_REASONS.deleted}
+                  when 'suspended' then ${ENDPOINT_FAILURE_REASONS.suspended}
+                  when 'disabled' then ${ENDPOINT_FAILURE_REASONS.disabled}
+                  else d.last_attempt_failure_reason end,
+                updated_at = now()
+              from decided dc where d.id = dc.id
+              returning d.id
+            )
+            select dc.decision, dc.id, dc.endpoint_id, dc.event, dc.payload, dc.series, dc.attempt_number,
+                   dc.destination_url, dc.subscriber_id, s.custom_headers,
+                   (select max(ws.id) || '/' || count(*) filter (where ws.expires_at is null
+                                                                    or ws.expires_at > ${times.now})
+                    from webhook_secrets ws where ws.subscriber_id = dc.subscriber_id) as secrets_version
+            from decided dc
+            join webhook_subscribers s on s.id = dc.subscriber_id`,
+        )
+        const byKey = new Map(
+          rows.map((row) => [
+            `${int(row.id)}/${int(row.series)}/${int(row.attempt_number)}`,
+            {
+              decision: row.decision as ClaimDecision,
+              id: int(row.id),
+              endpoint_id: int(row.endpoint_id),
+              event: row.event as string,
+              payload: row.payload as Buffer,
+              series: int(row.series),
+              attempt_number: int(row.attempt_number),
+              destination_url: row.destination_url as string,
+              subscriber_id: int(row.subscriber_id),
+              custom_headers: row.custom_headers as unknown,
+              secrets_version: (row.secrets_version as string | null) ?? null,
+            } satisfies ClaimedAttempt,
+          ]),
+        )
+        return keys.map((key) => byKey.get(`${key.deliveryId}/${key.series}/${key.attempt}`))
+      })
+
+      const recordOutcomes = Effect.fn("DeliveryRepo.recordOutcomes")(function* (
+        outcomes: ReadonlyArray<OutcomeInput>,
+      ) {
+        if (outcomes.length === 0) return []
+        const column = <A>(pick: (o: OutcomeInput) => A) => outcomes.map(pick)
+        const rows = yield* db.query(
+          (sql) => sql`
+            with input as (
+              select * from unnest(
+                ${column((o) => o.deliveryId)}::bigint[], ${column((o) => o.series)}::int[],
+                ${column((o) => o.attempt)}::int[], ${column((o) => o.status)}::text[],
+                ${column((o) => o.attemptNumber)}::int[],
+                ${column((o) => o.nextRetryAt?.toISOString() ?? null)}::timestamptz[],
+                ${column((o) => o.startedAt.toISOString())}::timestamptz[], ${column((o) => o.durationMs)}::int[],
+                ${column((o) => o.statusCode)}::int[], ${column((o) => o.failureReason)}::text[],
+                ${column((o) => o.responseBody)}::text[])
+                as i(id, series, attempt, status, attempt_number, next_retry_at, started_at, duration_ms, status_code,
+                     failure_reason, response_body)
+            ),
+            updated as (
+              update webhook_deliveries d set
+                status = i.status,
+                attempt_number = i.attempt_number,
+                last_attempted_at = i.started_at,
+                next_retry_at = i.next_retry_at,
+                duration_ms = i.duration_ms,
+                last_attempt_failure_reason = i.failure_reason,
+                delivered_at = case when i.status = 'delivered' then now() else d.delivered_at end,
+                updated_at = now()
+              from input i
+              where d.id = i.id and d.series = i.series and d.attempt_number = i.attempt and d.status = 'delivering'
+              returning d.id
+            ),
+            recorded as (
+              insert into webhook_attempts
+                (delivery_id, series, attempt_number, started_at, status_code, duration_ms, failure_reason,
+                 response_body)
+              select id, series, attempt, started_at, status_code, duration_ms, failure_reason, response_body
+              from input order by id
+              on conflict do nothing
+            )
+            select id from updated`,
+        )
+        const updated = new Set(rows.map((r) => int(r.id)))
+        return outcomes.map((o) => updated.has(o.deliveryId))
+      })
+
+      const disableGone = Effect.fn("DeliveryRepo.disableGone")(function* (
+        endpointId: number,
+        exceptDelivery: number,
+      ) {
+        const rows = yield* db.query(
+          (sql) => sql`
+            with endpoint as (
+              update webhook_endpoints set status = 'disabled', suspension_reason = ${GONE_REASON},
+                updated_at = now()
+              where id = ${endpointId} and deleted_at is null
+            )
+            update webhook_deliveries set status = 'failed', next_retry_at = null,
+              last_attempt_failure_reason = ${GONE_REASON}, updated_at = now()
+            where endpoint_id = ${endpointId} and id <> ${exceptDelivery}
+              and status in ('pending', 'retrying', 'rate_limited', 'delivering')
+            returning id`,
+        )
+        return rows.map((r) => int(r.id))
+      })
+
+      const dispatchDue = Effect.fn("DeliveryRepo.dispatchDue")(function* (
+        now: Date,
+        limit: number,
+        publish: (rows: ReadonlyArray<DueAttempt>) => Effect.Effect<void>,
+      ) {
+        // Published while the rows are locked, and marked in the same transaction: a failed publish rolls the
+        // mark back, so the rows are found again; a claim of a row published here waits for the commit.
+        return yield* db.transaction(
+          Effect.gen(function* () {
+            const rows = yield* db.query(
+              (sql) => sql`
+                select id, endpoint_id, series, attempt_number from webhook_deliveries
+                where next_retry_at <= ${now} and next_retry_at is not null
+                  and status in ('pending', 'retrying', 'rate_limited', 'delivering')
+                  and (dispatched_at is null or dispatched_at < next_retry_at
+                    or dispatched_at < ${now}::timestamptz - ${REDISPATCH_AFTER}::interval)
+                order by next_retry_at
+                limit ${limit}
+                for update skip locked`,
+            )
+            if (rows.length === 0) return 0
+            const due = rows.map((r): DueAttempt => ({
+              id: int(r.id),
+              endpoint_id: int(r.endpoint_id),
+              series: int(r.series),
+              attempt_number: int(r.attempt_number),
+            }))
+            yield* publish(due)
+            yield* db.query(
+              (sql) =>
+                sql`update webhook_deliveries set dispatched_at = ${now} where id = any(${due.map((r) => r.id)})`,
+            )
+            return due.length
+          }),
+        )
+      })
+
+      const nextDue = Effect.fn("DeliveryRepo.nextDue")(function* (now: Date) {
+        const [row] = yield* db.query(
+          (sql) => sql`
+            select min(next_retry_at) as at from webhook_deliveries
+            where next_retry_at > ${now} and next_retry_at is not null
+              and status in ('pending', 'retrying', 'rate_limited', 'delivering')`,
+        )
+        const at = row?.at as Date | null | undefined
+        return at ?? undefined
+      })
+
+      const secrets = Effect.fn("DeliveryRepo.secrets")(function* (subscriberId: number, now: Date) {
+        const rows = yield* db.query(
+          (sql) => sql`
+            select id, secret_sealed, expires_at from webhook_secrets
+            where subscriber_id = ${subscriberId} and (expires_at is null or expires_at > ${now})
+            order by created_at desc, id desc`,
+        )
+        return rows.map((r): SecretRow => ({
+          id: int(r.id),
+          secret_sealed: r.secret_sealed as Buffer,
+          expires_at: (r.expires_at as Date | null) ?? null,
+        }))
+      })
+
+      const pruneRateWindows = Effect.fn("DeliveryRepo.pruneRateWindows")(function* (before: Date) {
+        yield* db.query((sql) => sql`delete from webhook_rate_windows where window_start < ${before}`)
+      })
+
+      return DeliveryRepo.of({
+        route,
+        claim,
+        recordOutcomes,
+        disableGone,
+        dispatchDue,
+        nextDue,
+        secrets,
+        pruneRateWindows,
+      })
+    }),
+  )
+}

@@ -1,0 +1,191 @@
+import { Schema } from "effect"
+import { EventNames } from "./Events.ts"
+
+/** Only `active` endpoints receive deliveries. */
+export const EndpointStatuses = ["active", "suspended", "disabled"] as const
+export const EndpointStatus = Schema.Literals(EndpointStatuses).annotate({
+  identifier: "WebhookEndpointStatus",
+  description: "`active` endpoints receive deliveries; `suspended` and `disabled` ones receive none.",
+})
+export type EndpointStatus = typeof EndpointStatus.Type
+
+export const DeliveryStatuses = [
+  "pending",
+  "delivering",
+  "delivered",
+  "retrying",
+  "rate_limited",
+  "failed",
+] as const
+export const DeliveryStatus = Schema.Literals(DeliveryStatuses).annotate({
+  identifier: "WebhookDeliveryStatus",
+  description:
+    "Where a delivery is: recorded, in flight, delivered, waiting for a retry, throttled, or failed.",
+})
+export type DeliveryStatus = typeof DeliveryStatus.Type
+
+/** Bounds of what an endpoint stores. */
+export const MAX_NAME_LENGTH = 255
+export const MAX_URL_LENGTH = 2048
+/** Delivery list paging: the published `page` / `per_page` parameters. */
+export const DEFAULT_PER_PAGE = 25
+export const MAX_PER_PAGE = 100
+/** The longest overlap an operator may give old secrets in a rotation. */
+export const MAX_OVERLAP_MS = 30 * 24 * 3600 * 1000
+
+const timestamp = (description: string) => Schema.String.annotate({ format: "date-time", description })
+const nullableTimestamp = (description: string) =>
+  Schema.NullOr(Schema.String.annotate({ format: "date-time" })).annotate({ description })
+
+const EventName = Schema.Literals(EventNames).annotate({
+  identifier: "WebhookEventName",
+  description: "An event of the catalog (there is no wildcard).",
+})
+
+/** An endpoint as every route answers it. */
+export const WebhookEndpoint = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  destination_url: Schema.String.annotate({ description: "HTTPS URL the deliveries are POSTed to." }),
+  status: EndpointStatus,
+  events: Schema.Array(Schema.String).annotate({ description: "Event names the endpoint receives." }),
+  suspension_reason: Schema.NullOr(Schema.String).annotate({
+    description:
+      "Why the service suspended or disabled the endpoint (for example a 410 Gone answer), or null.",
+  }),
+  created_at: timestamp("When the endpoint was registered."),
+  updated_at: timestamp("When it last changed."),
+}).annotate({ identifier: "WebhookEndpoint" })
+export type WebhookEndpoint = typeof WebhookEndpoint.Type
+
+export const EndpointResponse = Schema.Struct({
+  status_code: Schema.Literal(200),
+  endpoint: WebhookEndpoint,
+}).annotate({ identifier: "WebhookEndpointResponse" })
+
+export const EndpointListResponse = Schema.Struct({
+  status_code: Schema.Literal(200),
+  endpoints: Schema.Array(WebhookEndpoint),
+}).annotate({ identifier: "WebhookEndpointListResponse" })
+
+const EndpointName = Schema.String.annotate({
+  description: `A label, 1 to ${MAX_NAME_LENGTH} characters.`,
+})
+const DestinationUrl = Schema.String.annotate({
+  description: `An https URL with a host and no credentials, at most ${MAX_URL_LENGTH} characters.`,
+})
+const Events = Schema.Array(EventName).annotate({
+  description: "At least one event name of the catalog; repeated names count once.",
+})
+
+/** The documented request bodies; validation itself happens in `Endpoints` to give the published messages. */
+export const EndpointCreateRequest = Schema.Struct({
+  endpoint: Schema.Struct({ name: EndpointName, destination_url: DestinationUrl, events: Events }),
+}).annotate({ identifier: "WebhookEndpointCreateRequest" })
+
+export const EndpointUpdateRequest = Schema.Struct({
+  endpoint: Schema.Struct({
+    name: Schema.optionalKey(EndpointName),
+    destination_url: Schema.optionalKey(DestinationUrl),
+    events: Schema.optionalKey(Events),
+    status: Schema.optionalKey(EndpointStatus),
+  }),
+}).annotate({
+  identifier: "WebhookEndpointUpdateRequest",
+  description: "Any subset of the fields; an omitted field keeps its value.",
+})
+
+/** One attempt of a delivery: what came back, or why nothing did. */
+export const DeliveryAttempt = Schema.Struct({
+  series: Schema.Int.annotate({ description: "1, then one more for each manual retry of the delivery." }),
+  attempt_number: Schema.Int,
+  started_at: timestamp("When the request started."),
+  status_code: Schema.NullOr(Schema.Int).annotate({ description: "The HTTP status answered, or null." }),
+  duration_ms: Schema.NullOr(Schema.Int),
+  failure_reason: Schema.NullOr(Schema.String),
+  response_body: Schema.NullOr(Schema.String).annotate({
+    description: "The first 4 KB of the answer's body.",
+  }),
+}).annotate({ identifier: "WebhookDeliveryAttempt" })
+
+const deliveryFields = {
+  id: Schema.Int.annotate({ description: "The delivery id, also sent as `X-Webhook-Delivery`." }),
+  endpoint_id: Schema.Int,
+  status: DeliveryStatus,
+  attempt_number: Schema.Int.annotate({ description: "The attempt due next, or the last one made." }),
+  payload: Schema.Unknown.annotate({ description: "The exact JSON body sent, parsed." }),
+  last_attempted_at: nullableTimestamp("When the last attempt started."),
+  delivered_at: nullableTimestamp("When a 2xx answer came."),
+  next_retry_at: nullableTimestamp("When the next attempt is due."),
+  last_attempt_failure_reason: Schema.NullOr(Schema.String),
+  duration_ms: Schema.NullOr(Schema.Int).annotate({ description: "Duration of the last attempt." }),
+  created_at: timestamp("When the event was recorded for the endpoint."),
+  updated_at: timestamp("When the delivery last changed."),
+}
+
+export const WebhookDelivery = Schema.Struct(deliveryFields).annotate({ identifier: "WebhookDelivery" })
+export type WebhookDelivery = typeof WebhookDelivery.Type
+
+export const WebhookDeliveryDetail = Schema.Struct({
+  ...deliveryFields,
+  attempts: Schema.Array(DeliveryAttempt).annotate({ description: "Every attempt made, oldest first." }),
+}).annotate({ identifier: "WebhookDeliveryDetail" })
+export type WebhookDeliveryDetail = typeof WebhookDeliveryDetail.Type
+
+export const PageMeta = Schema.Struct({
+  page: Schema.Int,
+  per_page: Schema.Int,
+  total_count: Schema.Int,
+  total_pages: Schema.Int,
+}).annotate({ identifier: "PageMeta" })
+
+export const DeliveryListResponse = Schema.Struct({
+  status_code: Schema.Literal(200),
+  deliveries: Schema.Array(WebhookDelivery),
+  meta: PageMeta,
+}).annotate({ identifier: "WebhookDeliveryListResponse" })
+
+export const DeliveryResponse = Schema.Struct({
+  status_code: Schema.Literal(200),
+  delivery: WebhookDeliveryDetail,
+}).annotate({ identifier: "WebhookDeliveryResponse" })
+
+/** Whose endpoints a route manages: an owner's (by slug) or a provisioned provider's (by name). */
+export type SubscriberRef =
+  { readonly kind: "owner"; readonly slug: string } | { readonly kind: "provider"; readonly name: string }
+
+export const describeSubscriber = (ref: SubscriberRef) =>
+  ref.kind === "owner" ? `owner:${ref.slug}` : `provider:${ref.name}`
+
+/** An endpoint body that breaks a rule: each field with its message, as the published 422 shows them. */
+export class EndpointInvalid extends Schema.TaggedError<EndpointInvalid>()("EndpointInvalid", {
+  fields: Schema.Record(Schema.String, Schema.String),
+}) {}
+
+/** Paging or filter parameters of the delivery list that mean nothing. */
+export class DeliveryQueryInvalid extends Schema.TaggedError<DeliveryQueryInvalid>()("DeliveryQueryInvalid", {
+  fields: Schema.Record(Schema.String, Schema.String),
+}) {}
+
+/** No such endpoint for this subscriber (never registered, deleted, or someone else's). */
+export class EndpointNotFound extends Schema.TaggedError<EndpointNotFound>()("EndpointNotFound", {}) {}
+
+/** No such delivery of this endpoint. */
+export class DeliveryNotFound extends Schema.TaggedError<DeliveryNotFound>()("DeliveryNotFound", {}) {}
+
+/** The provider has not been provisioned by the operators yet. */
+export class ProviderNotProvisioned extends Schema.TaggedError<ProviderNotProvisioned>()(
+  "ProviderNotProvisioned",
+  { provider: Schema.String },
+) {}
+
+/** An operator command names an owner slug that does not exist. */
+export class OwnerUnknown extends Schema.TaggedError<OwnerUnknown>()("OwnerUnknown", {
+  slug: Schema.String,
+}) {}
+
+/** An operator command the service refuses: unknown owner or provider, invalid header or duration. */
+export class WebhookCommandRejected extends Schema.TaggedError<WebhookCommandRejected>()(
+  "WebhookCommandRejected",
+  { message: Schema.String },
+) {}

@@ -1,0 +1,221 @@
+import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from "node:dns"
+import { readFileSync } from "node:fs"
+import { BlockList, isIP, type LookupFunction } from "node:net"
+import { createSecureContext, rootCertificates } from "node:tls"
+import { Context, Effect, Layer, Option } from "effect"
+import { Agent, request } from "undici"
+import { AppConfig } from "../platform/Config.ts"
+
+/**
+ * Outbound HTTPS for deliveries: one keep-alive agent per process (no TLS handshake per attempt), a deadline
+ * covering connect, headers and body, no redirects followed, the extra CA of `WEBHOOK_EXTRA_CA_FILE` trusted,
+ * and unless `WEBHOOK_ALLOW_PRIVATE_DESTINATIONS`, destinations resolving to internal addresses refused: the
+ * address checked at resolution is the one connected to, so a second DNS answer cannot slip past the check.
+ */
+
+/** What came back from a destination, or why nothing did. */
+export type PostResult =
+  | {
+      readonly _tag: "Response"
+      readonly statusCode: number
+      readonly retryAfter: string | undefined
+      /** The first 4 KB of the body, as text. */
+      readonly body: string
+      readonly durationMs: number
+    }
+  | { readonly _tag: "NoResponse"; readonly reason: string; readonly durationMs: number }
+
+export const RESPONSE_BODY_LIMIT = 4096
+
+const blocked = new BlockList()
+for (const [network, prefix] of [
+  ["0.0.0.0", 8], // "this network", unspecified
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10], // carrier-grade NAT (and some clouds' metadata, 100.100.100.200)
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16], // link-local, cloud metadata 169.254.169.254
+  ["172.16.0.0", 12],
+  ["192.0.0.0", 24],
+  ["192.0.2.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["198.51.100.0", 24],
+  ["203.0.113.0", 24],
+  ["224.0.0.0", 4], // multicast
+  ["240.0.0.0", 4], // reserved, broadcast
+] as const) {
+  blocked.addSubnet(network, prefix, "ipv4")
+}
+for (const [network, prefix] of [
+  ["::", 128], // unspecified
+  ["::1", 128], // loopback
+  ["::", 96], // IPv4-compatible (deprecated)
+  ["100::", 64], // discard
+  ["2001:db8::", 32], // documentation
+  ["fc00::", 7], // unique local (AWS metadata fd00:ec2::254)
+  ["fe80::", 10], // link-local
+  ["fec0::", 10], // site-local (deprecated)
+  ["ff00::", 8], // multicast
+] as const) {
+  blocked.addSubnet(network, prefix, "ipv6")
+}
+
+/** The IPv4 address an IPv6 address embeds (IPv4-mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`), if any. */
+const embeddedIPv4 = (address: string): string | undefined => {
+  const lower = address.toLowerCase()
+  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower)
+  if (dotted) return dotted[1]
+  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower)
+  if (!hex) return undefined
+  const high = Number.parseInt(hex[1]!, 16)
+  const low = Number.parseInt(hex[2]!, 16)
+  return [high >> 8, high & 255, low >> 8, low & 255].join(".")
+}
+
+/** Whether a destination may not be connected to: private, loopback, link-local, CGNAT, metadata, unspecified. */
+export const isForbiddenAddress = (address: string): boolean => {
+  const family = isIP(address)
+  if (family === 4) return blocked.check(address, "ipv4")
+  if (family !== 6) return true
+  const v4 = embeddedIPv4(address)
+  if (v4 !== undefined) return blocked.check(v4, "ipv4")
+  return blocked.check(address, "ipv6")
+}
+
+export class DestinationRefused extends Error {
+  override readonly name = "DestinationRefused"
+}
+
+const refusal = (host: string, address: string) =>
+  new DestinationRefused(
+    `Destination refused: ${host} resolves to ${address}, a private, loopback, link-local or metadata address`,
+  )
+
+/** DNS resolution that refuses the host if any of its addresses is internal, and hands back the addresses checked. */
+const guardedLookup: LookupFunction = (hostname, options, callback) => {
+  const resolved = (error: NodeJS.ErrnoException | null, addresses: Array<LookupAddress>) => {
+    if (error) return callback(error, "", 0)
+    const forbidden = addresses.find((a) => isForbiddenAddress(a.address))
+    if (forbidden) return callback(refusal(hostname, forbidden.address), "", 0)
+    if (options.all) return callback(null, addresses)
+    const first = addresses[0]
+    if (!first) return callback(new Error(`no address for ${hostname}`), "", 0)
+    return callback(null, first.address, first.family)
+  }
+  const lookupOptions: LookupAllOptions = { all: true }
+  if (options.family !== undefined) lookupOptions.family = options.family
+  if (options.hints !== undefined) lookupOptions.hints = options.hints
+  dnsLookup(hostname, lookupOptions, resolved)
+}
+
+/** Why a request got no answer, in words an operator reads on the delivery record. */
+const describeFailure = (error: unknown, timeoutMs: number, timedOut: boolean): string => {
+  if (timedOut) return `No response within ${timeoutMs} ms`
+  const chain: Array<unknown> = []
+  for (let e: unknown = error; e instanceof Error && chain.length < 5; e = e.cause) chain.push(e)
+  const refused = chain.find((e) => e instanceof DestinationRefused)
+  if (refused instanceof DestinationRefused) return refused.message
+  const first = chain[0]
+  if (!(first instanceof Error)) return `Request failed: ${String(error)}`
+  const code = (first as NodeJS.ErrnoException).code
+  return `Request failed: ${first.message}${code && !first.message.includes(code) ? ` (${code})` : ""}`
+}
+
+export interface EgressShape {
+  /** POSTs `body` to `url` with `headers`; never fails: a refusal or an error is a `NoResponse`. */
+  readonly post: (
+    url: string,
+    headers: Readonly<Record<string, string>>,
+    body: Uint8Array,
+  ) => Effect.Effect<PostResult>
+}
+
+const readLimited = async (body: AsyncIterable<Buffer>) => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  for await (const chunk of body) {
+    chunks.push(chunk)
+    size += chunk.length
+    // Leaving the loop destroys the rest of a long body (that connection is not reused).
+    if (size >= RESPONSE_BODY_LIMIT) break
+  }
+  return Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString("utf8").replaceAll("\u0000", "")
+}
+
+export class Egress extends Context.Service<Egress, EgressShape>()("partner-service/webhooks/Egress") {
+  static readonly layer = Layer.effect(
+    Egress,
+    Effect.gen(function* () {
+      const config = (yield* AppConfig).webhook
+      const timeoutMs = config.timeoutMs
+      const extraCa = Option.map(config.extraCaFile, (file) => readFileSync(file, "utf8"))
+      const agent = yield* Effect.acquireRelease(
+        Effect.sync(
+          () =>
+            new Agent({
+              keepAliveTimeout: 30_000,
+              headersTimeout: timeoutMs,
+              bodyTimeout: timeoutMs,
+              connections: 64,
+              connect: {
+                timeout: timeoutMs,
+                // Parsed once: a context per connection would parse every root certificate again.
+                ...(Option.isSome(extraCa)
+                  ? { secureContext: createSecureContext({ ca: [...rootCertificates, extraCa.value] }) }
+                  : {}),
+                ...(config.allowPrivateDestinations ? {} : { lookup: guardedLookup }),
+              },
+            }),
+        ),
+        (a) => Effect.promise(() => a.close()).pipe(Effect.timeout("5 seconds"), Effect.ignore),
+      )
+
+      const post = (url: string, headers: Readonly<Record<string, string>>, body: Uint8Array) =>
+        Effect.promise(async (): Promise<PostResult> => {
+          const started = performance.now()
+          const elapsed = () => Math.round(performance.now() - started)
+          let target: URL
+          try {
+            target = new URL(url)
+          } catch {
+            return { _tag: "NoResponse", reason: "Destination url is not a valid URL", durationMs: 0 }
+          }
+          if (target.protocol !== "https:") {
+            return { _tag: "NoResponse", reason: "Destination url must use HTTPS", durationMs: 0 }
+          }
+          // An address literal is connected to without any lookup: check it here.
+          const literal = target.hostname.replace(/^\[|\]$/g, "")
+          if (!config.allowPrivateDestinations && isIP(literal) !== 0 && isForbiddenAddress(literal)) {
+            return { _tag: "NoResponse", reason: refusal(literal, literal).message, durationMs: 0 }
+          }
+          const signal = AbortSignal.timeout(timeoutMs)
+          try {
+            const response = await request(target, {
+              method: "POST",
+              headers,
+              body,
+              dispatcher: agent,
+              signal,
+            })
+            const text = await readLimited(response.body)
+            const retryAfter = response.headers["retry-after"]
+            return {
+              _tag: "Response",
+              statusCode: response.statusCode,
+              retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+              body: text,
+              durationMs: elapsed(),
+            }
+          } catch (error) {
+            return {
+              _tag: "NoResponse",
+              reason: describeFailure(error, timeoutMs, signal.aborted),
+              durationMs: elapsed(),
+            }
+          }
+        })
+
+      return Egress.of({ post })
+    }),
+  )
+}

@@ -1,0 +1,388 @@
+import { BlockList, isIP } from "node:net"
+import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "../platform/Config.ts"
+import { Db } from "../platform/Db.ts"
+import {
+  DEFAULT_PER_PAGE,
+  DeliveryNotFound,
+  DeliveryQueryInvalid,
+  type DeliveryStatus,
+  DeliveryStatuses,
+  EndpointInvalid,
+  EndpointNotFound,
+  type EndpointStatus,
+  EndpointStatuses,
+  MAX_NAME_LENGTH,
+  MAX_PER_PAGE,
+  MAX_URL_LENGTH,
+  type SubscriberRef,
+  type WebhookDelivery,
+  type WebhookDeliveryDetail,
+  type WebhookEndpoint,
+} from "./Domain.ts"
+import { isEventName } from "./Events.ts"
+import {
+  type AttemptRow,
+  type DeliveryRow,
+  type EndpointChanges,
+  type EndpointRow,
+  WebhooksRepo,
+} from "./Repo.ts"
+import { Secrets } from "./Secrets.ts"
+
+type Fields = Record<string, string>
+
+/** Ids are positive integers that JSON carries exactly; anything else names no record (404). */
+const ID = /^[1-9]\d{0,14}$/
+/** C0 controls and DEL: nothing a label or URL means, and Postgres cannot store NUL. */
+const hasControl = (text: string) =>
+  Array.from(text).some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f)
+/** Unknown event names quoted back in a message, at most this many. */
+const MAX_NAMED_UNKNOWN = 10
+
+/** Addresses no public receiver has: loopback, private, link-local (cloud metadata), CGNAT, multicast. */
+const privateV4 = new BlockList()
+for (const [network, prefix] of [
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.0.0.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["224.0.0.0", 3],
+] as const) {
+  privateV4.addSubnet(network, prefix, "ipv4")
+}
+// A list of its own: Node matches IPv4 addresses against IPv6 rules as IPv4-mapped addresses.
+const privateV6 = new BlockList()
+for (const [network, prefix] of [
+  ["::", 127],
+  ["fc00::", 7],
+  ["fe80::", 10],
+  ["ff00::", 8],
+] as const) {
+  privateV6.addSubnet(network, prefix, "ipv6")
+}
+
+/** A literal private address or a localhost name; names that resolve privately are refused at send time. */
+const isPrivateHost = (hostname: string) => {
+  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase()
+  if (host === "localhost" || host.endsWith(".localhost")) return true
+  switch (isIP(host)) {
+    case 4:
+      return privateV4.check(host, "ipv4")
+    case 6:
+      // IPv4-mapped (`::ffff:a.b.c.d`): no public receiver is reached through one.
+      return host.startsWith("::ffff:") || privateV6.check(host, "ipv6")
+    default:
+      return false
+  }
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const checkName = (value: unknown): string | { readonly error: string } => {
+  if (value === undefined || value === null) return { error: "Name can't be blank" }
+  if (typeof value !== "string") return { error: "Name must be a string" }
+  const name = value.trim()
+  if (name === "") return { error: "Name can't be blank" }
+  if (name.length > MAX_NAME_LENGTH) {
+    return { error: `Name is too long (maximum is ${MAX_NAME_LENGTH} characters)` }
+  }
+  if (hasControl(name)) return { error: "Name must not contain control characters" }
+  return name
+}
+
+const checkDestinationUrl = (value: unknown, allowPrivate: boolean): string | { readonly error: string } => {
+  if (value === undefined || value === null || value === "")
+    return { error: "Destination url can't be blank" }
+  if (typeof value !== "string") return { error: "Destination url must be a string" }
+  if (value.length > MAX_URL_LENGTH) {
+    return { error: `Destination url is too long (maximum is ${MAX_URL_LENGTH} characters)` }
+  }
+  if (/\s/.test(value) || hasControl(value) || !URL.canParse(value)) {
+    return { error: "Destination url is not a valid URL" }
+  }
+  const url = new URL(value)
+  if (url.protocol !== "https:") return { error: "Destination url must use HTTPS" }
+  if (url.hostname === "") return { error: "Destination url must name a host" }
+  if (url.username !== "" || url.password !== "") {
+    return { error: "Destination url must not contain credentials" }
+  }
+  if (!allowPrivate && isPrivateHost(url.hostname)) {
+    return { error: "Destination url must be a publicly reachable host" }
+  }
+  return value
+}
+
+/** The catalog names, each once, in the order first given. */
+const checkEvents = (value: unknown): ReadonlyArray<string> | { readonly error: string } => {
+  if (value === undefined || value === null) return { error: "Events can't be blank" }
+  if (!Array.isArray(value) || !value.every((name) => typeof name === "string")) {
+    return { error: "Events must be an array of event names" }
+  }
+  const names = [...new Set(value as Array<string>)]
+  if (names.length === 0) return { error: "Events can't be blank" }
+  const unknown = names.filter((name) => !isEventName(name))
+  if (unknown.length > 0) {
+    const named = unknown
+      .slice(0, MAX_NAMED_UNKNOWN)
+      .map((name) => (name.length > 80 ? `${name.slice(0, 80)}…` : name))
+    const more = unknown.length > MAX_NAMED_UNKNOWN ? ` and ${unknown.length - MAX_NAMED_UNKNOWN} more` : ""
+    return { error: `Events include unknown events: ${named.join(", ")}${more}` }
+  }
+  return names
+}
+
+const checkStatus = (value: unknown): EndpointStatus | { readonly error: string } =>
+  typeof value === "string" && (EndpointStatuses as ReadonlyArray<string>).includes(value)
+    ? (value as EndpointStatus)
+    : { error: "Status is invalid" }
+
+const isError = (value: unknown): value is { readonly error: string } =>
+  isRecord(value) && typeof value.error === "string"
+
+const ENDPOINT_REQUIRED = "Endpoint must be an object with name, destination_url and events"
+
+/**
+ * The changes an endpoint body asks for: on creation every field but `status` is required, on update any
+ * subset. Unknown keys are ignored, as the published API does; every failing field is reported.
+ */
+const readEndpoint = (body: unknown, creating: boolean, allowPrivate: boolean) => {
+  const endpoint = isRecord(body) ? body.endpoint : undefined
+  if (!isRecord(endpoint)) return { fields: { base: ENDPOINT_REQUIRED } as Fields }
+  const fields: Fields = {}
+  const changes: { -readonly [K in keyof EndpointChanges]: EndpointChanges[K] } = {}
+  if (creating || endpoint.name !== undefined) {
+    const name = checkName(endpoint.name)
+    if (isError(name)) fields.name = name.error
+    else changes.name = name
+  }
+  if (creating || endpoint.destination_url !== undefined) {
+    const url = checkDestinationUrl(endpoint.destination_url, allowPrivate)
+    if (isError(url)) fields.destination_url = url.error
+    else changes.destination_url = url
+  }
+  if (creating || endpoint.events !== undefined) {
+    const events = checkEvents(endpoint.events)
+    if (isError(events)) fields.events = events.error
+    else changes.events = events
+  }
+  if (endpoint.status !== undefined) {
+    const status = checkStatus(endpoint.status)
+    if (isError(status)) fields.status = status.error
+    else changes.status = status
+  }
+  return Object.keys(fields).length > 0 ? { fields } : { changes }
+}
+
+const iso = (date: Date) => date.toISOString()
+const isoOrNull = (date: Date | null) => (date === null ? null : date.toISOString())
+
+export const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
+  id: Number(row.id),
+  name: row.name,
+  destination_url: row.destination_url,
+  status: row.status,
+  events: row.events,
+  suspension_reason: row.suspension_reason,
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at),
+})
+
+/** The bytes sent are JSON; should a stored body not be, it is shown as the text it is rather than failing. */
+const parsedPayload = (bytes: Buffer): unknown => {
+  const text = bytes.toString("utf8")
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return text
+  }
+}
+
+export const toDelivery = (row: DeliveryRow): WebhookDelivery => ({
+  id: Number(row.id),
+  endpoint_id: Number(row.endpoint_id),
+  status: row.status,
+  attempt_number: row.attempt_number,
+  payload: parsedPayload(row.payload),
+  last_attempted_at: isoOrNull(row.last_attempted_at),
+  delivered_at: isoOrNull(row.delivered_at),
+  next_retry_at: isoOrNull(row.next_retry_at),
+  last_attempt_failure_reason: row.last_attempt_failure_reason,
+  duration_ms: row.duration_ms,
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at),
+})
+
+const toAttempt = (row: AttemptRow) => ({
+  series: row.series,
+  attempt_number: row.attempt_number,
+  started_at: iso(row.started_at),
+  status_code: row.status_code,
+  duration_ms: row.duration_ms,
+  failure_reason: row.failure_reason,
+  response_body: row.response_body === null ? null : row.response_body.slice(0, 4096),
+})
+
+/** `page`, `per_page` and `status` of the delivery list; absent ones take their defaults. */
+export const readDeliveryQuery = (query: URLSearchParams) => {
+  const fields: Fields = {}
+  const integer = (name: string, fallback: number, max: number, message: string) => {
+    const raw = query.get(name)
+    if (raw === null || raw === "") return fallback
+    const value = /^\d{1,9}$/.test(raw) ? Number(raw) : 0
+    if (value < 1 || value > max) fields[name] = message
+    return value
+  }
+  const page = integer("page", 1, 1_000_000, "Page must be a positive integer")
+  const perPage = integer(
+    "per_page",
+    DEFAULT_PER_PAGE,
+    MAX_PER_PAGE,
+    `Per page must be an integer from 1 to ${MAX_PER_PAGE}`,
+  )
+  const rawStatus = query.get("status")
+  const status = rawStatus === null || rawStatus === "" ? undefined : rawStatus
+  if (status !== undefined && !(DeliveryStatuses as ReadonlyArray<string>).includes(status)) {
+    fields.status = `Status must be one of ${DeliveryStatuses.join(", ")}`
+  }
+  return Object.keys(fields).length > 0
+    ? { fields }
+    : { page, perPage, status: status as DeliveryStatus | undefined }
+}
+
+/** Webhook endpoints of an owner or provider, and the deliveries made to them. */
+export class Endpoints extends Context.Service<Endpoints>()("partner-service/webhooks/Endpoints", {
+  make: Effect.gen(function* () {
+    const db = yield* Db
+    const repo = yield* WebhooksRepo
+    const secrets = yield* Secrets
+    const allowPrivate = (yield* AppConfig).webhook.allowPrivateDestinations
+
+    /** The endpoint `id` of the subscriber (an owner without a subscriber has none). */
+    const endpointOf = (ref: SubscriberRef, id: string, lock = false) =>
+      Effect.gen(function* () {
+        const subscriberId = yield* secrets.subscriber(ref, false)
+        const row =
+          subscriberId === undefined || !ID.test(id)
+            ? undefined
+            : yield* repo.endpoint(subscriberId, id, lock)
+        if (row === undefined) return yield* new EndpointNotFound()
+        return row
+      })
+
+    const create = Effect.fn("Endpoints.create")(function* (ref: SubscriberRef, body: unknown) {
+      // A provider not provisioned is a 404 whatever the body says.
+      if (ref.kind === "provider") yield* secrets.subscriber(ref, false)
+      const read = readEndpoint(body, true, allowPrivate)
+      if ("fields" in read) return yield* new EndpointInvalid({ fields: read.fields })
+      const { name, destination_url, events } = read.changes
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const subscriberId = (yield* secrets.subscriber(ref, true))!
+          const row = yield* repo.insertEndpoint(subscriberId, {
+            name: name!,
+            destination_url: destination_url!,
+            events: events!,
+          })
+          return toEndpoint(row)
+        }),
+      )
+    })
+
+    const list = Effect.fn("Endpoints.list")(function* (ref: SubscriberRef) {
+      const subscriberId = yield* secrets.subscriber(ref, false)
+      if (subscriberId === undefined) return []
+      return (yield* repo.endpoints(subscriberId)).map(toEndpoint)
+    })
+
+    const get = Effect.fn("Endpoints.get")(function* (ref: SubscriberRef, id: string) {
+      return toEndpoint(yield* endpointOf(ref, id))
+    })
+
+    const update = Effect.fn("Endpoints.update")(function* (ref: SubscriberRef, id: string, body: unknown) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const current = yield* endpointOf(ref, id, true)
+          const read = readEndpoint(body, false, allowPrivate)
+          if ("fields" in read) return yield* new EndpointInvalid({ fields: read.fields })
+          if (Object.keys(read.changes).length === 0) return toEndpoint(current)
+          const status = read.changes.status
+          // A reason describes the service's own suspension; the partner's choice of status replaces it.
+          const clearReason = status !== undefined && (status === "active" || status !== current.status)
+          return toEndpoint(yield* repo.updateEndpoint(current.id, read.changes, clearReason))
+        }),
+      )
+    })
+
+    /** Soft delete: the endpoint disappears and its undelivered deliveries fail as canceled. */
+    const remove = Effect.fn("Endpoints.remove")(function* (ref: SubscriberRef, id: string) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const current = yield* endpointOf(ref, id, true)
+          return yield* repo.deleteEndpoint(current.id)
+        }),
+      )
+    })
+
+    const deliveries = Effect.fn("Endpoints.deliveries")(function* (
+      ref: SubscriberRef,
+      endpointId: string,
+      query: URLSearchParams,
+    ) {
+      const endpoint = yield* endpointOf(ref, endpointId)
+      const read = readDeliveryQuery(query)
+      if ("fields" in read) return yield* new DeliveryQueryInvalid({ fields: read.fields })
+      const { total, rows } = yield* repo.deliveries(
+        endpoint.id,
+        read.status,
+        read.perPage,
+        (read.page - 1) * read.perPage,
+      )
+      return {
+        deliveries: rows.map(toDelivery),
+        meta: {
+          page: read.page,
+          per_page: read.perPage,
+          total_count: total,
+          total_pages: Math.ceil(total / read.perPage),
+        },
+      }
+    })
+
+    const delivery = Effect.fn("Endpoints.delivery")(function* (
+      ref: SubscriberRef,
+      endpointId: string,
+      id: string,
+    ) {
+      const endpoint = yield* endpointOf(ref, endpointId)
+      const row = ID.test(id) ? yield* repo.delivery(endpoint.id, id) : undefined
+      if (row === undefined) return yield* new DeliveryNotFound()
+      const attempts = yield* repo.attempts(row.id)
+      return { ...toDelivery(row), attempts: attempts.map(toAttempt) } satisfies WebhookDeliveryDetail
+    })
+
+    /** A new series of attempts from attempt 1, due now, whatever the delivery's status (a delivered one is sent again). */
+    const retry = Effect.fn("Endpoints.retry")(function* (
+      ref: SubscriberRef,
+      endpointId: string,
+      id: string,
+    ) {
+      const endpoint = yield* endpointOf(ref, endpointId)
+      const retried = ID.test(id) ? yield* repo.retryDelivery(endpoint.id, id) : false
+      if (!retried) return yield* new DeliveryNotFound()
+    })
+
+    return { create, list, get, update, remove, deliveries, delivery, retry }
+  }),
+}) {
+  static readonly layer = Layer.effect(Endpoints, Endpoints.make).pipe(
+    Layer.provide(Secrets.layer),
+    Layer.provide(WebhooksRepo.layer),
+  )
+}

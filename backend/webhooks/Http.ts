@@ -1,0 +1,320 @@
+import { Effect } from "effect"
+import {
+  type ApiError,
+  BadRequest,
+  type HttpRequest,
+  json,
+  NotFound,
+  type Route,
+  Unprocessable,
+} from "../platform/Http.ts"
+import {
+  DEFAULT_PER_PAGE,
+  type DeliveryNotFound,
+  type DeliveryQueryInvalid,
+  type EndpointInvalid,
+  type EndpointNotFound,
+  type OwnerUnknown,
+  type ProviderNotProvisioned,
+  DeliveryListResponse,
+  DeliveryResponse,
+  DeliveryStatuses,
+  EndpointCreateRequest,
+  EndpointListResponse,
+  EndpointResponse,
+  EndpointUpdateRequest,
+  MAX_PER_PAGE,
+  type SubscriberRef,
+} from "./Domain.ts"
+import { Endpoints } from "./Endpoints.ts"
+
+type Kind = SubscriberRef["kind"]
+
+const PREFIX: Record<Kind, string> = {
+  owner: "/partners/:owner_slug/webhooks/endpoints",
+  provider: "/partners/providers/:provider/webhooks/endpoints",
+}
+
+const SCOPE = { scope: "webhooks:manage" } as const
+const TAG = "Webhooks"
+
+const refOf = (kind: Kind, request: HttpRequest): SubscriberRef =>
+  kind === "owner"
+    ? { kind, slug: request.params.owner_slug ?? "" }
+    : { kind, name: request.params.provider ?? "" }
+
+const decoder = new TextDecoder()
+
+/** The JSON body; an empty one is no body at all (a 422 naming what is missing), not a JSON error. */
+const body = (request: HttpRequest) =>
+  Effect.flatMap(request.bytes, (bytes) =>
+    bytes.length === 0
+      ? Effect.succeed(undefined)
+      : Effect.try({
+          try: () => JSON.parse(decoder.decode(bytes)) as unknown,
+          catch: () => new BadRequest({ message: "Request body is not valid JSON." }),
+        }),
+  )
+
+type WebhookError =
+  | EndpointInvalid
+  | DeliveryQueryInvalid
+  | EndpointNotFound
+  | DeliveryNotFound
+  | ProviderNotProvisioned
+  | OwnerUnknown
+
+const toApiError = (error: WebhookError | ApiError, invalidEndpoint: string): ApiError => {
+  switch (error._tag) {
+    case "EndpointInvalid":
+      return new Unprocessable({ message: invalidEndpoint, resource: "endpoint", fields: error.fields })
+    case "DeliveryQueryInvalid":
+      return new Unprocessable({
+        message: "Invalid delivery params.",
+        resource: "delivery",
+        fields: error.fields,
+      })
+    case "EndpointNotFound":
+      return new NotFound({ message: "Endpoint not found." })
+    case "DeliveryNotFound":
+      return new NotFound({ message: "Delivery not found." })
+    case "ProviderNotProvisioned":
+      return new NotFound({
+        message: "Provider not found: its webhooks have not been provisioned by the service.",
+      })
+    case "OwnerUnknown":
+      return new NotFound({ message: "Property owner not found." })
+    default:
+      return error
+  }
+}
+
+/** The one place where the webhook failures become the contract's error bodies. */
+const apiErrors =
+  (invalidEndpoint: string) =>
+  <A, R>(effect: Effect.Effect<A, WebhookError | ApiError, R>): Effect.Effect<A, ApiError, R> =>
+    Effect.mapError(effect, (error) => toApiError(error, invalidEndpoint))
+
+const noContent = () => new Response(null, { status: 204 })
+
+const whose = (kind: Kind) =>
+  kind === "owner"
+    ? "of the owner; an endpoint registered on the provider route is not reachable here (404)"
+    : "of the provider, covering every owner (or named property) the service configured for it; reachable only through provider routes"
+
+const notFound = (kind: Kind) =>
+  kind === "owner"
+    ? "Unknown owner, or no such endpoint of this owner"
+    : "Provider not provisioned by the service yet, or no such endpoint of this provider"
+
+const endpointRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
+  const base = PREFIX[kind]
+  const provider = kind === "provider" ? "provider " : ""
+  return [
+    {
+      method: "POST",
+      path: base,
+      access: SCOPE,
+      doc: {
+        summary: `Create a ${provider}webhook endpoint`,
+        description:
+          `Registers an endpoint ${whose(kind)}. Body \`{"endpoint": {name, destination_url, events}}\`: ` +
+          "`destination_url` must use HTTPS (no credentials in it), `events` are names of the catalog (no " +
+          "wildcard). The endpoint starts `active`." +
+          (kind === "owner"
+            ? " The owner's subscriber and signing secret are created with its first endpoint; the operator shares the secret out of band."
+            : " Answers 404 until the service has provisioned the provider."),
+        tag: TAG,
+        body: EndpointCreateRequest,
+        responses: [
+          { status: 200, description: "The endpoint", schema: EndpointResponse },
+          { status: 404, description: notFound(kind) },
+          {
+            status: 422,
+            description:
+              "`Invalid endpoint params.` with a message per field, e.g. 'Destination url must use HTTPS'",
+          },
+        ],
+      },
+      handle: (request) =>
+        Effect.gen(function* () {
+          const endpoint = yield* Endpoints.use((endpoints) =>
+            Effect.flatMap(body(request), (input) => endpoints.create(refOf(kind, request), input)),
+          )
+          return json(200, { status_code: 200, endpoint })
+        }).pipe(apiErrors("Invalid endpoint params.")),
+    },
+    {
+      method: "GET",
+      path: base,
+      access: SCOPE,
+      doc: {
+        summary: `List ${provider}webhook endpoints`,
+        description: `Every endpoint ${whose(kind)}, oldest first.`,
+        tag: TAG,
+        responses: [
+          { status: 200, description: "The endpoints", schema: EndpointListResponse },
+          { status: 404, description: notFound(kind) },
+        ],
+      },
+      handle: (request) =>
+        Endpoints.use((endpoints) => endpoints.list(refOf(kind, request))).pipe(
+          Effect.map((list) => json(200, { status_code: 200, endpoints: list })),
+          apiErrors("Endpoint invalid."),
+        ),
+    },
+    {
+      method: "GET",
+      path: `${base}/:id`,
+      access: SCOPE,
+      doc: {
+        summary: `Fetch a ${provider}webhook endpoint`,
+        tag: TAG,
+        responses: [
+          { status: 200, description: "The endpoint", schema: EndpointResponse },
+          { status: 404, description: notFound(kind) },
+        ],
+      },
+      handle: (request) =>
+        Endpoints.use((endpoints) => endpoints.get(refOf(kind, request), request.params.id ?? "")).pipe(
+          Effect.map((endpoint) => json(200, { status_code: 200, endpoint })),
+          apiErrors("Endpoint invalid."),
+        ),
+    },
+    {
+      method: "PUT",
+      path: `${base}/:id`,
+      access: SCOPE,
+      doc: {
+        summary: `Update a ${provider}webhook endpoint`,
+        description:
+          'Body `{"endpoint": {...}}` with any of `name`, `destination_url`, `events` and `status` (`active`, ' +
+          "`suspended`, `disabled`); an omitted field keeps its value. Only `active` endpoints receive " +
+          "deliveries. Setting a status clears the service's `suspension_reason` when the endpoint becomes " +
+          "active again (or its status changes).",
+        tag: TAG,
+        body: EndpointUpdateRequest,
+        responses: [
+          { status: 200, description: "The endpoint as updated", schema: EndpointResponse },
+          { status: 404, description: notFound(kind) },
+          {
+            status: 422,
+            description: "`Endpoint invalid.` with a message per field, e.g. 'Status is invalid'",
+          },
+        ],
+      },
+      handle: (request) =>
+        Effect.gen(function* () {
+          const input = yield* body(request)
+          const endpoint = yield* Endpoints.use((endpoints) =>
+            endpoints.update(refOf(kind, request), request.params.id ?? "", input),
+          )
+          return json(200, { status_code: 200, endpoint })
+        }).pipe(apiErrors("Endpoint invalid.")),
+    },
+    {
+      method: "DELETE",
+      path: `${base}/:id`,
+      access: SCOPE,
+      doc: {
+        summary: `Delete a ${provider}webhook endpoint`,
+        description:
+          "Removes the endpoint: it receives nothing more, and every delivery of it not yet delivered fails " +
+          "with 'Endpoint deleted; delivery canceled'.",
+        tag: TAG,
+        responses: [
+          { status: 204, description: "Deleted (no body)" },
+          { status: 404, description: notFound(kind) },
+        ],
+      },
+      handle: (request) =>
+        Endpoints.use((endpoints) => endpoints.remove(refOf(kind, request), request.params.id ?? "")).pipe(
+          Effect.map(noContent),
+          apiErrors("Endpoint invalid."),
+        ),
+    },
+  ]
+}
+
+const deliveryRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
+  const base = `${PREFIX[kind]}/:endpoint_id/deliveries`
+  const provider = kind === "provider" ? "a provider " : "an "
+  return [
+    {
+      method: "GET",
+      path: base,
+      access: SCOPE,
+      doc: {
+        summary: `List deliveries for ${provider}endpoint`,
+        description:
+          `Newest first. Query parameters: \`page\` (from 1, default 1), \`per_page\` (1 to ${MAX_PER_PAGE}, ` +
+          `default ${DEFAULT_PER_PAGE}) and \`status\` (${DeliveryStatuses.join(", ")}). \`meta\` gives the ` +
+          "page, its size, the number of deliveries matching and of pages.",
+        tag: TAG,
+        responses: [
+          { status: 200, description: "One page of deliveries", schema: DeliveryListResponse },
+          { status: 404, description: notFound(kind) },
+          { status: 422, description: "`page`, `per_page` or `status` is not valid" },
+        ],
+      },
+      handle: (request) =>
+        Endpoints.use((endpoints) =>
+          endpoints.deliveries(refOf(kind, request), request.params.endpoint_id ?? "", request.query),
+        ).pipe(
+          Effect.map((page) => json(200, { status_code: 200, ...page })),
+          apiErrors("Endpoint invalid."),
+        ),
+    },
+    {
+      method: "GET",
+      path: `${base}/:id`,
+      access: SCOPE,
+      doc: {
+        summary: `Fetch a delivery of ${provider}endpoint`,
+        description:
+          "The delivery with the exact payload sent (parsed), the last failure reason, and every attempt made " +
+          "(status code, duration, failure reason, the first 4 KB of the answer).",
+        tag: TAG,
+        responses: [
+          { status: 200, description: "The delivery", schema: DeliveryResponse },
+          { status: 404, description: `${notFound(kind)}, or no such delivery of it` },
+        ],
+      },
+      handle: (request) =>
+        Endpoints.use((endpoints) =>
+          endpoints.delivery(refOf(kind, request), request.params.endpoint_id ?? "", request.params.id ?? ""),
+        ).pipe(
+          Effect.map((delivery) => json(200, { status_code: 200, delivery })),
+          apiErrors("Endpoint invalid."),
+        ),
+    },
+    {
+      method: "POST",
+      path: `${base}/:id/retry`,
+      access: SCOPE,
+      doc: {
+        summary: `Retry a delivery of ${provider}endpoint`,
+        description:
+          "Sends the delivery again, whatever its status, with the same delivery id and payload: a new series " +
+          "of attempts starts at attempt 1 now. The body is ignored.",
+        tag: TAG,
+        responses: [
+          { status: 204, description: "Re-enqueued (no body)" },
+          { status: 404, description: `${notFound(kind)}, or no such delivery of it` },
+        ],
+      },
+      handle: (request) =>
+        Endpoints.use((endpoints) =>
+          endpoints.retry(refOf(kind, request), request.params.endpoint_id ?? "", request.params.id ?? ""),
+        ).pipe(Effect.map(noContent), apiErrors("Endpoint invalid.")),
+    },
+  ]
+}
+
+/** The webhook routes of the partner gateway: endpoints and deliveries, on the owner and provider paths. */
+export const webhookRoutes: ReadonlyArray<Route<Endpoints>> = [
+  ...endpointRoutes("owner"),
+  ...deliveryRoutes("owner"),
+  ...endpointRoutes("provider"),
+  ...deliveryRoutes("provider"),
+]

@@ -1,0 +1,57 @@
+import { Schema } from "effect"
+import { partitionedSubject } from "../platform/Partition.ts"
+
+/**
+ * The delivery engine's messages on the `WEBHOOKS` stream, and the header the router reads on `EVENTS`.
+ * Subjects are DESIGN.md names without the deployment prefix.
+ */
+
+/**
+ * Header of an event on `EVENTS` naming the service id of the property the event is about (when it is about
+ * one), so providers covering named properties receive it.
+ */
+export const EVENT_PROPERTY_HEADER = "Event-Property-Id"
+
+/** `webhooks.attempt.<endpoint_id>.<partition>`: make this attempt of this delivery, if the delivery still expects it. */
+export const AttemptMessage = Schema.Struct({
+  delivery_id: Schema.Int,
+  series: Schema.Int,
+  attempt: Schema.Int,
+})
+export type AttemptMessage = typeof AttemptMessage.Type
+
+/**
+ * Partitions of the delivery actor: one durable consumer each, so attempts are pulled by that many loops in
+ * every process. Attempts need no order among themselves; the partition spreads them by delivery.
+ */
+export const ATTEMPT_PARTITIONS = 16
+
+/** `webhooks.attempt.<endpoint_id>.<partition>` */
+export const attemptSubject = (endpointId: number | string, deliveryId: number) =>
+  partitionedSubject(`webhooks.attempt.${endpointId}`, String(deliveryId), ATTEMPT_PARTITIONS)
+
+export const DeliveryStatuses = [
+  "pending",
+  "delivering",
+  "delivered",
+  "retrying",
+  "rate_limited",
+  "failed",
+] as const
+export type DeliveryStatus = (typeof DeliveryStatuses)[number]
+
+/** `webhooks.status.<endpoint_id>`: a delivery changed status (for the console's live view; the DB is the record). */
+export interface StatusMessage {
+  readonly delivery_id: number
+  readonly endpoint_id: number
+  readonly event: string
+  readonly status: DeliveryStatus
+  readonly series: number
+  readonly attempt_number: number
+  readonly status_code?: number
+  readonly failure_reason?: string
+  readonly next_retry_at?: string
+  readonly at: string
+}
+
+export const statusSubject = (endpointId: number | string) => `webhooks.status.${endpointId}`

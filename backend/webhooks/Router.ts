@@ -1,0 +1,126 @@
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { ack, type ActorDefinition, type Delivery, type Outcome, term } from "../platform/Actor.ts"
+import { Nats, type NatsShape } from "../platform/Nats.ts"
+import { batched } from "./Batch.ts"
+import { DeliveryRepo, type EventToRoute } from "./DeliveryRepo.ts"
+import { isEventName } from "./Events.ts"
+import { attemptSubject, EVENT_PROPERTY_HEADER, type StatusMessage, statusSubject } from "./Messages.ts"
+
+/**
+ * The event router: for each event on `EVENTS`, one delivery per active endpoint subscribed to it (the owner's,
+ * and every provider's covering the owner or the event's property), and one attempt message per delivery still
+ * pending. The event id (its `Nats-Msg-Id`) and the endpoint make a delivery unique, so an event the router sees
+ * twice is recorded once and only its pending deliveries are announced again.
+ */
+
+/** Events on `EVENTS` need no order among themselves: the router takes many at once. */
+const CONCURRENCY = 64
+const encoder = new TextEncoder()
+
+interface EventBody {
+  readonly event: string
+  readonly property_owner_slug: string
+  readonly data: unknown
+}
+
+const isEventBody = (value: unknown): value is EventBody =>
+  typeof value === "object" &&
+  value !== null &&
+  typeof (value as EventBody).event === "string" &&
+  typeof (value as EventBody).property_owner_slug === "string" &&
+  typeof (value as EventBody).data === "object"
+
+export class EventRouter extends Context.Service<
+  EventRouter,
+  { readonly route: (body: unknown, delivery: Delivery) => Effect.Effect<Outcome> }
+>()("partner-service/webhooks/EventRouter") {
+  static readonly layer = Layer.effect(
+    EventRouter,
+    Effect.gen(function* () {
+      const repo = yield* DeliveryRepo
+      const nats = yield* Nats
+
+      /** Events routed concurrently share one statement; each gets its own deliveries back. */
+      const routeOne = yield* batched({
+        workers: 4,
+        max: 64,
+        run: (events: ReadonlyArray<EventToRoute>) =>
+          Effect.gen(function* () {
+            const now = new Date(yield* Clock.currentTimeMillis)
+            const rows = yield* repo.route(events, now)
+            return events.map((event) => ({ now, rows: rows.filter((r) => r.event_id === event.eventId) }))
+          }),
+      })
+
+      const route = Effect.fn("EventRouter.route")(function* (body: unknown, delivery: Delivery) {
+        const eventId = delivery.headers["Nats-Msg-Id"]
+        if (!eventId) return term("event without a Nats-Msg-Id")
+        if (!isEventBody(body)) return term("not an event envelope")
+        // `events.<owner_slug>.<event name>`, the event name holding dots of its own.
+        const [, slug, ...name] = delivery.subject.split(".")
+        if (slug !== body.property_owner_slug || name.join(".") !== body.event) {
+          return term(`subject ${delivery.subject} does not match the body's event and owner`)
+        }
+        if (!isEventName(body.event)) return term(`unknown event ${body.event}`)
+        const property = delivery.headers[EVENT_PROPERTY_HEADER]
+        const { now, rows: routed } = yield* routeOne({
+          eventId,
+          event: body.event,
+          ownerSlug: slug,
+          propertyId: property !== undefined && /^\d{1,18}$/.test(property) ? property : null,
+          // The body as published (producers serialize with JSON.stringify, which this reproduces byte for byte).
+          payload: JSON.stringify(body),
+        })
+        yield* Effect.forEach(
+          routed,
+          (d) =>
+            nats.publish(
+              nats.subject(attemptSubject(d.endpoint_id, d.id)),
+              encoder.encode(
+                JSON.stringify({ delivery_id: d.id, series: d.series, attempt: d.attempt_number }),
+              ),
+              // A repeat inside the duplicate window (the event routed again) is stored once.
+              { msgID: `attempt-${d.id}-${d.series}-${d.attempt_number}` },
+            ),
+          { concurrency: "unbounded", discard: true },
+        )
+        for (const d of routed) {
+          if (!d.created) continue
+          yield* publishStatus(nats, {
+            delivery_id: d.id,
+            endpoint_id: d.endpoint_id,
+            event: body.event,
+            status: "pending",
+            series: d.series,
+            attempt_number: d.attempt_number,
+            at: now.toISOString(),
+          })
+        }
+        return ack
+      })
+
+      return EventRouter.of({ route })
+    }),
+  )
+}
+
+/** Best effort (core NATS, no acknowledgement): the live view may miss one; the database is the record. */
+export const publishStatus = (nats: NatsShape, status: StatusMessage) =>
+  Effect.try(() =>
+    nats.connection.publish(
+      nats.subject(statusSubject(status.endpoint_id)),
+      encoder.encode(JSON.stringify(status)),
+    ),
+  ).pipe(Effect.ignore)
+
+export const routerActor: ActorDefinition<unknown, EventRouter> = {
+  name: "webhook_router",
+  stream: "EVENTS",
+  subject: "events.>",
+  partitions: 0,
+  concurrency: CONCURRENCY,
+  // Routing takes one statement and a few publishes: an event held by a process that died is routed again soon.
+  ackWait: "10 seconds",
+  schema: Schema.Unknown,
+  handle: (body, delivery) => EventRouter.use((router) => router.route(body, delivery)),
+}

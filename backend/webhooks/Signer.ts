@@ -1,0 +1,65 @@
+import { createHmac } from "node:crypto"
+
+/**
+ * Signing and headers of a delivery. The signature is the lowercase hex HMAC-SHA256, keyed with the signing
+ * secret string's UTF-8 bytes, of `<timestamp>.<raw body>`; one `v1` per active secret, newest first, so a
+ * receiver holding either secret verifies during a rotation's overlap.
+ */
+
+export const sign = (secret: string, timestamp: number, body: Uint8Array) =>
+  createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest("hex")
+
+/** `t=<timestamp>,v1=<hex>[,v1=<hex>...]`. */
+export const signatureHeader = (secrets: ReadonlyArray<string>, timestamp: number, body: Uint8Array) =>
+  [`t=${timestamp}`, ...secrets.map((secret) => `v1=${sign(secret, timestamp, body)}`)].join(",")
+
+/**
+ * Headers no custom header may set: the service's own (`Content-Type`, any `X-Webhook-*`) and those that
+ * describe the connection or the body's framing, which the HTTP client owns.
+ */
+const reserved = (name: string) => {
+  const lower = name.toLowerCase()
+  return (
+    lower === "content-type" ||
+    lower.startsWith("x-webhook-") ||
+    [
+      "content-length",
+      "transfer-encoding",
+      "connection",
+      "keep-alive",
+      "upgrade",
+      "expect",
+      "host",
+      "te",
+    ].includes(lower)
+  )
+}
+
+/** The operator's custom headers that may be sent: string values under names no reserved header has. */
+export const customHeaders = (configured: unknown): Record<string, string> => {
+  if (typeof configured !== "object" || configured === null || Array.isArray(configured)) return {}
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(configured)) {
+    if (typeof value === "string" && !reserved(name)) out[name] = value
+  }
+  return out
+}
+
+export interface SignedHeadersInput {
+  readonly custom: unknown
+  readonly event: string
+  readonly deliveryId: number | string
+  readonly timestamp: number
+  readonly secrets: ReadonlyArray<string>
+  readonly body: Uint8Array
+}
+
+/** Custom headers first, then the service's, which they can never override (names compared case-insensitively). */
+export const deliveryHeaders = (input: SignedHeadersInput): Record<string, string> => ({
+  ...customHeaders(input.custom),
+  "Content-Type": "application/json",
+  "X-Webhook-Event": input.event,
+  "X-Webhook-Delivery": String(input.deliveryId),
+  "X-Webhook-Timestamp": String(input.timestamp),
+  "X-Webhook-Signature": signatureHeader(input.secrets, input.timestamp, input.body),
+})

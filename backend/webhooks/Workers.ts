@@ -1,0 +1,22 @@
+import { Effect, Layer } from "effect"
+import { actorLayer } from "../platform/Actor.ts"
+import { AppConfig } from "../platform/Config.ts"
+import { Crypto } from "../platform/Crypto.ts"
+import { deliveryActor, DeliveryAttempts } from "./Delivery.ts"
+import { DeliveryRepo } from "./DeliveryRepo.ts"
+import { Egress } from "./Egress.ts"
+import { EventRouter, routerActor } from "./Router.ts"
+import { Scheduler } from "./Scheduler.ts"
+
+/** The webhook side of the `workers` role: the event router, the delivery actor and the retry scheduler. */
+export const webhookWorkersLayer = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    return Layer.mergeAll(actorLayer(routerActor), actorLayer(deliveryActor(config.webhook.timeoutMs)))
+  }),
+).pipe(
+  Layer.provideMerge(Layer.mergeAll(EventRouter.layer, DeliveryAttempts.layer)),
+  Layer.provideMerge(Scheduler.layer),
+  Layer.provide(Layer.mergeAll(Egress.layer, Crypto.layer)),
+  Layer.provideMerge(DeliveryRepo.layer),
+)

@@ -1,0 +1,127 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { backoffUnits } from "../../backend/webhooks/Backoff.ts"
+import { startReceiver } from "../support/Receiver.ts"
+import {
+  attemptsOf,
+  awaitDeliveries,
+  endpoint,
+  engineService,
+  examplePayload,
+  owner,
+  publishEvent,
+  query,
+  subscriber,
+} from "../support/WebhookEngine.ts"
+
+/** A quarter millisecond: the whole schedule (54,492 units) takes under 14 s. */
+const UNIT_MS = 0.25
+const service = engineService({ WEBHOOK_BACKOFF_UNIT_MS: String(UNIT_MS) })
+
+describe("retry schedule", () => {
+  layer(service.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
+    it.effect(
+      "retries after min(2^k, 3600) units before attempt k, and fails after the 25th attempt for good",
+      () =>
+        Effect.gen(function* () {
+          const receiver = yield* startReceiver
+          const acme = yield* owner("acme-schedule")
+          const sub = yield* subscriber({ ownerId: acme.id })
+          const id = yield* endpoint(sub.id, receiver.url("/down"), ["policy.created"])
+          receiver.respond("/down", () => ({ status: 500, body: "down" }))
+          yield* publishEvent("policy.created", acme.slug, examplePayload("policy.created"))
+          const [row] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "failed")
+          assert.strictEqual(row!.attempt_number, 25)
+          assert.isNull(row!.next_retry_at)
+          assert.strictEqual(row!.last_attempt_failure_reason, "Destination answered 500")
+
+          const attempts = yield* attemptsOf(row!.id)
+          assert.deepStrictEqual(
+            attempts.map((a) => a.attempt_number),
+            Array.from({ length: 25 }, (_, i) => i + 1),
+          )
+          const arrivals = receiver.received("/down").map((r) => r.at)
+          assert.strictEqual(arrivals.length, 25)
+          const late: Array<string> = []
+          for (let k = 2; k <= 25; k++) {
+            const expected = backoffUnits(k) * UNIT_MS
+            const gap = arrivals[k - 1]! - arrivals[k - 2]!
+            // Never early (the millisecond resolution of the stored time aside); late by at most a generous margin.
+            if (gap < expected - 1.5 || gap > expected + 250) {
+              late.push(`attempt ${k}: ${gap.toFixed(1)} ms after the previous, expected ${expected} ms`)
+            }
+          }
+          assert.deepStrictEqual(late, [])
+          yield* Effect.sleep("500 millis")
+          assert.strictEqual(receiver.received("/down").length, 25, "an attempt after the 25th")
+        }).pipe(Effect.scoped),
+    )
+
+    it.effect(
+      "makes an attempt whose claim's lease ran out (its process died) once the scheduler publishes it again",
+      () =>
+        Effect.gen(function* () {
+          const receiver = yield* startReceiver
+          const acme = yield* owner("acme-lease")
+          const sub = yield* subscriber({ ownerId: acme.id })
+          const id = yield* endpoint(sub.id, receiver.url("/lease"), ["policy.created"])
+          const body = JSON.stringify({ event: "policy.created", property_owner_slug: acme.slug, data: {} })
+          // As a process leaves it when it dies mid attempt: claimed, its message long gone, the lease just ended.
+          const [row] = yield* query(
+            (sql) => sql`
+            insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, status, attempt_number,
+                                            next_retry_at, dispatched_at)
+            values (${id}, 'lost-event', 'policy.created', ${acme.slug}, convert_to(${body}, 'UTF8'), 'delivering', 3,
+                    now() - interval '1 second', now() - interval '1 minute')
+            returning id`,
+          )
+          yield* query((sql) => sql`select pg_notify('webhook_due', '')`)
+          const [done] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "delivered")
+          assert.strictEqual(done!.attempt_number, 3)
+          const requests = receiver.received("/lease")
+          assert.strictEqual(requests.length, 1)
+          assert.strictEqual(requests[0]!.headers["x-webhook-delivery"], String(row!.id))
+          assert.strictEqual(requests[0]!.body.toString(), body)
+        }).pipe(Effect.scoped),
+    )
+
+    it.effect(
+      "attempts a delivery re-enqueued as the retry route does: a new series from attempt 1, same delivery id",
+      () =>
+        Effect.gen(function* () {
+          const receiver = yield* startReceiver
+          const acme = yield* owner("acme-requeue")
+          const sub = yield* subscriber({ ownerId: acme.id })
+          const id = yield* endpoint(sub.id, receiver.url("/requeue"), ["policy.updated"])
+          yield* publishEvent("policy.updated", acme.slug, examplePayload("policy.updated"))
+          const [row] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "delivered")
+          yield* query(
+            (sql) => sql`
+              update webhook_deliveries
+              set series = series + 1, attempt_number = 1, status = 'pending', next_retry_at = now()
+              where id = ${row!.id}`,
+          )
+          yield* query((sql) => sql`select pg_notify('webhook_due', '')`)
+          const [again] = yield* awaitDeliveries(
+            id,
+            (rows) => rows[0]?.status === "delivered" && rows[0].series === 2,
+          )
+          assert.strictEqual(again!.attempt_number, 1)
+          const requests = receiver.received("/requeue")
+          assert.strictEqual(requests.length, 2)
+          assert.deepStrictEqual(
+            requests.map((r) => r.headers["x-webhook-delivery"]),
+            [row!.id, row!.id],
+          )
+          assert.strictEqual(requests[0]!.body.toString(), requests[1]!.body.toString())
+          assert.deepStrictEqual(
+            (yield* attemptsOf(row!.id)).map((a) => [a.series, a.attempt_number]),
+            [
+              [1, 1],
+              [2, 1],
+            ],
+          )
+        }).pipe(Effect.scoped),
+    )
+  })
+})

@@ -1,0 +1,341 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { Crypto } from "../../backend/platform/Crypto.ts"
+import { Nats } from "../../backend/platform/Nats.ts"
+import { EventNames } from "../../backend/webhooks/Events.ts"
+import type { StatusMessage } from "../../backend/webhooks/Messages.ts"
+import { EventRouter } from "../../backend/webhooks/Router.ts"
+import {
+  awaitProspect,
+  completeProspect,
+  postProspect,
+  prospectService,
+  prospectSetUp,
+} from "../support/Prospects.ts"
+import { startReceiver, testCa } from "../support/Receiver.ts"
+import { eventually } from "../support/Streams.ts"
+import {
+  awaitDeliveries,
+  deliveriesOf,
+  endpoint,
+  engineService,
+  examplePayload,
+  owner,
+  property,
+  provider,
+  publishEvent,
+  query,
+  subscriber,
+  verifySignature,
+} from "../support/WebhookEngine.ts"
+
+const service = engineService()
+
+describe("event router", () => {
+  layer(service.layer, { excludeTestServices: true, timeout: 90_000 })((it) => {
+    it.effect(
+      "delivers each of the fifteen events with the exact envelope, headers and signature over the raw body",
+      () =>
+        Effect.gen(function* () {
+          const receiver = yield* startReceiver
+          const acme = yield* owner("acme-catalog")
+          const sub = yield* subscriber({ ownerId: acme.id })
+          const id = yield* endpoint(sub.id, receiver.url("/catalog"), EventNames)
+          const published = []
+          for (const name of EventNames) {
+            published.push({ name, ...(yield* publishEvent(name, acme.slug, examplePayload(name))) })
+          }
+          const rows = yield* awaitDeliveries(
+            id,
+            (rows) => rows.length === EventNames.length && rows.every((r) => r.status === "delivered"),
+          )
+          const requests = receiver.received("/catalog")
+          assert.strictEqual(requests.length, EventNames.length)
+          for (const event of published) {
+            const row = rows.find((r) => r.event_id === event.eventId)
+            assert.isDefined(row, event.name)
+            assert.strictEqual(row!.event, event.name)
+            assert.strictEqual(row!.attempt_number, 1)
+            assert.strictEqual(
+              row!.payload.toString("utf8"),
+              event.body,
+              "stored bytes differ from the event",
+            )
+            const request = requests.find((r) => r.headers["x-webhook-delivery"] === row!.id)
+            assert.isDefined(request, `${event.name}: no request carried delivery ${row!.id}`)
+            assert.strictEqual(request!.body.toString("utf8"), event.body, `${event.name}: body bytes differ`)
+            const body = JSON.parse(request!.body.toString("utf8")) as Record<string, unknown>
+            assert.deepStrictEqual(Object.keys(body), ["event", "property_owner_slug", "data"])
+            assert.strictEqual(body.event, event.name)
+            assert.strictEqual(body.property_owner_slug, acme.slug)
+            assert.strictEqual(request!.headers["content-type"], "application/json")
+            assert.strictEqual(request!.headers["x-webhook-event"], event.name)
+            const timestamp = request!.headers["x-webhook-timestamp"] ?? ""
+            assert.match(timestamp, /^\d{10}$/)
+            assert.isAtMost(Math.abs(Number(timestamp) - request!.at / 1000), 5)
+            assert.match(request!.headers["x-webhook-signature"] ?? "", /^t=\d+,v1=[0-9a-f]{64}$/)
+            const check = verifySignature(request!.headers, request!.body, [sub.secret])
+            assert.strictEqual(check.timestamp, timestamp)
+            assert.deepStrictEqual(check.verifiedBy, [sub.secret], `${event.name}: signature does not verify`)
+          }
+        }).pipe(Effect.scoped),
+    )
+
+    it.effect("gives two endpoints subscribed to one event two deliveries with different ids", () =>
+      Effect.gen(function* () {
+        const receiver = yield* startReceiver
+        const acme = yield* owner("acme-two")
+        const sub = yield* subscriber({ ownerId: acme.id })
+        const first = yield* endpoint(sub.id, receiver.url("/one"), ["policy.created"])
+        const second = yield* endpoint(sub.id, receiver.url("/two"), ["policy.created", "policy.updated"])
+        const event = yield* publishEvent("policy.created", acme.slug, examplePayload("policy.created"))
+        const [a] = yield* awaitDeliveries(first, (rows) => rows[0]?.status === "delivered")
+        const [b] = yield* awaitDeliveries(second, (rows) => rows[0]?.status === "delivered")
+        assert.strictEqual(a!.event_id, event.eventId)
+        assert.strictEqual(b!.event_id, event.eventId)
+        assert.notStrictEqual(a!.id, b!.id)
+        assert.deepStrictEqual(
+          [receiver.received("/one"), receiver.received("/two")].map((r) =>
+            r.map((x) => x.headers["x-webhook-delivery"]),
+          ),
+          [[a!.id], [b!.id]],
+        )
+      }).pipe(Effect.scoped),
+    )
+
+    it.effect(
+      "sends nothing to endpoints not subscribed to the event, not active, deleted, or of another owner",
+      () =>
+        Effect.gen(function* () {
+          const receiver = yield* startReceiver
+          const acme = yield* owner("acme-quiet")
+          const other = yield* owner("other-quiet")
+          const sub = yield* subscriber({ ownerId: acme.id })
+          const otherSub = yield* subscriber({ ownerId: other.id })
+          const control = yield* endpoint(sub.id, receiver.url("/control"), ["delinquency.created"])
+          const silent = [
+            yield* endpoint(sub.id, receiver.url("/unsubscribed"), ["delinquency.resolved"]),
+            yield* endpoint(sub.id, receiver.url("/suspended"), ["delinquency.created"], "suspended"),
+            yield* endpoint(sub.id, receiver.url("/disabled"), ["delinquency.created"], "disabled"),
+            yield* endpoint(sub.id, receiver.url("/deleted"), ["delinquency.created"]),
+            yield* endpoint(otherSub.id, receiver.url("/other-owner"), ["delinquency.created"]),
+          ]
+          yield* query((sql) => sql`update webhook_endpoints set deleted_at = now() where id = ${silent[3]!}`)
+          yield* publishEvent("delinquency.created", acme.slug, examplePayload("delinquency.created"))
+          yield* awaitDeliveries(control, (rows) => rows[0]?.status === "delivered")
+          // The router writes every delivery of an event in one statement: the control's is there, so these
+          // endpoints got none.
+          for (const id of silent) assert.deepStrictEqual(yield* deliveriesOf(id), [])
+          assert.deepStrictEqual(
+            receiver.received().map((r) => r.path),
+            ["/control"],
+          )
+        }).pipe(Effect.scoped),
+    )
+
+    it.effect(
+      "delivers to provider endpoints covering the owner, or the event's property, and to no other provider",
+      () =>
+        Effect.gen(function* () {
+          const receiver = yield* startReceiver
+          const acme = yield* owner("acme-provided")
+          const elsewhere = yield* owner("elsewhere-provided")
+          const covered = yield* property(acme.id, "covered")
+          const uncovered = yield* property(acme.id, "uncovered")
+          const byOwner = yield* subscriber({
+            providerId: yield* provider("by-owner", { owners: [acme.id] }),
+          })
+          const byProperty = yield* subscriber({
+            providerId: yield* provider("by-property", { properties: [covered] }),
+          })
+          const unrelated = yield* subscriber({
+            providerId: yield* provider("unrelated", { owners: [elsewhere.id] }),
+          })
+          const events = ["policy_application.created"]
+          const ownerEndpoint = yield* endpoint(byOwner.id, receiver.url("/by-owner"), events)
+          const propertyEndpoint = yield* endpoint(byProperty.id, receiver.url("/by-property"), events)
+          const unrelatedEndpoint = yield* endpoint(unrelated.id, receiver.url("/unrelated"), events)
+
+          const payload = examplePayload("policy_application.created")
+          const onCovered = yield* publishEvent("policy_application.created", acme.slug, payload, {
+            propertyId: covered,
+          })
+          const onUncovered = yield* publishEvent("policy_application.created", acme.slug, payload, {
+            propertyId: uncovered,
+          })
+          const withoutProperty = yield* publishEvent("policy_application.created", acme.slug, payload)
+
+          const ownerRows = yield* awaitDeliveries(
+            ownerEndpoint,
+            (rows) => rows.length === 3 && rows.every((r) => r.status === "delivered"),
+          )
+          assert.sameMembers(
+            ownerRows.map((r) => r.event_id),
+            [onCovered.eventId, onUncovered.eventId, withoutProperty.eventId],
+          )
+          const propertyRows = yield* deliveriesOf(propertyEndpoint)
+          assert.deepStrictEqual(
+            propertyRows.map((r) => r.event_id),
+            [onCovered.eventId],
+          )
+          assert.deepStrictEqual(yield* deliveriesOf(unrelatedEndpoint), [])
+          yield* awaitDeliveries(propertyEndpoint, (rows) => rows[0]?.status === "delivered")
+          const signed = receiver.received("/by-property")[0]!
+          assert.deepStrictEqual(
+            verifySignature(signed.headers, signed.body, [byProperty.secret]).verifiedBy,
+            [byProperty.secret],
+          )
+          assert.strictEqual(JSON.parse(signed.body.toString()).property_owner_slug, acme.slug)
+        }).pipe(Effect.scoped),
+    )
+
+    it.effect("records one delivery per endpoint when the router sees an event again", () =>
+      Effect.gen(function* () {
+        const receiver = yield* startReceiver
+        const acme = yield* owner("acme-again")
+        const sub = yield* subscriber({ ownerId: acme.id })
+        const id = yield* endpoint(sub.id, receiver.url("/again"), ["move_out.initiated"])
+        const event = yield* publishEvent(
+          "move_out.initiated",
+          acme.slug,
+          examplePayload("move_out.initiated"),
+        )
+        yield* awaitDeliveries(id, (rows) => rows[0]?.status === "delivered")
+        const router = yield* EventRouter
+        const delivery = {
+          subject: `events.${acme.slug}.move_out.initiated`,
+          streamSequence: 0,
+          deliveryCount: 2,
+          headers: { "Nats-Msg-Id": event.eventId },
+        }
+        yield* router.route(JSON.parse(event.body), delivery)
+        yield* router.route(JSON.parse(event.body), delivery)
+        const rows = yield* deliveriesOf(id)
+        assert.strictEqual(rows.length, 1)
+        assert.strictEqual(rows[0]!.status, "delivered")
+        yield* Effect.sleep("300 millis")
+        assert.strictEqual(receiver.received("/again").length, 1)
+      }).pipe(Effect.scoped),
+    )
+
+    it.effect(
+      "announces each new delivery as pending, then its outcome, on webhooks.status.<endpoint_id>",
+      () =>
+        Effect.gen(function* () {
+          const receiver = yield* startReceiver
+          const acme = yield* owner("acme-status")
+          const sub = yield* subscriber({ ownerId: acme.id })
+          const id = yield* endpoint(sub.id, receiver.url("/status"), ["policy.expired"])
+          yield* publishEvent("policy.expired", acme.slug, examplePayload("policy.expired"))
+          const [row] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "delivered")
+          const statuses = yield* eventually(statusMessages(id), (messages) => messages.length >= 2)
+          assert.deepStrictEqual(
+            statuses.map((m) => [m.delivery_id, m.status]),
+            [
+              [Number(row!.id), "pending"],
+              [Number(row!.id), "delivered"],
+            ],
+          )
+        }).pipe(Effect.scoped),
+    )
+  })
+})
+
+/** Status messages of an endpoint the WEBHOOKS stream holds (core publishes on its subjects are stored too). */
+const statusMessages = (endpointId: number) =>
+  Effect.gen(function* () {
+    const nats = yield* Nats
+    const stream = nats.streamName("WEBHOOKS")
+    const info = yield* Effect.promise(() => nats.jsm.streams.info(stream))
+    const out: Array<StatusMessage> = []
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+      const msg = yield* Effect.promise(() => nats.jsm.streams.getMessage(stream, { seq }).catch(() => null))
+      if (msg === null || nats.unprefixed(msg.subject) !== `webhooks.status.${endpointId}`) continue
+      out.push(msg.json<StatusMessage>())
+    }
+    return out
+  })
+
+const withApi = prospectService({ WEBHOOK_EXTRA_CA_FILE: testCa().caFile, WEBHOOK_BACKOFF_UNIT_MS: "5" })
+
+describe("prospect events from the API", () => {
+  layer(withApi.layer, { excludeTestServices: true, timeout: 90_000 })((it) => {
+    it.effect(
+      "delivers a POSTed prospect's events with the outbox's bytes to the owner, and prospect.ready to a provider covering its property",
+      () =>
+        Effect.gen(function* () {
+          const receiver = yield* startReceiver
+          const { partner, slug } = yield* prospectSetUp("org-webhook-events", "whsrc")
+          const [ids] = yield* query(
+            (sql) => sql`
+              select o.id as owner_id, p.id as property_id from owners o
+              join properties p on p.owner_id = o.id and p.external_system_id = 'prop-1'
+              where o.slug = ${slug}`,
+          )
+          const ownerSub = yield* subscriber({ ownerId: String(ids!.owner_id) })
+          const ownerEndpoint = yield* endpoint(ownerSub.id, receiver.url("/owner"), [
+            "prospect.created",
+            "prospect.ready",
+          ])
+          const providerSub = yield* subscriber({
+            providerId: yield* provider("covers-prop-1", { properties: [String(ids!.property_id)] }),
+          })
+          const providerEndpoint = yield* endpoint(providerSub.id, receiver.url("/provider"), [
+            "prospect.ready",
+          ])
+
+          yield* postProspect(partner, slug, completeProspect("whsrc", "p-webhook"))
+          yield* awaitProspect(partner, slug, "whsrc", "p-webhook")
+          const ownerRows = yield* awaitDeliveries(
+            ownerEndpoint,
+            (rows) => rows.length === 2 && rows.every((r) => r.status === "delivered"),
+          )
+          const [providerRow] = yield* awaitDeliveries(
+            providerEndpoint,
+            (rows) => rows[0]?.status === "delivered",
+          )
+
+          const published = yield* query(
+            (sql) => sql<Array<{ subject: string; payload: Buffer; id: string }>>`
+              select subject, payload, id::text as id from outbox where subject like ${`events.${slug}.%`}`,
+          )
+          assert.sameMembers(
+            published.map((m) => m.subject),
+            [`events.${slug}.prospect.created`, `events.${slug}.prospect.ready`],
+          )
+          const created = receiver
+            .received("/owner")
+            .find((r) => r.headers["x-webhook-event"] === "prospect.created")!
+          assert.strictEqual(
+            created.body.toString(),
+            JSON.stringify({
+              event: "prospect.created",
+              property_owner_slug: slug,
+              data: { third_party_prospect: { id: "p-webhook" } },
+            }),
+          )
+          for (const message of published) {
+            const row = ownerRows.find((r) => r.event_id === message.id)
+            assert.isDefined(row, message.subject)
+            assert.isTrue(row!.payload.equals(message.payload), `${message.subject}: stored bytes differ`)
+            const request = receiver
+              .received("/owner")
+              .find((r) => r.headers["x-webhook-delivery"] === row!.id)!
+            assert.isTrue(request.body.equals(message.payload), `${message.subject}: sent bytes differ`)
+            assert.deepStrictEqual(
+              verifySignature(request.headers, request.body, [ownerSub.secret]).verifiedBy,
+              [ownerSub.secret],
+            )
+          }
+          const ready = published.find((m) => m.subject.endsWith("prospect.ready"))!
+          assert.strictEqual(providerRow!.event_id, ready.id)
+          const [toProvider] = receiver.received("/provider")
+          assert.isTrue(toProvider!.body.equals(ready.payload))
+          assert.deepStrictEqual(
+            verifySignature(toProvider!.headers, toProvider!.body, [providerSub.secret]).verifiedBy,
+            [providerSub.secret],
+          )
+        }).pipe(Effect.scoped, Effect.provide(Crypto.layer)),
+    )
+  })
+})
