@@ -1,4 +1,4 @@
-import { BlockList, isIP } from "node:net"
+import { isIP } from "node:net"
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
 import { Db } from "../platform/Db.ts"
@@ -20,6 +20,7 @@ import {
   type WebhookDeliveryDetail,
   type WebhookEndpoint,
 } from "./Domain.ts"
+import { isForbiddenAddress } from "./Egress.ts"
 import { isEventName } from "./Events.ts"
 import {
   type AttemptRow,
@@ -40,46 +41,11 @@ const hasControl = (text: string) =>
 /** Unknown event names quoted back in a message, at most this many. */
 const MAX_NAMED_UNKNOWN = 10
 
-/** Addresses no public receiver has: loopback, private, link-local (cloud metadata), CGNAT, multicast. */
-const privateV4 = new BlockList()
-for (const [network, prefix] of [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["224.0.0.0", 3],
-] as const) {
-  privateV4.addSubnet(network, prefix, "ipv4")
-}
-// A list of its own: Node matches IPv4 addresses against IPv6 rules as IPv4-mapped addresses.
-const privateV6 = new BlockList()
-for (const [network, prefix] of [
-  ["::", 127],
-  ["fc00::", 7],
-  ["fe80::", 10],
-  ["ff00::", 8],
-] as const) {
-  privateV6.addSubnet(network, prefix, "ipv6")
-}
-
-/** A literal private address or a localhost name; names that resolve privately are refused at send time. */
+/** A private address literal or a localhost name; names that resolve privately are refused at send time. */
 const isPrivateHost = (hostname: string) => {
   const host = hostname.replace(/^\[|\]$/g, "").toLowerCase()
   if (host === "localhost" || host.endsWith(".localhost")) return true
-  switch (isIP(host)) {
-    case 4:
-      return privateV4.check(host, "ipv4")
-    case 6:
-      // IPv4-mapped (`::ffff:a.b.c.d`): no public receiver is reached through one.
-      return host.startsWith("::ffff:") || privateV6.check(host, "ipv6")
-    default:
-      return false
-  }
+  return isIP(host) !== 0 && isForbiddenAddress(host)
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>

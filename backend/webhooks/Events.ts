@@ -451,8 +451,10 @@ export const DeliveryHeaders = {
     description:
       "`t=<timestamp>,v1=<hex>`. `v1` is the lowercase hex HMAC-SHA256, keyed with the owner's signing secret, of " +
       "the string `<timestamp>.<raw_request_body>`, where the timestamp equals `t` and `X-Webhook-Timestamp`. " +
+      "While a rotated secret is still active the header carries one `v1` per active secret, newest first " +
+      "(`t=<ts>,v1=<new>,v1=<old>`): accept the delivery when any of them matches. " +
       "Verify over the raw body bytes, not re-serialized JSON, and compare in constant time; answer 401 when it " +
       "does not match. The service neither rejects nor re-signs by timestamp age: a retried delivery carries a " +
       "valid signature for its own attempt timestamp.",
-  }).check(Schema.isPattern(/^t=\d+,v1=[0-9a-f]{64}$/u)),
+  }).check(Schema.isPattern(/^t=\d+(?:,v1=[0-9a-f]{64})+$/u)),
 } as const

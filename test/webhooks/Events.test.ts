@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Schema } from "effect"
 import {
+  DeliveryHeaders,
   EventCatalog,
   EventNames,
   Envelopes,
@@ -265,5 +266,15 @@ describe("outbound webhook events", () => {
         Schema.decodeUnknownExit(ThirdPartyProspect)({ ...readyProspect, id: "new-prospect-123" }),
       ),
     )
+  })
+
+  it("documents a signature header with one v1 per active secret", () => {
+    const signature = Schema.decodeUnknownExit(DeliveryHeaders["X-Webhook-Signature"])
+    const hex = (digit: string) => digit.repeat(64)
+    assert.isTrue(Exit.isSuccess(signature(`t=1700000000,v1=${hex("a")}`)))
+    assert.isTrue(Exit.isSuccess(signature(`t=1700000000,v1=${hex("a")},v1=${hex("b")}`)))
+    assert.isTrue(Exit.isFailure(signature("t=1700000000")))
+    assert.isTrue(Exit.isFailure(signature(`t=1700000000,v1=${hex("A")}`)))
+    assert.isTrue(Exit.isFailure(signature(`v1=${hex("a")},t=1700000000`)))
   })
 })
