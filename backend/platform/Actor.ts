@@ -12,7 +12,7 @@ import {
   Semaphore,
 } from "effect"
 import { Db, type Sql } from "./Db.ts"
-import { type JsMsg, Nats, type StreamBase } from "./Nats.ts"
+import { type JsMsg, Nats, type NatsShape, type StreamBase } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 
 /** What a handler decided: exactly one of these settles every message. */
@@ -33,6 +33,8 @@ export interface Delivery {
   /** 1 on first delivery. */
   readonly deliveryCount: number
   readonly headers: Readonly<Record<string, string>>
+  /** The message's exact bytes, as published (the decoded message is what the handler gets first). */
+  readonly raw: Uint8Array
 }
 
 /** A decoded message with its delivery, as a batch handler gets it. */
@@ -94,6 +96,37 @@ const ACTOR_LEASE_LOCK = 7_239_300
 const ACTOR_PRESENCE_LOCK = 7_239_301
 const decoder = new TextDecoder()
 
+/**
+ * Acks and naks made in one turn of the event loop, sent together at its end: the NATS client writes what was
+ * queued in one go, so a busy actor makes one socket write for many settlements instead of one each. `flush`
+ * sends what is queued at once (an actor stopping does, before its connection may close).
+ */
+const settlements = (() => {
+  let queued: Array<JsMsg> = []
+  let naks: Array<number | undefined> = []
+  const flush = () => {
+    const msgs = queued
+    const delays = naks
+    queued = []
+    naks = []
+    for (let i = 0; i < msgs.length; i++) {
+      const delay = delays[i]
+      if (delay === -1) msgs[i]!.ack()
+      else msgs[i]!.nak(delay)
+    }
+  }
+  const add = (msg: JsMsg, nakDelay: number | undefined) => {
+    if (queued.length === 0) setImmediate(flush)
+    queued.push(msg)
+    naks.push(nakDelay)
+  }
+  return {
+    ack: (msg: JsMsg) => add(msg, -1),
+    nak: (msg: JsMsg, delay?: number) => add(msg, delay),
+    flush,
+  }
+})()
+
 /** Backoff for a handler that died: 1 s, 2 s, 4 s ... capped at one minute. */
 const defectDelay = (deliveryCount: number) => Duration.seconds(Math.min(2 ** (deliveryCount - 1), 60))
 
@@ -102,6 +135,8 @@ const readHeaders = (msg: JsMsg) => {
   for (const key of msg.headers?.keys() ?? []) out[key] = msg.headers?.get(key) ?? ""
   return out
 }
+
+type Consumer = Awaited<ReturnType<NatsShape["js"]["consumers"]["get"]>>
 
 type Reserved = Awaited<ReturnType<Sql["reserve"]>>
 
@@ -235,9 +270,9 @@ export const runActor = <A, R>(
         metrics.actorHandled.inc({ actor: actor.name, outcome: outcome._tag.toLowerCase() })
         switch (outcome._tag) {
           case "Ack":
-            return msg.ack()
+            return settlements.ack(msg)
           case "Nak":
-            return msg.nak(Duration.toMillis(outcome.delay))
+            return settlements.nak(msg, Duration.toMillis(outcome.delay))
           case "Term":
             yield* recordDeadLetter(msg, outcome.reason)
             yield* Effect.logWarning("message terminated").pipe(
@@ -269,11 +304,16 @@ export const runActor = <A, R>(
           yield* poison(msg, decoded.failure.message)
           return undefined
         }
+        let headers: Readonly<Record<string, string>> | undefined
         const delivery: Delivery = {
           subject: nats.unprefixed(msg.subject),
           streamSequence: msg.seq,
           deliveryCount,
-          headers: readHeaders(msg),
+          // Read when asked for: many handlers never look at them.
+          get headers() {
+            return (headers ??= readHeaders(msg))
+          },
+          raw: msg.data,
         }
         return { msg, message: decoded.success, delivery }
       })
@@ -305,9 +345,9 @@ export const runActor = <A, R>(
         const item = yield* received(msg, partition)
         if (item !== undefined) yield* settle(msg, yield* handleOne(item))
       }).pipe(
-        Effect.withSpan(`Actor.${actor.name}`),
+        // No span per message: it costs more than a small handler, and the handler may open its own.
         // Only a drain timeout interrupts a handler: hand the message back at once rather than after ack_wait.
-        Effect.onInterrupt(() => Effect.sync(() => msg.nak())),
+        Effect.onInterrupt(() => Effect.sync(() => settlements.nak(msg))),
       )
 
     /** The batch handler's outcomes, or undefined when it died or miscounted (logged and counted). */
@@ -369,7 +409,7 @@ export const runActor = <A, R>(
         // Only a drain timeout interrupts a batch: hand back at once what was not settled.
         Effect.onInterrupt(() =>
           Effect.sync(() => {
-            for (const msg of msgs) if (!settled.has(msg)) msg.nak()
+            for (const msg of msgs) if (!settled.has(msg)) settlements.nak(msg)
           }),
         ),
       )
@@ -392,34 +432,93 @@ export const runActor = <A, R>(
       })
 
     /**
-     * One pull of one message at a time per partition, while fewer than `concurrency` are in hand, each pull
-     * expiring after `PULL_EXPIRES`: when the loop stops, no pull of ours is left waiting on the server, so no
-     * message can be handed to a process that is gone (it would sit unacknowledged until `ack_wait`); a
-     * message that arrives while stopping is nak'd back at once. Stopping waits for the messages in hand.
+     * Pulls, in one fetch, `count` messages JetStream said were waiting (`info.pending` of a message just
+     * received), handing each to `each` as it arrives; the number that came. The fetch ends once they have all
+     * come, or after `PULL_EXPIRES` when another puller took some of them: either way no pull of ours is left
+     * waiting on the server once this returns, so none can hand a message to a process that is gone.
+     */
+    const fetchPending = (
+      consumer: Consumer,
+      count: number,
+      each: (msg: JsMsg) => Effect.Effect<void, never, R>,
+    ): Effect.Effect<number, never, R> =>
+      Effect.gen(function* () {
+        const messages = yield* Effect.promise(() =>
+          consumer.fetch({ max_messages: count, expires: PULL_EXPIRES }),
+        )
+        const iterator = messages[Symbol.asyncIterator]()
+        let got = 0
+        while (true) {
+          const next = yield* Effect.promise(() => iterator.next())
+          if (next.done === true) return got
+          got++
+          yield* each(next.value)
+        }
+      })
+
+    /**
+     * Per partition, while fewer than `concurrency` messages are in hand. With nothing known to be waiting: one
+     * pull of one message, expiring after `PULL_EXPIRES`. With messages known to be waiting (`info.pending` of the
+     * last one received): once a quarter of the slots is free (or as many as are waiting), one fetch of as many of
+     * them as there are free slots (`fetchPending`), each handled as it arrives; a busy partition thus makes one
+     * pull per several messages rather than one each. When the loop stops no pull of ours is left waiting on the
+     * server, so no message can be handed to a process that is gone (it would sit unacknowledged until
+     * `ack_wait`); a message that arrives while stopping is nak'd back at once. Stopping waits for the messages in
+     * hand.
      */
     const consumePartition = (partition: number) =>
       Effect.gen(function* () {
         const consumer = yield* consumerFor(partition, concurrency)
         const permits = yield* Semaphore.make(concurrency)
+        /** Permits not taken: the semaphore's count, which it does not tell. */
+        let free = concurrency
+        const take = (n: number) => permits.take(n).pipe(Effect.andThen(Effect.sync(() => void (free -= n))))
+        const release = (n: number) => Effect.suspend(() => ((free += n), permits.release(n)))
         const inHand = yield* FiberSet.make()
+        /** Messages JetStream said were waiting behind the last one this loop received. */
+        let waiting = 0
+        const start = (msg: JsMsg) =>
+          Effect.gen(function* () {
+            waiting = msg.info.pending
+            if (yield* isStopping) {
+              settlements.nak(msg)
+              yield* release(1)
+            } else {
+              yield* FiberSet.run(inHand, process(msg, partition).pipe(Effect.ensuring(release(1))))
+            }
+          })
+        const quarter = Math.max(1, Math.floor(concurrency / 4))
         while (!(yield* isStopping)) {
-          yield* permits.take(1)
-          const msg = yield* Effect.promise(() => consumer.next({ expires: PULL_EXPIRES }))
-          if (msg === null || (yield* isStopping)) {
-            msg?.nak()
-            yield* permits.release(1)
+          if (waiting > 0) {
+            const first = Math.min(waiting, quarter)
+            yield* take(first)
+            const extra = Math.min(waiting - first, free)
+            if (extra > 0) yield* take(extra)
+            const count = first + extra
+            if (yield* isStopping) {
+              yield* release(count)
+              break
+            }
+            const got = yield* fetchPending(consumer, count, start)
+            if (got < count) {
+              // Another process took some: nothing is known to wait any more.
+              waiting = 0
+              yield* release(count - got)
+            }
             continue
           }
-          yield* FiberSet.run(inHand, process(msg, partition).pipe(Effect.ensuring(permits.release(1))))
+          yield* take(1)
+          const msg = yield* Effect.promise(() => consumer.next({ expires: PULL_EXPIRES }))
+          if (msg === null) yield* release(1)
+          else yield* start(msg)
         }
         yield* FiberSet.awaitEmpty(inHand)
       }).pipe(Effect.scoped)
 
     /**
      * Batch mode, while this process leads the partition: one message (a pull expiring after `PULL_EXPIRES`),
-     * then as many of those JetStream said were waiting behind it as the batch holds, in one fetch. Only the
-     * leader pulls, so those are there and the fetch ends at once: as in `consumePartition`, no pull of ours is
-     * left waiting on the server when the loop stops.
+     * then as many of those JetStream said were waiting behind it as the batch holds, in one fetch
+     * (`fetchPending`). Only the leader pulls, so those are there and the fetch ends at once.
      */
     const consumeBatches = (partition: number, batch: ActorBatch<A, R>, leases: Leases) =>
       Effect.gen(function* () {
@@ -432,23 +531,13 @@ export const runActor = <A, R>(
           }
           const first = yield* Effect.promise(() => consumer.next({ expires: PULL_EXPIRES }))
           if (first === null) continue
+          const msgs = [first]
           const more = Math.min(first.info.pending, batch.size - 1)
-          const rest =
-            more > 0 && !(yield* isStopping)
-              ? yield* Effect.promise(async () => {
-                  const out: Array<JsMsg> = []
-                  for await (const msg of await consumer.fetch({
-                    max_messages: more,
-                    expires: PULL_EXPIRES,
-                  })) {
-                    out.push(msg)
-                  }
-                  return out
-                })
-              : []
-          const msgs = [first, ...rest]
+          if (more > 0 && !(yield* isStopping)) {
+            yield* fetchPending(consumer, more, (msg) => Effect.sync(() => void msgs.push(msg)))
+          }
           if ((yield* isStopping) || !leases.leads(partition)) {
-            for (const msg of msgs) msg.nak()
+            for (const msg of msgs) settlements.nak(msg)
             continue
           }
           yield* processBatch(batch, msgs, partition)
@@ -487,6 +576,7 @@ export const runActor = <A, R>(
         Effect.andThen(Fiber.joinAll(fibers)),
         Effect.timeout(DRAIN_TIMEOUT),
         Effect.catchCause(() => Fiber.interruptAll(fibers)),
+        Effect.andThen(Effect.sync(settlements.flush)),
         Effect.andThen(Effect.logInfo("actor drained").pipe(Effect.annotateLogs({ actor: actor.name }))),
       ),
     )

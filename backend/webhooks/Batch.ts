@@ -1,10 +1,11 @@
-import { Deferred, Effect, Exit, Queue, type Scope } from "effect"
+import { Effect, Exit, FiberSet, type Scope } from "effect"
 
 /**
- * Opportunistic batching: callers submit one item each; `workers` fibers each take whatever has queued up (at
- * least one item, at most `max`) and run it as one batch. Nothing waits for a batch to fill: an idle system runs
- * batches of one, a busy one batches while earlier batches are in flight, so a statement serves many callers.
- * `run` returns one output per input, in order; if it fails, every caller of that batch gets the failure.
+ * Opportunistic batching: callers submit one item each; up to `workers` batches run at once, each taking
+ * whatever has queued up (at least one item, at most `max`) when a worker is free. Nothing waits for a batch to
+ * fill: an idle system runs batches of one, a busy one batches while earlier batches are in flight, so a
+ * statement serves many callers. `run` returns one output per input, in order; if it fails, every caller of that
+ * batch gets the failure. Kept to plain arrays and callbacks: it sits on the hot path of every delivery.
  */
 export const batched = <I, O>(options: {
   readonly workers: number
@@ -12,26 +13,44 @@ export const batched = <I, O>(options: {
   readonly run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>>
 }): Effect.Effect<(input: I) => Effect.Effect<O>, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const queue = yield* Queue.unbounded<readonly [I, Deferred.Deferred<O>]>()
-    const worker = Effect.gen(function* () {
-      const batch = yield* Queue.takeBetween(queue, 1, options.max)
-      const exit = yield* Effect.exit(options.run(batch.map(([input]) => input)))
-      batch.forEach(([, deferred], i) => {
-        Deferred.doneUnsafe(
-          deferred,
-          Exit.isSuccess(exit)
-            ? i < exit.value.length
-              ? Effect.succeed(exit.value[i]!)
-              : Effect.die(new Error("batch returned fewer outputs than inputs"))
-            : Effect.failCause(exit.cause),
-        )
-      })
-    }).pipe(Effect.forever)
-    for (let i = 0; i < options.workers; i++) yield* Effect.forkScoped(worker)
+    // Batches run as fibers of this scope: closing it interrupts them, and their callers get the interruption.
+    const runFiber = yield* FiberSet.makeRuntime()
+    interface Waiter {
+      readonly input: I
+      readonly resume: (effect: Effect.Effect<O>) => void
+    }
+    let waiting: Array<Waiter> = []
+    let running = 0
+    const pump = () => {
+      while (running < options.workers && waiting.length > 0) {
+        const batch = waiting.length <= options.max ? waiting : waiting.slice(0, options.max)
+        waiting = batch === waiting ? [] : waiting.slice(options.max)
+        running++
+        const fiber = runFiber(options.run(batch.map((w) => w.input)))
+        fiber.addObserver((exit) => {
+          running--
+          for (let i = 0; i < batch.length; i++) {
+            batch[i]!.resume(
+              Exit.isSuccess(exit)
+                ? i < exit.value.length
+                  ? Effect.succeed(exit.value[i]!)
+                  : Effect.die(new Error("batch returned fewer outputs than inputs"))
+                : Effect.failCause(exit.cause),
+            )
+          }
+          pump()
+        })
+      }
+    }
     return (input: I) =>
-      Effect.gen(function* () {
-        const deferred = yield* Deferred.make<O>()
-        yield* Queue.offer(queue, [input, deferred])
-        return yield* Deferred.await(deferred)
+      Effect.callback<O>((resume) => {
+        const waiter: Waiter = { input, resume }
+        waiting.push(waiter)
+        pump()
+        // A caller interrupted before its batch started leaves the queue; one in a running batch just stops waiting.
+        return Effect.sync(() => {
+          const i = waiting.indexOf(waiter)
+          if (i >= 0) waiting.splice(i, 1)
+        })
       })
   })

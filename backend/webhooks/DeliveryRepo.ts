@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
-import type { DeliveryStatus } from "./Messages.ts"
+import type { DeliveryStatus } from "./Domain.ts"
 
 /**
  * The delivery engine's SQL: one statement to route an event, one to claim an attempt (with the endpoint check
@@ -12,8 +12,8 @@ export interface EventToRoute {
   readonly event: string
   readonly ownerSlug: string
   readonly propertyId: string | null
-  /** The exact body, UTF-8 JSON. */
-  readonly payload: string
+  /** The exact body, UTF-8 JSON, as published. */
+  readonly payload: Uint8Array
 }
 
 /** A delivery the router made (or found still pending) for an event: one attempt message each. */
@@ -150,7 +150,7 @@ export class DeliveryRepo extends Context.Service<
               select * from unnest(${events.map((e) => e.eventId)}::text[], ${events.map((e) => e.event)}::text[],
                                    ${events.map((e) => e.ownerSlug)}::text[],
                                    ${events.map((e) => e.propertyId)}::bigint[],
-                                   ${events.map((e) => e.payload)}::text[])
+                                   ${events.map((e) => Buffer.from(e.payload.buffer, e.payload.byteOffset, e.payload.byteLength).toString("hex"))}::text[])
                 as i(event_id, event, owner_slug, property_id, payload)
             ),
             subscribers as (
@@ -176,7 +176,7 @@ export class DeliveryRepo extends Context.Service<
             ),
             created as (
               insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, dispatched_at)
-              select endpoint_id, event_id, event, owner_slug, convert_to(payload, 'UTF8'), ${now}
+              select endpoint_id, event_id, event, owner_slug, decode(payload, 'hex'), ${now}
               from targets order by event_id, endpoint_id
               on conflict (event_id, endpoint_id) do nothing
               returning id, endpoint_id, event_id, series, attempt_number

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { partitionedSubject } from "../platform/Partition.ts"
+import type { DeliveryStatus } from "./Domain.ts"
 
 /**
  * The delivery engine's messages on the `WEBHOOKS` stream, and the header the router reads on `EVENTS`.
@@ -29,16 +30,6 @@ export const ATTEMPT_PARTITIONS = 16
 /** `webhooks.attempt.<endpoint_id>.<partition>` */
 export const attemptSubject = (endpointId: number | string, deliveryId: number) =>
   partitionedSubject(`webhooks.attempt.${endpointId}`, String(deliveryId), ATTEMPT_PARTITIONS)
-
-export const DeliveryStatuses = [
-  "pending",
-  "delivering",
-  "delivered",
-  "retrying",
-  "rate_limited",
-  "failed",
-] as const
-export type DeliveryStatus = (typeof DeliveryStatuses)[number]
 
 /** `webhooks.status.<endpoint_id>`: a delivery changed status (for the console's live view; the DB is the record). */
 export interface StatusMessage {

@@ -13,8 +13,14 @@ import { attemptSubject, EVENT_PROPERTY_HEADER, type StatusMessage, statusSubjec
  * twice is recorded once and only its pending deliveries are announced again.
  */
 
-/** Events on `EVENTS` need no order among themselves: the router takes many at once. */
-const CONCURRENCY = 64
+/**
+ * Events on `EVENTS` need no order among themselves: every process takes up to this many at once (pulled many
+ * per request), and those in hand are routed together, up to `BATCH_MAX` per statement with `BATCH_WORKERS`
+ * statements (each with its publishes) in flight.
+ */
+const CONCURRENCY = 512
+const BATCH_MAX = 256
+const BATCH_WORKERS = 2
 const encoder = new TextEncoder()
 
 interface EventBody {
@@ -32,7 +38,13 @@ const isEventBody = (value: unknown): value is EventBody =>
 
 export class EventRouter extends Context.Service<
   EventRouter,
-  { readonly route: (body: unknown, delivery: Delivery) => Effect.Effect<Outcome> }
+  {
+    readonly route: (body: unknown, delivery: Delivery) => Effect.Effect<Outcome>
+    /** Many events in one statement, their attempts published together; one outcome per event, in order. */
+    readonly routeAll: (
+      events: ReadonlyArray<{ readonly message: unknown; readonly delivery: Delivery }>,
+    ) => Effect.Effect<ReadonlyArray<Outcome>>
+  }
 >()("partner-service/webhooks/EventRouter") {
   static readonly layer = Layer.effect(
     EventRouter,
@@ -40,19 +52,8 @@ export class EventRouter extends Context.Service<
       const repo = yield* DeliveryRepo
       const nats = yield* Nats
 
-      /** Events routed concurrently share one statement; each gets its own deliveries back. */
-      const routeOne = yield* batched({
-        workers: 4,
-        max: 64,
-        run: (events: ReadonlyArray<EventToRoute>) =>
-          Effect.gen(function* () {
-            const now = new Date(yield* Clock.currentTimeMillis)
-            const rows = yield* repo.route(events, now)
-            return events.map((event) => ({ now, rows: rows.filter((r) => r.event_id === event.eventId) }))
-          }),
-      })
-
-      const route = Effect.fn("EventRouter.route")(function* (body: unknown, delivery: Delivery) {
+      /** The event to route, or why the message is not one. */
+      const check = (body: unknown, delivery: Delivery): EventToRoute | Outcome => {
         const eventId = delivery.headers["Nats-Msg-Id"]
         if (!eventId) return term("event without a Nats-Msg-Id")
         if (!isEventBody(body)) return term("not an event envelope")
@@ -63,55 +64,90 @@ export class EventRouter extends Context.Service<
         }
         if (!isEventName(body.event)) return term(`unknown event ${body.event}`)
         const property = delivery.headers[EVENT_PROPERTY_HEADER]
-        const { now, rows: routed } = yield* routeOne({
+        return {
           eventId,
           event: body.event,
           ownerSlug: slug,
           propertyId: property !== undefined && /^\d{1,18}$/.test(property) ? property : null,
-          // The body as published (producers serialize with JSON.stringify, which this reproduces byte for byte).
-          payload: JSON.stringify(body),
-        })
-        yield* Effect.forEach(
-          routed,
-          (d) =>
-            nats.publish(
-              nats.subject(attemptSubject(d.endpoint_id, d.id)),
-              encoder.encode(
-                JSON.stringify({ delivery_id: d.id, series: d.series, attempt: d.attempt_number }),
-              ),
-              // A repeat inside the duplicate window (the event routed again) is stored once.
-              { msgID: `attempt-${d.id}-${d.series}-${d.attempt_number}` },
-            ),
-          { concurrency: "unbounded", discard: true },
-        )
-        for (const d of routed) {
-          if (!d.created) continue
-          yield* publishStatus(nats, {
-            delivery_id: d.id,
-            endpoint_id: d.endpoint_id,
-            event: body.event,
-            status: "pending",
-            series: d.series,
-            attempt_number: d.attempt_number,
-            at: now.toISOString(),
-          })
+          // The body as published, byte for byte.
+          payload: delivery.raw,
         }
-        return ack
+      }
+
+      const routeAll = Effect.fn("EventRouter.routeAll")(function* (
+        events: ReadonlyArray<{ readonly message: unknown; readonly delivery: Delivery }>,
+      ) {
+        const outcomes = events.map(({ message, delivery }) => check(message, delivery))
+        // An event twice in hand (redelivered) is routed once: the first copy's bytes.
+        const toRoute = new Map<string, EventToRoute>()
+        for (const o of outcomes) if ("eventId" in o && !toRoute.has(o.eventId)) toRoute.set(o.eventId, o)
+        if (toRoute.size > 0) {
+          const now = new Date(yield* Clock.currentTimeMillis)
+          const routed = yield* repo.route([...toRoute.values()], now)
+          yield* Effect.forEach(
+            routed,
+            (d) =>
+              nats.publish(
+                nats.subject(attemptSubject(d.endpoint_id, d.id)),
+                encoder.encode(
+                  JSON.stringify({ delivery_id: d.id, series: d.series, attempt: d.attempt_number }),
+                ),
+                // A repeat inside the duplicate window (the event routed again) is stored once.
+                { msgID: `attempt-${d.id}-${d.series}-${d.attempt_number}` },
+              ),
+            { concurrency: "unbounded", discard: true },
+          )
+          for (const d of routed) {
+            if (!d.created) continue
+            yield* publishStatus(nats, {
+              delivery_id: d.id,
+              endpoint_id: d.endpoint_id,
+              event: toRoute.get(d.event_id)!.event,
+              status: "pending",
+              series: d.series,
+              attempt_number: d.attempt_number,
+              at: now.toISOString(),
+            })
+          }
+        }
+        return outcomes.map((o) => ("eventId" in o ? ack : o))
       })
 
-      return EventRouter.of({ route })
+      /** Events handled concurrently (the actor's slots) are routed together, a batch per statement. */
+      const routeOne = yield* batched({ workers: BATCH_WORKERS, max: BATCH_MAX, run: routeAll })
+      const route = (body: unknown, delivery: Delivery) => routeOne({ message: body, delivery })
+
+      return EventRouter.of({ route, routeAll })
     }),
   )
 }
 
-/** Best effort (core NATS, no acknowledgement): the live view may miss one; the database is the record. */
+/** Status messages of one turn of the event loop, published together (one socket write for many). */
+let statusQueue: Array<readonly [NatsShape, StatusMessage]> = []
+const flushStatuses = () => {
+  const queued = statusQueue
+  statusQueue = []
+  for (const [nats, status] of queued) {
+    try {
+      nats.connection.publish(
+        nats.subject(statusSubject(status.endpoint_id)),
+        encoder.encode(JSON.stringify(status)),
+      )
+    } catch {
+      // Best effort: a closed connection drops it.
+    }
+  }
+}
+
+/**
+ * Best effort (core NATS, no acknowledgement, sent at the end of this turn of the event loop): the live view may
+ * miss one; the database is the record.
+ */
 export const publishStatus = (nats: NatsShape, status: StatusMessage) =>
-  Effect.try(() =>
-    nats.connection.publish(
-      nats.subject(statusSubject(status.endpoint_id)),
-      encoder.encode(JSON.stringify(status)),
-    ),
-  ).pipe(Effect.ignore)
+  Effect.sync(() => {
+    if (statusQueue.length === 0) setImmediate(flushStatuses)
+    statusQueue.push([nats, status])
+  })
 
 export const routerActor: ActorDefinition<unknown, EventRouter> = {
   name: "webhook_router",

@@ -1,16 +1,20 @@
 import { createHmac, randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { rootCertificates } from "node:tls"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Worker } from "node:worker_threads"
-import { Effect, Layer } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import { Agent } from "undici"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { makeEnvelope } from "../../backend/webhooks/Events.ts"
+import { actorLayer } from "../../backend/platform/Actor.ts"
+import { DeliveryRepo } from "../../backend/webhooks/DeliveryRepo.ts"
+import { EventRouter, routerActor } from "../../backend/webhooks/Router.ts"
 import { webhookWorkersLayer } from "../../backend/webhooks/Workers.ts"
 import { testCa } from "../support/Receiver.ts"
 import { enginePlatform, endpoint, owner, subscriber } from "../support/WebhookEngine.ts"
-import { cpuProfile, percentile } from "./Probes.ts"
+import { cpuProfile, machineCpu, percentile, statCpu } from "./Probes.ts"
 import type { LatencyRow } from "./Roster.ts"
 
 /**
@@ -34,6 +38,8 @@ const INFLIGHT = Number(process.env.BENCH_WEBHOOK_INFLIGHT ?? 256)
 const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 1000)
 const SECONDS = Number(process.env.BENCH_WEBHOOK_SECONDS ?? 5)
 const PROFILE = process.env.BENCH_WEBHOOK_CPU_PROFILE
+/** `BENCH_WEBHOOK_STAGED=1`: route the whole backlog before the delivery actor starts (each stage's own pace). */
+const STAGED = process.env.BENCH_WEBHOOK_STAGED === "1"
 
 /** The receiver: answers 200 at once and keeps the first arrival time of each `external_id` `bench-<i>`. */
 const RECEIVER = `
@@ -160,11 +166,11 @@ const paced = async (count: number, rate: number, send: (i: number) => Promise<u
   return started
 }
 
-const waitFor = async (check: () => Promise<boolean>, timeoutMs: number) => {
+const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, everyMs = 20) => {
   const deadline = performance.now() + timeoutMs
   while (!(await check())) {
     if (performance.now() > deadline) throw new Error("webhook bench: timed out waiting")
-    await new Promise((r) => setTimeout(r, 20))
+    await new Promise((r) => setTimeout(r, everyMs))
   }
 }
 
@@ -233,34 +239,94 @@ export const webhookBench = Effect.gen(function* () {
             (sql) => sql`select count(*)::int as n from webhook_deliveries where status = 'delivered'`,
           ),
         ).then(([row]) => Number(row?.n))
-      const stopProfile = PROFILE ? yield* Effect.promise(() => cpuProfile(PROFILE, 200)) : undefined
       const start = performance.now()
+      // When the router has made every delivery (the records exist): tells the router's pace from the sender's.
+      const routed = Effect.promise(() =>
+        waitFor(
+          () =>
+            Effect.runPromise(db.query((sql) => sql`select count(*)::int as n from webhook_deliveries`)).then(
+              ([row]) => Number(row?.n) >= DELIVERIES,
+            ),
+          600_000,
+          100,
+        ).then(() => (performance.now() - start) / 1000),
+      )
+      const routedFiber = yield* Effect.forkScoped(routed)
+      let sendingFrom = start
+      if (STAGED) {
+        // The router alone first, then the rest: each stage's pace by itself.
+        yield* Layer.build(
+          actorLayer(routerActor).pipe(Layer.provide(EventRouter.layer), Layer.provide(DeliveryRepo.layer)),
+        )
+        yield* Fiber.join(routedFiber)
+        sendingFrom = performance.now()
+      }
+      // Of the whole phase, or of the delivery actor's stage alone.
+      const stopProfile = PROFILE ? yield* Effect.promise(() => cpuProfile(PROFILE, 200)) : undefined
+      const mainThread = `/proc/${process.pid}/task/${process.pid}/stat`
+      const cpuFrom = yield* Effect.promise(() => statCpu(mainThread))
+      const machineFrom = yield* Effect.promise(machineCpu)
       yield* Layer.build(webhookWorkersLayer)
       yield* Effect.promise(() => waitFor(() => receiver.stats().then((s) => s.count >= DELIVERIES), 600_000))
       const arrivedSeconds = (performance.now() - start) / 1000
       yield* Effect.promise(() => waitFor(() => delivered().then((n) => n >= DELIVERIES), 120_000))
       const recordedSeconds = (performance.now() - start) / 1000
+      const sendingSeconds = (performance.now() - sendingFrom) / 1000
+      const cpuMsPerDelivery = ((yield* Effect.promise(() => statCpu(mainThread))) - cpuFrom) / DELIVERIES
+      const machineMsPerDelivery = ((yield* Effect.promise(machineCpu)).busy - machineFrom.busy) / DELIVERIES
+      const routedSeconds = yield* Fiber.join(routedFiber)
       if (stopProfile) yield* Effect.promise(stopProfile)
 
       // 3. latency at a steady rate, the workers running
+      const [last] = yield* db.query(
+        (sql) => sql`select coalesce(max(id), 0)::bigint as id from webhook_deliveries`,
+      )
+      const backlogLastId = Number(last?.id ?? 0)
       const latencyEvents = RATE * SECONDS
       const offset = DELIVERIES
       yield* Effect.promise(() => receiver.reset(offset + latencyEvents))
+      const loopDelay = monitorEventLoopDelay({ resolution: 1 })
+      loopDelay.enable()
       const started = yield* Effect.promise(() => paced(latencyEvents, RATE, (i) => publishEvent(offset + i)))
+      loopDelay.disable()
       yield* Effect.promise(() =>
         waitFor(() => receiver.stats().then((s) => s.arrivals.subarray(offset).every((a) => a > 0)), 120_000),
       )
       const arrivals = (yield* Effect.promise(() => receiver.stats())).arrivals.subarray(offset)
       const latencies = Array.from(started, (t, i) => arrivals[i]! - t)
+      // Where the latency goes: publish -> delivery row (router), row -> request started (delivery actor).
+      const stages = yield* db.query(
+        (sql) => sql<Array<{ i: number; created: number; attempted: number }>>`
+          select split_part(convert_from(payload, 'UTF8')::json -> 'data' -> 'move_out' ->> 'external_id', '-', 2)::int
+                   as i,
+                 extract(epoch from created_at) * 1000 as created,
+                 extract(epoch from last_attempted_at) * 1000 as attempted
+          from webhook_deliveries where id > ${backlogLastId}`,
+      )
+      const routedAfter: Array<number> = []
+      const claimedAfter: Array<number> = []
+      for (const row of stages) {
+        const i = Number(row.i) - offset
+        if (!(i >= 0 && i < latencyEvents)) continue
+        routedAfter.push(Number(row.created) - started[i]!)
+        claimedAfter.push(Number(row.attempted) - Number(row.created))
+      }
       const failures = yield* db.query(
         (sql) => sql<Array<{ reason: string; n: number }>>`
           select coalesce(failure_reason, 'none') as reason, count(*)::int as n from webhook_attempts
           where failure_reason is not null group by 1 order by 2 desc limit 5`,
       )
       return {
+        routedSeconds,
+        sendingSeconds,
+        cpuMsPerDelivery,
+        machineMsPerDelivery,
         arrivedSeconds,
         recordedSeconds,
         latencies,
+        routedAfter,
+        claimedAfter,
+        loopDelay: [loopDelay.percentile(50) / 1e6, loopDelay.percentile(99) / 1e6],
         failures: failures.map((f) => `${f.n} x ${f.reason}`),
       }
     }),
@@ -298,9 +364,24 @@ export const webhookBench = Effect.gen(function* () {
       },
     ] satisfies Array<LatencyRow>,
     notes: [
-      `webhooks: every request of the backlog arrived after ${result.arrivedSeconds.toFixed(2)} s, every record ` +
+      `webhooks: the router made every delivery of the backlog after ${result.routedSeconds.toFixed(2)} s ` +
+        `(${Math.round(DELIVERIES / result.routedSeconds)} events/s); every request of it arrived after ${result.arrivedSeconds.toFixed(2)} s, every record ` +
         `said delivered after ${result.recordedSeconds.toFixed(2)} s (${Math.round(DELIVERIES / result.arrivedSeconds)} ` +
         `arrivals/s); ratio to raw ${(ours / raw).toFixed(2)}`,
+      `webhooks: the engine's thread's CPU time per delivery ${(result.cpuMsPerDelivery * 1000).toFixed(0)} µs, ` +
+        `the whole machine's ${(result.machineMsPerDelivery * 1000).toFixed(0)} µs (other work included)` +
+        `${STAGED ? " (delivery actor stage)" : ""}`,
+      ...(STAGED
+        ? [
+            `webhooks (staged): delivery actor alone ${Math.round(DELIVERIES / result.sendingSeconds)} deliveries/s ` +
+              `after the router alone made them at ${Math.round(DELIVERIES / result.routedSeconds)} events/s`,
+          ]
+        : []),
+      `webhooks: latency stages at ${RATE}/s (p50 / p99): publish -> delivery row ` +
+        `${percentile(result.routedAfter, 50).toFixed(1)} / ${percentile(result.routedAfter, 99).toFixed(1)} ms, ` +
+        `row -> request started ${percentile(result.claimedAfter, 50).toFixed(1)} / ` +
+        `${percentile(result.claimedAfter, 99).toFixed(1)} ms; event loop delay ` +
+        `${result.loopDelay[0]!.toFixed(1)} / ${result.loopDelay[1]!.toFixed(1)} ms`,
       `webhooks: failed attempts: ${result.failures.length === 0 ? "none" : result.failures.join("; ")}`,
     ],
   }

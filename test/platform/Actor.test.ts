@@ -269,6 +269,82 @@ describe("Actor", () => {
       }),
     )
 
+    it.effect(
+      "concurrency mode: pulls a backlog several messages at a time; two runtimes share it and one stopping leaves nothing waiting",
+      () =>
+        Effect.gen(function* () {
+          const handled: Array<number> = []
+          let running = 0
+          let maxRunning = 0
+          const actor: ActorDefinition<Step, never> = {
+            ...definition("concurrentstop", (step) =>
+              Effect.gen(function* () {
+                running++
+                maxRunning = Math.max(maxRunning, running)
+                yield* Effect.sleep("100 millis")
+                running--
+                handled.push(step.n)
+                return ack
+              }),
+            ),
+            concurrency: 16,
+          }
+          // One key: every message in one partition, waiting before any runtime starts.
+          for (let n = 0; n < 200; n++) yield* send("concurrentstop", "k", { key: "k", n })
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              yield* runtime(actor)
+              yield* runtime(actor)
+              yield* eventually(
+                Effect.sync(() => handled.length),
+                (n) => n >= 40,
+              )
+              // Both scopes close here, with messages in hand and a backlog behind them.
+            }),
+          )
+          // The consumer's `max_ack_pending` bounds both runtimes together.
+          assert.strictEqual(maxRunning, 16)
+          // Whatever the stopped runtimes held was settled or handed back: none waits out the 30 s ack wait.
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              yield* runtime(actor)
+              yield* eventually(
+                Effect.sync(() => new Set(handled).size),
+                (n) => n === 200,
+              ).pipe(Effect.timeout("10 seconds"))
+            }),
+          )
+          assert.deepStrictEqual(
+            [...new Set(handled)].sort((a, b) => a - b),
+            Array.from({ length: 200 }, (_, n) => n),
+          )
+          assert.strictEqual(yield* ackPending("concurrentstop"), 0)
+        }),
+    )
+
+    it.effect("hands the handler the message's exact bytes (`raw`)", () =>
+      Effect.gen(function* () {
+        const raws: Array<Uint8Array> = []
+        const actor: ActorDefinition<Step, never> = {
+          ...definition("rawbytes", () => Effect.succeed(ack)),
+          handle: (_step, delivery) => Effect.sync(() => (raws.push(delivery.raw), ack)),
+        }
+        // Not what JSON.stringify of the decoded message would give: spacing, key order, escapes, non-ASCII.
+        const published = '{ "n" : 1.50, "key":"\\u00e9t\u00e9 – ok" }'
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            yield* runtime(actor)
+            yield* send("rawbytes", "k", published)
+            yield* eventually(
+              Effect.sync(() => raws.length),
+              (n) => n === 1,
+            )
+          }),
+        )
+        assert.deepStrictEqual(Buffer.from(raws[0]!), Buffer.from(published, "utf8"))
+      }),
+    )
+
     it.effect("takes a subject with no partition token with one consumer (`partitions: 0`)", () =>
       Effect.gen(function* () {
         const handled: Array<string> = []

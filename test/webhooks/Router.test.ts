@@ -207,6 +207,7 @@ describe("event router", () => {
           streamSequence: 0,
           deliveryCount: 2,
           headers: { "Nats-Msg-Id": event.eventId },
+          raw: new TextEncoder().encode(event.body),
         }
         yield* router.route(JSON.parse(event.body), delivery)
         yield* router.route(JSON.parse(event.body), delivery)
