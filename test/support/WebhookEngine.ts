@@ -15,8 +15,9 @@ import {
   type Payload,
 } from "../../backend/webhooks/Events.ts"
 import { EVENT_PROPERTY_HEADER } from "../../backend/webhooks/Messages.ts"
+import type { AttemptRow } from "../../backend/webhooks/Repo.ts"
 import { spawnProcess } from "./ChildProcess.ts"
-import { testCa } from "./Receiver.ts"
+import { startReceiver, testCa } from "./Receiver.ts"
 import { eventually } from "./Streams.ts"
 import { isolatedEnv, isolationLayer } from "./TestPlatform.ts"
 
@@ -149,6 +150,16 @@ export const endpoint = (
       returning id`,
   ).pipe(Effect.map(([row]) => Number(row!.id)))
 
+/** A receiver, and an owner whose subscriber has one active endpoint on `path` of it subscribed to `events`. */
+export const receiverEndpoint = (slug: string, path: string, events: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const receiver = yield* startReceiver
+    const ownerRow = yield* owner(slug)
+    const sub = yield* subscriber({ ownerId: ownerRow.id })
+    const id = yield* endpoint(sub.id, receiver.url(path), events)
+    return { receiver, owner: ownerRow, subscriber: sub, endpointId: id }
+  })
+
 export interface PublishedEvent {
   readonly eventId: string
   readonly body: string
@@ -203,16 +214,6 @@ export const deliveriesOf = (endpointId: number) =>
              duration_ms, last_attempt_failure_reason, delivered_at, payload
       from webhook_deliveries where endpoint_id = ${endpointId} order by id`,
   ).pipe(Effect.map((rows): ReadonlyArray<DeliveryRow> => [...rows]))
-
-export interface AttemptRow {
-  readonly series: number
-  readonly attempt_number: number
-  readonly started_at: Date
-  readonly status_code: number | null
-  readonly duration_ms: number | null
-  readonly failure_reason: string | null
-  readonly response_body: string | null
-}
 
 export const attemptsOf = (deliveryId: string) =>
   query(

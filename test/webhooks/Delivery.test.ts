@@ -15,6 +15,7 @@ import {
   query,
   subscriber,
   verifySignature,
+  receiverEndpoint,
 } from "../support/WebhookEngine.ts"
 
 describe("retry policy and egress rules", () => {
@@ -99,10 +100,11 @@ describe("delivery actor", () => {
       "counts no response within the timeout as a failed attempt, and records every attempt's outcome",
       () =>
         Effect.gen(function* () {
-          const receiver = yield* startReceiver
-          const acme = yield* owner("acme-timeout")
-          const sub = yield* subscriber({ ownerId: acme.id })
-          const id = yield* endpoint(sub.id, receiver.url("/slow"), ["policy.canceled"])
+          const {
+            receiver,
+            owner: acme,
+            endpointId: id,
+          } = yield* receiverEndpoint("acme-timeout", "/slow", ["policy.canceled"])
           const big = "x".repeat(10_000)
           receiver.respond("/slow", (_, index) =>
             index === 0
@@ -134,10 +136,11 @@ describe("delivery actor", () => {
 
     it.effect("does not follow redirects", () =>
       Effect.gen(function* () {
-        const receiver = yield* startReceiver
-        const acme = yield* owner("acme-redirect")
-        const sub = yield* subscriber({ ownerId: acme.id })
-        const id = yield* endpoint(sub.id, receiver.url("/moved"), ["delinquency.resolved"])
+        const {
+          receiver,
+          owner: acme,
+          endpointId: id,
+        } = yield* receiverEndpoint("acme-redirect", "/moved", ["delinquency.resolved"])
         receiver.respond("/moved", (_, index) =>
           index === 0 ? { status: 302, headers: { location: receiver.url("/elsewhere") } } : { status: 200 },
         )
@@ -151,10 +154,11 @@ describe("delivery actor", () => {
 
     it.effect("postpones the next attempt to Retry-After on 429 and 503", () =>
       Effect.gen(function* () {
-        const receiver = yield* startReceiver
-        const acme = yield* owner("acme-retry-after")
-        const sub = yield* subscriber({ ownerId: acme.id })
-        const id = yield* endpoint(sub.id, receiver.url("/busy"), ["policy.created"])
+        const {
+          receiver,
+          owner: acme,
+          endpointId: id,
+        } = yield* receiverEndpoint("acme-retry-after", "/busy", ["policy.created"])
         receiver.respond("/busy", (_, index) =>
           index === 0
             ? { status: 429, headers: { "retry-after": "2" } }
@@ -176,10 +180,11 @@ describe("delivery actor", () => {
       "disables an endpoint that answers 410 Gone and fails its undelivered deliveries without more requests",
       () =>
         Effect.gen(function* () {
-          const receiver = yield* startReceiver
-          const acme = yield* owner("acme-gone")
-          const sub = yield* subscriber({ ownerId: acme.id })
-          const id = yield* endpoint(sub.id, receiver.url("/gone"), ["policy.created", "policy.updated"])
+          const {
+            receiver,
+            owner: acme,
+            endpointId: id,
+          } = yield* receiverEndpoint("acme-gone", "/gone", ["policy.created", "policy.updated"])
           receiver.respond("/gone", (request) =>
             JSON.parse(request.body.toString()).event === "policy.created"
               ? { status: 503, headers: { "retry-after": "30" } }
@@ -222,10 +227,11 @@ describe("delivery actor", () => {
       "fails a delivery whose endpoint was suspended before its next attempt, without a request",
       () =>
         Effect.gen(function* () {
-          const receiver = yield* startReceiver
-          const acme = yield* owner("acme-suspended")
-          const sub = yield* subscriber({ ownerId: acme.id })
-          const id = yield* endpoint(sub.id, receiver.url("/later"), ["policy.created"])
+          const {
+            receiver,
+            owner: acme,
+            endpointId: id,
+          } = yield* receiverEndpoint("acme-suspended", "/later", ["policy.created"])
           receiver.respond("/later", () => ({ status: 503, headers: { "retry-after": "1" } }))
           yield* publishEvent("policy.created", acme.slug, examplePayload("policy.created"))
           yield* awaitDeliveries(id, (rows) => rows[0]?.status === "retrying")
@@ -245,10 +251,12 @@ describe("delivery egress outside development", () => {
   layer(guarded.layer, { excludeTestServices: true, timeout: 60_000 })((it) => {
     it.effect("refuses destinations resolving to internal addresses and records why", () =>
       Effect.gen(function* () {
-        const receiver = yield* startReceiver
-        const acme = yield* owner("acme-egress")
-        const sub = yield* subscriber({ ownerId: acme.id })
-        const literal = yield* endpoint(sub.id, receiver.url("/literal"), ["move_out.initiated"])
+        const {
+          receiver,
+          owner: acme,
+          subscriber: sub,
+          endpointId: literal,
+        } = yield* receiverEndpoint("acme-egress", "/literal", ["move_out.initiated"])
         const named = yield* endpoint(sub.id, receiver.url("/named").replace("127.0.0.1", "localhost"), [
           "move_out.initiated",
         ])

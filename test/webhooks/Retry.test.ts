@@ -1,17 +1,14 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { backoffUnits } from "../../backend/webhooks/Backoff.ts"
-import { startReceiver } from "../support/Receiver.ts"
 import {
   attemptsOf,
   awaitDeliveries,
-  endpoint,
   engineService,
   examplePayload,
-  owner,
   publishEvent,
   query,
-  subscriber,
+  receiverEndpoint,
 } from "../support/WebhookEngine.ts"
 
 /** A quarter millisecond: the whole schedule (54,492 units) takes under 14 s. */
@@ -24,10 +21,11 @@ describe("retry schedule", () => {
       "retries after min(2^k, 3600) units before attempt k, and fails after the 25th attempt for good",
       () =>
         Effect.gen(function* () {
-          const receiver = yield* startReceiver
-          const acme = yield* owner("acme-schedule")
-          const sub = yield* subscriber({ ownerId: acme.id })
-          const id = yield* endpoint(sub.id, receiver.url("/down"), ["policy.created"])
+          const {
+            receiver,
+            owner: acme,
+            endpointId: id,
+          } = yield* receiverEndpoint("acme-schedule", "/down", ["policy.created"])
           receiver.respond("/down", () => ({ status: 500, body: "down" }))
           yield* publishEvent("policy.created", acme.slug, examplePayload("policy.created"))
           const [row] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "failed")
@@ -61,10 +59,11 @@ describe("retry schedule", () => {
       "makes an attempt whose claim's lease ran out (its process died) once the scheduler publishes it again",
       () =>
         Effect.gen(function* () {
-          const receiver = yield* startReceiver
-          const acme = yield* owner("acme-lease")
-          const sub = yield* subscriber({ ownerId: acme.id })
-          const id = yield* endpoint(sub.id, receiver.url("/lease"), ["policy.created"])
+          const {
+            receiver,
+            owner: acme,
+            endpointId: id,
+          } = yield* receiverEndpoint("acme-lease", "/lease", ["policy.created"])
           const body = JSON.stringify({ event: "policy.created", property_owner_slug: acme.slug, data: {} })
           // As a process leaves it when it dies mid attempt: claimed, its message long gone, the lease just ended.
           const [row] = yield* query(
@@ -89,10 +88,11 @@ describe("retry schedule", () => {
       "attempts a delivery re-enqueued as the retry route does: a new series from attempt 1, same delivery id",
       () =>
         Effect.gen(function* () {
-          const receiver = yield* startReceiver
-          const acme = yield* owner("acme-requeue")
-          const sub = yield* subscriber({ ownerId: acme.id })
-          const id = yield* endpoint(sub.id, receiver.url("/requeue"), ["policy.updated"])
+          const {
+            receiver,
+            owner: acme,
+            endpointId: id,
+          } = yield* receiverEndpoint("acme-requeue", "/requeue", ["policy.updated"])
           yield* publishEvent("policy.updated", acme.slug, examplePayload("policy.updated"))
           const [row] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "delivered")
           yield* query(

@@ -1,16 +1,13 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { startReceiver } from "../support/Receiver.ts"
 import {
   addSecret,
   awaitDeliveries,
-  endpoint,
   engineService,
-  owner,
   publishEvent,
   query,
-  subscriber,
   verifySignature,
+  receiverEndpoint,
 } from "../support/WebhookEngine.ts"
 
 const service = engineService()
@@ -21,10 +18,12 @@ describe("signing secret rotation", () => {
       "signs with every active secret during the overlap, newest first, so either secret verifies; then with the new one",
       () =>
         Effect.gen(function* () {
-          const receiver = yield* startReceiver
-          const acme = yield* owner("acme-rotation")
-          const sub = yield* subscriber({ ownerId: acme.id })
-          const id = yield* endpoint(sub.id, receiver.url("/rotating"), ["prospect.created"])
+          const {
+            receiver,
+            owner: acme,
+            subscriber: sub,
+            endpointId: id,
+          } = yield* receiverEndpoint("acme-rotation", "/rotating", ["prospect.created"])
           const send = (n: number) =>
             Effect.gen(function* () {
               yield* publishEvent("prospect.created", acme.slug, { id: `p-${n}` })

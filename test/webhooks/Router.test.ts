@@ -27,6 +27,7 @@ import {
   query,
   subscriber,
   verifySignature,
+  receiverEndpoint,
 } from "../support/WebhookEngine.ts"
 
 const service = engineService()
@@ -83,10 +84,12 @@ describe("event router", () => {
 
     it.effect("gives two endpoints subscribed to one event two deliveries with different ids", () =>
       Effect.gen(function* () {
-        const receiver = yield* startReceiver
-        const acme = yield* owner("acme-two")
-        const sub = yield* subscriber({ ownerId: acme.id })
-        const first = yield* endpoint(sub.id, receiver.url("/one"), ["policy.created"])
+        const {
+          receiver,
+          owner: acme,
+          subscriber: sub,
+          endpointId: first,
+        } = yield* receiverEndpoint("acme-two", "/one", ["policy.created"])
         const second = yield* endpoint(sub.id, receiver.url("/two"), ["policy.created", "policy.updated"])
         const event = yield* publishEvent("policy.created", acme.slug, examplePayload("policy.created"))
         const [a] = yield* awaitDeliveries(first, (rows) => rows[0]?.status === "delivered")
@@ -191,10 +194,11 @@ describe("event router", () => {
 
     it.effect("records one delivery per endpoint when the router sees an event again", () =>
       Effect.gen(function* () {
-        const receiver = yield* startReceiver
-        const acme = yield* owner("acme-again")
-        const sub = yield* subscriber({ ownerId: acme.id })
-        const id = yield* endpoint(sub.id, receiver.url("/again"), ["move_out.initiated"])
+        const {
+          receiver,
+          owner: acme,
+          endpointId: id,
+        } = yield* receiverEndpoint("acme-again", "/again", ["move_out.initiated"])
         const event = yield* publishEvent(
           "move_out.initiated",
           acme.slug,
@@ -223,10 +227,9 @@ describe("event router", () => {
       "announces each new delivery as pending, then its outcome, on webhooks.status.<endpoint_id>",
       () =>
         Effect.gen(function* () {
-          const receiver = yield* startReceiver
-          const acme = yield* owner("acme-status")
-          const sub = yield* subscriber({ ownerId: acme.id })
-          const id = yield* endpoint(sub.id, receiver.url("/status"), ["policy.expired"])
+          const { owner: acme, endpointId: id } = yield* receiverEndpoint("acme-status", "/status", [
+            "policy.expired",
+          ])
           yield* publishEvent("policy.expired", acme.slug, examplePayload("policy.expired"))
           const [row] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "delivered")
           const statuses = yield* eventually(statusMessages(id), (messages) => messages.length >= 2)
