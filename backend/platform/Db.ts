@@ -134,7 +134,8 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
       const listen = (channel: string, onNotify: (payload: string) => void, onListen?: () => void) =>
         Effect.acquireRelease(
           Effect.promise(() => sql.listen(channel, onNotify, onListen)),
-          (subscription) => Effect.promise(() => subscription.unlisten()).pipe(Effect.ignore),
+          // A connection already gone cannot unlisten; that must not turn a clean shutdown into a crash.
+          (subscription) => Effect.tryPromise(() => subscription.unlisten()).pipe(Effect.ignore),
         ).pipe(Effect.asVoid)
 
       return Db.of({

@@ -193,7 +193,7 @@ describe("npm run cli -- owners", () => {
         assert.strictEqual(noOwner.code, 2)
         assert.include(noOwner.stderr, "no owner no-such-owner")
         const noClient = yield* cli("owners", "grant", "--owner", slug, "--client", "cli_no_such_client")
-        assert.strictEqual(noClient.code, 2)
+        assert.strictEqual(noClient.code, 2, noClient.stderr)
         assert.include(noClient.stderr, "no client cli_no_such_client")
         const missing = yield* cli("owners", "grant", "--owner", slug)
         assert.strictEqual(missing.code, 2)
