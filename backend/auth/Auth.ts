@@ -277,9 +277,11 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
     })
 
     /**
-     * Who a client is and whether it may act for an owner, cached per (client, owner) for a few seconds. Every
-     * change to clients, grants or owners notifies `auth_changed` (migration 0007) and empties the cache in every
-     * process; a lookup that raced a change is not cached (`generation`).
+     * Who a client is and whether it may act for an owner, cached per (client, owner) for a few seconds when the
+     * answer lets the request through. Every change to clients, grants or owners notifies `auth_changed`
+     * (migration 0007) and empties the cache in every process; a lookup that raced a change is not cached
+     * (`generation`). A refusal (unknown or revoked client, owner not granted or not there yet) is never cached:
+     * a grant or a new owner counts from its commit, without waiting for the notification to arrive.
      */
     const accessCache = new Map<
       string,
@@ -299,7 +301,11 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
         if (hit !== undefined && now - hit.at < ACCESS_CACHE_MILLIS) return hit.value
         const seen = generation
         const value = yield* repo.callerAccess(clientId, ownerSlug)
-        if (seen === generation) {
+        const letsThrough =
+          value !== undefined &&
+          value.revokedAt === null &&
+          (ownerSlug === undefined || value.ownerAccess === "granted")
+        if (seen === generation && letsThrough) {
           if (accessCache.size >= TOKEN_CACHE_SIZE) accessCache.delete(accessCache.keys().next().value!)
           accessCache.set(key, { at: now, value })
         }
