@@ -10,17 +10,26 @@ import {
   jetstreamManager,
   JetStreamApiCodes,
   JetStreamApiError,
+  JetStreamError,
   type PubAck,
   RetentionPolicy,
   StorageType,
   type StoredMsg,
   type StreamConfig,
 } from "@nats-io/jetstream"
-import { connect, headers as natsHeaders, type NatsConnection, type Status } from "@nats-io/transport-node"
+import {
+  connect,
+  createInbox,
+  type MsgHdrs,
+  headers as natsHeaders,
+  type NatsConnection,
+  type Status,
+} from "@nats-io/transport-node"
 import { Context, Duration, Effect, Layer, Schema, type Scope } from "effect"
 import { AppConfig } from "./Config.ts"
 
 export type { ConsumerMessages, JsMsg, PubAck, StoredMsg }
+export { JetStreamError }
 
 /** The streams of DESIGN.md: base name and the first token of every subject it holds. */
 export const Streams = {
@@ -31,6 +40,10 @@ export const Streams = {
   WEBHOOKS: "webhooks",
 } as const
 export type StreamBase = keyof typeof Streams
+
+/** How long `publish` waits for JetStream's acknowledgement (nats.js's default for `js.publish`). */
+const PUBLISH_TIMEOUT_MS = 5000
+const decoder = new TextDecoder()
 
 const nanos = (d: Duration.Input) => Duration.toMillis(Duration.fromInputUnsafe(d)) * 1_000_000
 const STREAM_MAX_AGE = nanos("7 days")
@@ -165,26 +178,32 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         prefix !== "" && s.startsWith(`${prefix}.`) ? s.slice(prefix.length + 1) : s
       const streamName = (base: StreamBase) => streamNameFor(prefix, base)
 
-      const publishOptions = (options: PublishOptions) => {
-        const h = natsHeaders()
-        for (const [k, v] of Object.entries(options.headers ?? {})) h.set(k, v)
-        return { headers: h, ...(options.msgID ? { msgID: options.msgID } : {}) }
-      }
+      const acknowledged = yield* acknowledgedPublisher(connection)
       const publish = (name: string, data: Uint8Array, options: PublishOptions = {}) =>
-        Effect.promise(() => js.publish(name, data, publishOptions(options)))
+        Effect.callback<PubAck>((resume) =>
+          acknowledged(name, data, options, PUBLISH_TIMEOUT_MS, (error, ack) =>
+            resume(error === undefined ? Effect.succeed(ack!) : Effect.die(error)),
+          ),
+        )
       const tryPublish = (
         name: string,
         data: Uint8Array,
         options: PublishOptions & { readonly timeout: Duration.Input },
       ) =>
-        Effect.tryPromise({
-          try: () =>
-            js.publish(name, data, {
-              ...publishOptions(options),
-              timeout: Duration.toMillis(Duration.fromInputUnsafe(options.timeout)),
-            }),
-          catch: (error) => new PublishFailed({ message: String(error) }),
-        })
+        Effect.callback<PubAck, PublishFailed>((resume) =>
+          acknowledged(
+            name,
+            data,
+            options,
+            Duration.toMillis(Duration.fromInputUnsafe(options.timeout)),
+            (error, ack) =>
+              resume(
+                error === undefined
+                  ? Effect.succeed(ack!)
+                  : Effect.fail(new PublishFailed({ message: String(error) })),
+              ),
+          ),
+        )
 
       const ensureStream = Effect.fn("Nats.ensureStream")(function* (base: StreamBase) {
         const want = streamConfig(
@@ -279,6 +298,105 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
     }),
   )
 }
+
+/**
+ * JetStream publishes as the server sees them: a core publish with a reply subject, the acknowledgement matched
+ * by token on one inbox subscription per connection, deadlines (on the monotonic clock) checked by one timer.
+ * nats.js's `js.publish` makes a request object and a timer per publish and, on every acknowledgement, an error
+ * object with a stack trace (its request's `cancel`): a measurable share of the CPU of a publish.
+ */
+const acknowledgedPublisher = (connection: NatsConnection) =>
+  Effect.gen(function* () {
+    interface Waiting {
+      readonly subject: string
+      readonly deadline: number
+      readonly done: (error: Error | undefined, ack: PubAck | undefined) => void
+    }
+    const inbox = createInbox()
+    const waiting = new Map<string, Waiting>()
+    let next = 0
+    const settle = (token: string, error: Error | undefined, ack?: PubAck) => {
+      const entry = waiting.get(token)
+      if (entry === undefined) return
+      waiting.delete(token)
+      entry.done(error, ack)
+    }
+    connection.subscribe(`${inbox}.*`, {
+      callback: (error, msg) => {
+        // The subscription ends with the connection; publishes still waiting time out.
+        if (error !== null) return
+        const token = msg.subject.slice(inbox.length + 1)
+        const entry = waiting.get(token)
+        if (entry === undefined) return
+        if (msg.headers?.code === 503) {
+          return settle(token, new Error(`no JetStream stream holds ${entry.subject}`))
+        }
+        try {
+          const answer = JSON.parse(decoder.decode(msg.data)) as {
+            readonly stream?: string
+            readonly seq?: number
+            readonly duplicate?: boolean
+            readonly domain?: string
+            readonly error?: { readonly code?: number; readonly description?: string }
+          }
+          if (answer.error !== undefined || typeof answer.stream !== "string" || answer.stream === "") {
+            return settle(
+              token,
+              new Error(`JetStream refused the publish: ${answer.error?.description ?? "invalid ack"}`),
+            )
+          }
+          settle(token, undefined, {
+            stream: answer.stream,
+            seq: answer.seq ?? 0,
+            duplicate: answer.duplicate === true,
+            ...(answer.domain === undefined ? {} : { domain: answer.domain }),
+          })
+        } catch (parseError) {
+          settle(
+            token,
+            new Error(`JetStream answered the publish with something else: ${String(parseError)}`),
+          )
+        }
+      },
+    })
+    const sweep = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        setInterval(() => {
+          const now = performance.now()
+          for (const [token, entry] of waiting) {
+            if (entry.deadline <= now)
+              settle(token, new Error(`no JetStream acknowledgement for ${entry.subject}`))
+          }
+        }, 50),
+      ),
+      (timer) => Effect.sync(() => clearInterval(timer)),
+    )
+    sweep.unref()
+    return (
+      subject: string,
+      data: Uint8Array,
+      options: PublishOptions,
+      timeoutMs: number,
+      done: Waiting["done"],
+    ) => {
+      let h: MsgHdrs | undefined
+      if (options.msgID !== undefined || options.headers !== undefined) {
+        h = natsHeaders()
+        for (const [k, v] of Object.entries(options.headers ?? {})) h.set(k, v)
+        if (options.msgID !== undefined) h.set("Nats-Msg-Id", options.msgID)
+      }
+      const token = (next++).toString(36)
+      waiting.set(token, { subject, deadline: performance.now() + timeoutMs, done })
+      try {
+        connection.publish(subject, data, {
+          reply: `${inbox}.${token}`,
+          ...(h === undefined ? {} : { headers: h }),
+        })
+      } catch (error) {
+        settle(token, error instanceof Error ? error : new Error(String(error)))
+      }
+    }
+  })
 
 /** Logs connection loss and recovery for as long as the layer lives. */
 const watchStatus = (connection: NatsConnection) =>

@@ -46,6 +46,43 @@ describe("Nats", () => {
         assert.strictEqual(repaired.config.max_age, info.config.max_age)
       }),
     )
+
+    it.effect(
+      "acknowledges a publish with the stream and sequence, flags a repeated message id, and fails one no stream holds",
+      () =>
+        Effect.gen(function* () {
+          const nats = yield* Nats
+          const subject = nats.subject("events.acme.prospect.created")
+          const body = new TextEncoder().encode('{"n":1}')
+          const id = `ack-test-${Date.now()}`
+          const first = yield* nats.publish(subject, body, { msgID: id, headers: { "X-Test": "1" } })
+          assert.strictEqual(first.stream, nats.streamName("EVENTS"))
+          assert.isFalse(first.duplicate)
+          const stored = yield* Effect.promise(() =>
+            nats.jsm.streams.getMessage(first.stream, { seq: first.seq }),
+          )
+          assert.isNotNull(stored)
+          assert.strictEqual(stored!.header.get("X-Test"), "1")
+          assert.strictEqual(stored!.header.get("Nats-Msg-Id"), id)
+          assert.deepStrictEqual([...stored!.data], [...body])
+          // Many in flight at once: each gets its own acknowledgement.
+          const many = yield* Effect.forEach(
+            Array.from({ length: 50 }, (_, i) => i),
+            (i) => nats.publish(subject, body, { msgID: `${id}-${i}` }),
+            { concurrency: "unbounded" },
+          )
+          assert.strictEqual(new Set(many.map((ack) => ack.seq)).size, 50)
+          const again = yield* nats.publish(subject, body, { msgID: id })
+          assert.isTrue(again.duplicate)
+          assert.strictEqual(again.seq, first.seq)
+          const refused = yield* nats
+            .tryPublish(nats.subject("nowhere.at.all"), body, { timeout: "5 seconds" })
+            .pipe(Effect.flip)
+          assert.strictEqual(refused._tag, "PublishFailed")
+          // Told by the server's no-responders status, not by the deadline ("no JetStream acknowledgement").
+          assert.match(refused.message, /no JetStream stream holds/)
+        }),
+    )
   })
 
   it.live("logs when the connection is lost and when it recovers", () =>
