@@ -12,7 +12,7 @@ import {
   Semaphore,
 } from "effect"
 import { Db, type Sql } from "./Db.ts"
-import { type JsMsg, Nats, type NatsShape, type StreamBase } from "./Nats.ts"
+import { JetStreamError, type JsMsg, Nats, type NatsShape, type StreamBase } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 
 /** What a handler decided: exactly one of these settles every message. */
@@ -127,6 +127,10 @@ const settlements = (() => {
   }
 })()
 
+/** nats.js ends a pull when two of its idle heartbeats (every `PULL_EXPIRES` / 2) were not read in time. */
+const heartbeatsMissed = (error: unknown) =>
+  error instanceof JetStreamError && error.message === "heartbeats missed"
+
 /** Backoff for a handler that died: 1 s, 2 s, 4 s ... capped at one minute. */
 const defectDelay = (deliveryCount: number) => Duration.seconds(Math.min(2 ** (deliveryCount - 1), 60))
 
@@ -229,7 +233,12 @@ const partitionLeases = (actor: string, partitions: number) =>
           )
         : Effect.void
     yield* renew
-    yield* Effect.forkScoped(Effect.forever(Effect.sleep(LEASE_INTERVAL).pipe(Effect.andThen(renew))))
+    // Uninterruptible: the connection's release must wait for a renewal under way, or a lock that renewal takes
+    // after `pg_advisory_unlock_all` would stay held by a pooled connection, and no process would lead the
+    // partition again.
+    yield* Effect.forkScoped(
+      Effect.forever(Effect.sleep(LEASE_INTERVAL).pipe(Effect.andThen(Effect.uninterruptible(renew)))),
+    )
     return { leads: (partition: number) => held.has(partition) && !leaving.has(partition), settle }
   })
 
@@ -251,10 +260,19 @@ export const runActor = <A, R>(
     const nats = yield* Nats
     const db = yield* Db
     const stream = nats.streamName(actor.stream)
-    const decode = Schema.decodeUnknownEffect(Schema.fromJsonString(actor.schema))
+    const decode = Schema.decodeUnknownResult(Schema.fromJsonString(actor.schema))
     const maxDefects = actor.maxDefects ?? 5
     const stopping = yield* Ref.make(false)
     const isStopping = Ref.get(stopping)
+
+    const handledCount = {
+      Ack: metrics.actorHandled({ actor: actor.name, outcome: "ack" }),
+      Nak: metrics.actorHandled({ actor: actor.name, outcome: "nak" }),
+      Term: metrics.actorHandled({ actor: actor.name, outcome: "term" }),
+    }
+    const lag = Array.from({ length: Math.max(actor.partitions, 1) }, (_, partition) =>
+      metrics.actorLag({ actor: actor.name, partition: String(partition) }),
+    )
 
     const recordDeadLetter = (msg: JsMsg, reason: string) =>
       db.query(
@@ -265,15 +283,21 @@ export const runActor = <A, R>(
           on conflict (actor, stream, stream_seq) do nothing`,
       )
 
-    const settle = (msg: JsMsg, outcome: Outcome) =>
-      Effect.gen(function* () {
-        metrics.actorHandled.inc({ actor: actor.name, outcome: outcome._tag.toLowerCase() })
-        switch (outcome._tag) {
-          case "Ack":
-            return settlements.ack(msg)
-          case "Nak":
-            return settlements.nak(msg, Duration.toMillis(outcome.delay))
-          case "Term":
+    const settle = (msg: JsMsg, outcome: Outcome): Effect.Effect<void> => {
+      switch (outcome._tag) {
+        case "Ack":
+          return Effect.sync(() => {
+            handledCount.Ack.inc()
+            settlements.ack(msg)
+          })
+        case "Nak":
+          return Effect.sync(() => {
+            handledCount.Nak.inc()
+            settlements.nak(msg, Duration.toMillis(outcome.delay))
+          })
+        case "Term":
+          return Effect.gen(function* () {
+            handledCount.Term.inc()
             yield* recordDeadLetter(msg, outcome.reason)
             yield* Effect.logWarning("message terminated").pipe(
               Effect.annotateLogs({
@@ -284,39 +308,39 @@ export const runActor = <A, R>(
               }),
             )
             // No reason on the wire: nats-server 2.9 ignores `+TERM <reason>`; the reason is in dead_letters.
-            return msg.term()
-        }
-      })
+            msg.term()
+          })
+      }
+    }
 
     const poison = (msg: JsMsg, reason: string) => {
       metrics.actorFailed.inc({ actor: actor.name, reason: "undecodable" })
       return settle(msg, term(`undecodable: ${reason}`))
     }
 
-    /** Counts the delivery and decodes it; an undecodable message is terminated here (undefined). */
-    const received = (msg: JsMsg, partition: number) =>
-      Effect.gen(function* () {
-        const deliveryCount = msg.info.deliveryCount
-        if (deliveryCount > 1) metrics.actorRedelivered.inc({ actor: actor.name })
-        metrics.actorLag.set({ actor: actor.name, partition: String(partition) }, msg.info.pending)
-        const decoded = yield* decode(decoder.decode(msg.data)).pipe(Effect.result)
-        if (decoded._tag === "Failure") {
-          yield* poison(msg, decoded.failure.message)
-          return undefined
-        }
-        let headers: Readonly<Record<string, string>> | undefined
-        const delivery: Delivery = {
-          subject: nats.unprefixed(msg.subject),
-          streamSequence: msg.seq,
-          deliveryCount,
-          // Read when asked for: many handlers never look at them.
-          get headers() {
-            return (headers ??= readHeaders(msg))
-          },
-          raw: msg.data,
-        }
-        return { msg, message: decoded.success, delivery }
-      })
+    /** Counts the delivery and decodes it: the message with its delivery, or why it cannot be decoded. */
+    const received = (
+      msg: JsMsg,
+      partition: number,
+    ): (Delivered<A> & { readonly msg: JsMsg }) | { readonly undecodable: string } => {
+      const deliveryCount = msg.info.deliveryCount
+      if (deliveryCount > 1) metrics.actorRedelivered.inc({ actor: actor.name })
+      lag[partition]!.set(msg.info.pending)
+      const decoded = decode(decoder.decode(msg.data))
+      if (decoded._tag === "Failure") return { undecodable: decoded.failure.message }
+      let headers: Readonly<Record<string, string>> | undefined
+      const delivery: Delivery = {
+        subject: nats.unprefixed(msg.subject),
+        streamSequence: msg.seq,
+        deliveryCount,
+        // Read when asked for: many handlers never look at them.
+        get headers() {
+          return (headers ??= readHeaders(msg))
+        },
+        raw: msg.data,
+      }
+      return { msg, message: decoded.success, delivery }
+    }
 
     /** The single handler's outcome; a handler that dies is retried with backoff, then terminated. */
     const handleOne = (item: Delivered<A> & { readonly msg: JsMsg }) =>
@@ -341,9 +365,11 @@ export const runActor = <A, R>(
       )
 
     const process = (msg: JsMsg, partition: number) =>
-      Effect.gen(function* () {
-        const item = yield* received(msg, partition)
-        if (item !== undefined) yield* settle(msg, yield* handleOne(item))
+      Effect.suspend(() => {
+        const item = received(msg, partition)
+        return "undecodable" in item
+          ? poison(msg, item.undecodable)
+          : Effect.flatMap(handleOne(item), (outcome) => settle(msg, outcome))
       }).pipe(
         // No span per message: it costs more than a small handler, and the handler may open its own.
         // Only a drain timeout interrupts a handler: hand the message back at once rather than after ack_wait.
@@ -394,9 +420,11 @@ export const runActor = <A, R>(
       return Effect.gen(function* () {
         const items: Array<Delivered<A> & { readonly msg: JsMsg }> = []
         for (const msg of msgs) {
-          const item = yield* received(msg, partition)
-          if (item === undefined) settled.add(msg)
-          else items.push(item)
+          const item = received(msg, partition)
+          if ("undecodable" in item) {
+            yield* poison(msg, item.undecodable)
+            settled.add(msg)
+          } else items.push(item)
         }
         const outcomes = items.length > 1 ? yield* handleWhole(batch, items, partition) : undefined
         for (const [i, item] of items.entries()) {
@@ -432,12 +460,13 @@ export const runActor = <A, R>(
       })
 
     /**
-     * Pulls, in one fetch, `count` messages JetStream said were waiting (`info.pending` of a message just
-     * received), handing each to `each` as it arrives; the number that came. The fetch ends once they have all
-     * come, or after `PULL_EXPIRES` when another puller took some of them: either way no pull of ours is left
-     * waiting on the server once this returns, so none can hand a message to a process that is gone.
+     * One pull of up to `count` messages, each handed to `each` as it arrives; the number that came. The pull ends
+     * when they have all come or after `PULL_EXPIRES`, when JetStream says it expired: either way no pull of ours is
+     * left waiting on the server once this returns, so none can hand a message to a process that is gone. A pull
+     * nats.js gives up on because its heartbeats came late (an event loop too busy to read them in time) ends like
+     * an expired one, leaving the messages in hand to their handlers.
      */
-    const fetchPending = (
+    const fetchInto = (
       consumer: Consumer,
       count: number,
       each: (msg: JsMsg) => Effect.Effect<void, never, R>,
@@ -449,7 +478,13 @@ export const runActor = <A, R>(
         const iterator = messages[Symbol.asyncIterator]()
         let got = 0
         while (true) {
-          const next = yield* Effect.promise(() => iterator.next())
+          const next = yield* Effect.promise(() =>
+            iterator
+              .next()
+              .catch((error: unknown) =>
+                heartbeatsMissed(error) ? { done: true as const, value: undefined } : Promise.reject(error),
+              ),
+          )
           if (next.done === true) return got
           got++
           yield* each(next.value)
@@ -457,14 +492,12 @@ export const runActor = <A, R>(
       })
 
     /**
-     * Per partition, while fewer than `concurrency` messages are in hand. With nothing known to be waiting: one
-     * pull of one message, expiring after `PULL_EXPIRES`. With messages known to be waiting (`info.pending` of the
-     * last one received): once a quarter of the slots is free (or as many as are waiting), one fetch of as many of
-     * them as there are free slots (`fetchPending`), each handled as it arrives; a busy partition thus makes one
-     * pull per several messages rather than one each. When the loop stops no pull of ours is left waiting on the
-     * server, so no message can be handed to a process that is gone (it would sit unacknowledged until
-     * `ack_wait`); a message that arrives while stopping is nak'd back at once. Stopping waits for the messages in
-     * hand.
+     * Per partition: one pull at a time, for as many messages as there are free slots (`concurrency`), once at
+     * least a quarter of them is free; each message is handled as it arrives, while the pull waits for the rest.
+     * The pull thus stays open on the server for up to `PULL_EXPIRES`, and a message published meanwhile reaches its
+     * handler at once, with no request of its own; a busy partition makes one pull per many messages. With
+     * `concurrency` 1 it is one message per pull, in stream order. A message that arrives while stopping is nak'd
+     * back at once; stopping waits for the pull to end and for the messages in hand.
      */
     const consumePartition = (partition: number) =>
       Effect.gen(function* () {
@@ -475,11 +508,8 @@ export const runActor = <A, R>(
         const take = (n: number) => permits.take(n).pipe(Effect.andThen(Effect.sync(() => void (free -= n))))
         const release = (n: number) => Effect.suspend(() => ((free += n), permits.release(n)))
         const inHand = yield* FiberSet.make()
-        /** Messages JetStream said were waiting behind the last one this loop received. */
-        let waiting = 0
         const start = (msg: JsMsg) =>
           Effect.gen(function* () {
-            waiting = msg.info.pending
             if (yield* isStopping) {
               settlements.nak(msg)
               yield* release(1)
@@ -489,36 +519,24 @@ export const runActor = <A, R>(
           })
         const quarter = Math.max(1, Math.floor(concurrency / 4))
         while (!(yield* isStopping)) {
-          if (waiting > 0) {
-            const first = Math.min(waiting, quarter)
-            yield* take(first)
-            const extra = Math.min(waiting - first, free)
-            if (extra > 0) yield* take(extra)
-            const count = first + extra
-            if (yield* isStopping) {
-              yield* release(count)
-              break
-            }
-            const got = yield* fetchPending(consumer, count, start)
-            if (got < count) {
-              // Another process took some: nothing is known to wait any more.
-              waiting = 0
-              yield* release(count - got)
-            }
-            continue
+          yield* take(quarter)
+          const extra = free
+          if (extra > 0) yield* take(extra)
+          const count = quarter + extra
+          if (yield* isStopping) {
+            yield* release(count)
+            break
           }
-          yield* take(1)
-          const msg = yield* Effect.promise(() => consumer.next({ expires: PULL_EXPIRES }))
-          if (msg === null) yield* release(1)
-          else yield* start(msg)
+          const got = yield* fetchInto(consumer, count, start)
+          if (got < count) yield* release(count - got)
         }
         yield* FiberSet.awaitEmpty(inHand)
       }).pipe(Effect.scoped)
 
     /**
      * Batch mode, while this process leads the partition: one message (a pull expiring after `PULL_EXPIRES`),
-     * then as many of those JetStream said were waiting behind it as the batch holds, in one fetch
-     * (`fetchPending`). Only the leader pulls, so those are there and the fetch ends at once.
+     * then as many of those JetStream said were waiting behind it as the batch holds, in one pull (`fetchInto`).
+     * Only the leader pulls, so those are there and the pull ends at once.
      */
     const consumeBatches = (partition: number, batch: ActorBatch<A, R>, leases: Leases) =>
       Effect.gen(function* () {
@@ -534,7 +552,7 @@ export const runActor = <A, R>(
           const msgs = [first]
           const more = Math.min(first.info.pending, batch.size - 1)
           if (more > 0 && !(yield* isStopping)) {
-            yield* fetchPending(consumer, more, (msg) => Effect.sync(() => void msgs.push(msg)))
+            yield* fetchInto(consumer, more, (msg) => Effect.sync(() => void msgs.push(msg)))
           }
           if ((yield* isStopping) || !leases.leads(partition)) {
             for (const msg of msgs) settlements.nak(msg)

@@ -8,8 +8,42 @@ collectDefaultMetrics({ register: registry })
 
 const counter = (name: string, help: string, labelNames: ReadonlyArray<string>) =>
   new Counter({ name, help, labelNames, registers: [registry] })
-const gauge = (name: string, help: string, labelNames: ReadonlyArray<string>) =>
-  new Gauge({ name, help, labelNames, registers: [registry] })
+
+/**
+ * A counter or gauge updated per message: each labelled series is a plain number on the hot path, handed to
+ * prom-client only when the registry is read (prom-client validates and hashes the label object on every update).
+ * `series(labels)` is called once per series; its `inc` / `set` then cost an addition or an assignment.
+ */
+const hotSeries = (
+  kind: "counter" | "gauge",
+  name: string,
+  help: string,
+  labelNames: ReadonlyArray<string>,
+) => {
+  const all = new Map<string, { readonly labels: Record<string, string>; value: number }>()
+  const collect = function (this: Counter | Gauge) {
+    this.reset()
+    for (const { labels, value } of all.values()) {
+      if (this instanceof Counter) this.inc(labels, value)
+      else this.set(labels, value)
+    }
+  }
+  if (kind === "counter") new Counter({ name, help, labelNames, registers: [registry], collect })
+  else new Gauge({ name, help, labelNames, registers: [registry], collect })
+  return (labels: Record<string, string>) => {
+    const key = labelNames.map((label) => labels[label] ?? "").join("\u0000")
+    let entry = all.get(key)
+    if (entry === undefined) {
+      entry = { labels, value: 0 }
+      all.set(key, entry)
+    }
+    const series = entry
+    return {
+      inc: (by = 1) => void (series.value += by),
+      set: (value: number) => void (series.value = value),
+    }
+  }
+}
 
 export const metrics = {
   httpRequests: counter("http_requests_total", "HTTP requests answered", ["role", "method", "status"]),
@@ -22,13 +56,16 @@ export const metrics = {
   }),
   outboxPublished: counter("outbox_published_total", "Outbox rows published to JetStream", []),
   outboxRelayErrors: counter("outbox_relay_errors_total", "Relay passes that failed and will be retried", []),
-  actorHandled: counter("actor_handled_total", "Messages an actor settled, by outcome", ["actor", "outcome"]),
+  actorHandled: hotSeries("counter", "actor_handled_total", "Messages an actor settled, by outcome", [
+    "actor",
+    "outcome",
+  ]),
   actorFailed: counter("actor_failed_total", "Messages that failed to decode or whose handler died", [
     "actor",
     "reason",
   ]),
   actorRedelivered: counter("actor_redelivered_total", "Messages delivered more than once", ["actor"]),
-  actorLag: gauge("actor_lag_messages", "Messages waiting behind the last one delivered", [
+  actorLag: hotSeries("gauge", "actor_lag_messages", "Messages waiting behind the last one delivered", [
     "actor",
     "partition",
   ]),
