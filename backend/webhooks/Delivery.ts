@@ -13,7 +13,7 @@ import {
   type OutcomeInput,
 } from "./DeliveryRepo.ts"
 import { Egress, type PostResult } from "./Egress.ts"
-import { ATTEMPT_PARTITIONS, AttemptMessage } from "./Messages.ts"
+import { AttemptMessage } from "./Messages.ts"
 import { publishStatus } from "./Router.ts"
 import { Scheduler } from "./Scheduler.ts"
 import { deliveryHeaders } from "./Signer.ts"
@@ -25,8 +25,11 @@ import { deliveryHeaders } from "./Signer.ts"
  * are scheduled in Postgres and published by the scheduler when due.
  */
 
-/** Attempts in hand per partition and process: most of their time is spent waiting on receivers. */
-const CONCURRENCY = 32
+/**
+ * Attempts in hand (the consumer's `max_ack_pending`, shared by every process): most of their time is spent
+ * waiting on receivers. One consumer pulls them all, many per request.
+ */
+const CONCURRENCY = 512
 /** A message for a due attempt may arrive this much before its time (clocks of different processes). */
 const DUE_SLACK_MS = 1000
 /** How long a claim holds beyond the request's own deadline before another process may take the attempt. */
@@ -287,7 +290,7 @@ export const deliveryActor = (timeoutMs: number): ActorDefinition<AttemptMessage
   name: "webhook_delivery",
   stream: "WEBHOOKS",
   subject: "webhooks.attempt.*",
-  partitions: ATTEMPT_PARTITIONS,
+  partitions: 0,
   concurrency: CONCURRENCY,
   // Longer than any attempt can take (its deadline, plus the claim and the record), so JetStream redelivers a
   // message only when its process is gone.

@@ -1,9 +1,10 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from "node:dns"
 import { readFileSync } from "node:fs"
+import type { IncomingHttpHeaders } from "node:http"
 import { BlockList, isIP, type LookupFunction } from "node:net"
 import { createSecureContext, rootCertificates } from "node:tls"
 import { Context, Effect, Layer, Option } from "effect"
-import { Agent, request } from "undici"
+import { Agent, type Dispatcher } from "undici"
 import { AppConfig } from "../platform/Config.ts"
 
 /**
@@ -109,8 +110,7 @@ const guardedLookup: LookupFunction = (hostname, options, callback) => {
 }
 
 /** Why a request got no answer, in words an operator reads on the delivery record. */
-const describeFailure = (error: unknown, timeoutMs: number, timedOut: boolean): string => {
-  if (timedOut) return `No response within ${timeoutMs} ms`
+const describeFailure = (error: unknown): string => {
   const chain: Array<unknown> = []
   for (let e: unknown = error; e instanceof Error && chain.length < 5; e = e.cause) chain.push(e)
   const refused = chain.find((e) => e instanceof DestinationRefused)
@@ -121,6 +121,103 @@ const describeFailure = (error: unknown, timeoutMs: number, timedOut: boolean): 
   return `Request failed: ${first.message}${code && !first.message.includes(code) ? ` (${code})` : ""}`
 }
 
+/**
+ * One request through the agent's dispatch API: keeps the first 4 KB of the answer (a longer body is cut off
+ * there, and its connection not reused), and one timer is the whole deadline, from its creation: a request still
+ * waiting for a connection, connecting, sending or reading when it fires is aborted and recorded as unanswered.
+ * A class, so that an attempt allocates one object rather than a closure per callback.
+ */
+class AttemptRequest implements Dispatcher.DispatchHandler {
+  private readonly started = performance.now()
+  private readonly timer: NodeJS.Timeout
+  private done = false
+  private controller: Dispatcher.DispatchController | undefined
+  private statusCode = 0
+  private retryAfter: string | undefined
+  private readonly chunks: Array<Buffer> = []
+  private size = 0
+
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly onResult: (result: PostResult) => void,
+  ) {
+    this.timer = setTimeout(() => this.expire(), timeoutMs)
+  }
+
+  private elapsed() {
+    return Math.round(performance.now() - this.started)
+  }
+
+  private finish(result: PostResult) {
+    if (this.done) return
+    this.done = true
+    clearTimeout(this.timer)
+    this.onResult(result)
+  }
+
+  private expire() {
+    this.finish({
+      _tag: "NoResponse",
+      reason: `No response within ${this.timeoutMs} ms`,
+      durationMs: this.elapsed(),
+    })
+    this.controller?.abort(new Error("deadline"))
+  }
+
+  private answered() {
+    this.finish({
+      _tag: "Response",
+      statusCode: this.statusCode,
+      retryAfter: this.retryAfter,
+      body: Buffer.concat(this.chunks)
+        .subarray(0, RESPONSE_BODY_LIMIT)
+        .toString("utf8")
+        .replaceAll("\u0000", ""),
+      durationMs: this.elapsed(),
+    })
+  }
+
+  /** Nobody waits for the result any more. */
+  cancel() {
+    this.done = true
+    clearTimeout(this.timer)
+    this.controller?.abort(new Error("interrupted"))
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController) {
+    this.controller = controller
+    if (this.done) controller.abort(new Error("deadline"))
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ) {
+    this.statusCode = statusCode
+    const value = headers["retry-after"]
+    this.retryAfter = Array.isArray(value) ? value[0] : value
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer) {
+    if (this.size >= RESPONSE_BODY_LIMIT) return
+    this.chunks.push(chunk)
+    this.size += chunk.length
+    if (this.size >= RESPONSE_BODY_LIMIT) {
+      this.answered()
+      controller.abort(new Error("response body beyond the recorded limit"))
+    }
+  }
+
+  onResponseEnd() {
+    this.answered()
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error) {
+    this.finish({ _tag: "NoResponse", reason: describeFailure(error), durationMs: this.elapsed() })
+  }
+}
+
 export interface EgressShape {
   /** POSTs `body` to `url` with `headers`; never fails: a refusal or an error is a `NoResponse`. */
   readonly post: (
@@ -128,18 +225,6 @@ export interface EgressShape {
     headers: Readonly<Record<string, string>>,
     body: Uint8Array,
   ) => Effect.Effect<PostResult>
-}
-
-const readLimited = async (body: AsyncIterable<Buffer>) => {
-  const chunks: Array<Buffer> = []
-  let size = 0
-  for await (const chunk of body) {
-    chunks.push(chunk)
-    size += chunk.length
-    // Leaving the loop destroys the rest of a long body (that connection is not reused).
-    if (size >= RESPONSE_BODY_LIMIT) break
-  }
-  return Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString("utf8").replaceAll("\u0000", "")
 }
 
 export class Egress extends Context.Service<Egress, EgressShape>()("partner-service/webhooks/Egress") {
@@ -170,49 +255,57 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
         (a) => Effect.promise(() => a.close()).pipe(Effect.timeout("5 seconds"), Effect.ignore),
       )
 
+      const send = (target: URL, headers: Readonly<Record<string, string>>, body: Uint8Array) =>
+        Effect.callback<PostResult>((resume) => {
+          const request = new AttemptRequest(timeoutMs, (result) => resume(Effect.succeed(result)))
+          try {
+            agent.dispatch(
+              {
+                origin: target.origin,
+                path: `${target.pathname}${target.search}`,
+                method: "POST",
+                headers,
+                body,
+              },
+              request,
+            )
+          } catch (error) {
+            // Headers undici refuses (a custom header's value, say), or the agent closing.
+            request.onResponseError(undefined, error as Error)
+          }
+          // An interrupted attempt (the process stopping) lets its request go.
+          return Effect.sync(() => request.cancel())
+        })
+
       const post = (url: string, headers: Readonly<Record<string, string>>, body: Uint8Array) =>
-        Effect.promise(async (): Promise<PostResult> => {
-          const started = performance.now()
-          const elapsed = () => Math.round(performance.now() - started)
+        Effect.suspend((): Effect.Effect<PostResult> => {
           let target: URL
           try {
             target = new URL(url)
           } catch {
-            return { _tag: "NoResponse", reason: "Destination url is not a valid URL", durationMs: 0 }
+            return Effect.succeed({
+              _tag: "NoResponse",
+              reason: "Destination url is not a valid URL",
+              durationMs: 0,
+            })
           }
           if (target.protocol !== "https:") {
-            return { _tag: "NoResponse", reason: "Destination url must use HTTPS", durationMs: 0 }
+            return Effect.succeed({
+              _tag: "NoResponse",
+              reason: "Destination url must use HTTPS",
+              durationMs: 0,
+            })
           }
           // An address literal is connected to without any lookup: check it here.
           const literal = target.hostname.replace(/^\[|\]$/g, "")
           if (!config.allowPrivateDestinations && isIP(literal) !== 0 && isForbiddenAddress(literal)) {
-            return { _tag: "NoResponse", reason: refusal(literal, literal).message, durationMs: 0 }
-          }
-          const signal = AbortSignal.timeout(timeoutMs)
-          try {
-            const response = await request(target, {
-              method: "POST",
-              headers,
-              body,
-              dispatcher: agent,
-              signal,
-            })
-            const text = await readLimited(response.body)
-            const retryAfter = response.headers["retry-after"]
-            return {
-              _tag: "Response",
-              statusCode: response.statusCode,
-              retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-              body: text,
-              durationMs: elapsed(),
-            }
-          } catch (error) {
-            return {
+            return Effect.succeed({
               _tag: "NoResponse",
-              reason: describeFailure(error, timeoutMs, signal.aborted),
-              durationMs: elapsed(),
-            }
+              reason: refusal(literal, literal).message,
+              durationMs: 0,
+            })
           }
+          return send(target, headers, body)
         })
 
       return Egress.of({ post })

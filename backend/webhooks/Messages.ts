@@ -1,5 +1,4 @@
 import { Schema } from "effect"
-import { partitionedSubject } from "../platform/Partition.ts"
 import type { DeliveryStatus } from "./Domain.ts"
 
 /**
@@ -13,7 +12,7 @@ import type { DeliveryStatus } from "./Domain.ts"
  */
 export const EVENT_PROPERTY_HEADER = "Event-Property-Id"
 
-/** `webhooks.attempt.<endpoint_id>.<partition>`: make this attempt of this delivery, if the delivery still expects it. */
+/** `webhooks.attempt.<endpoint_id>`: make this attempt of this delivery, if the delivery still expects it. */
 export const AttemptMessage = Schema.Struct({
   delivery_id: Schema.Int,
   series: Schema.Int,
@@ -21,15 +20,8 @@ export const AttemptMessage = Schema.Struct({
 })
 export type AttemptMessage = typeof AttemptMessage.Type
 
-/**
- * Partitions of the delivery actor: one durable consumer each, so attempts are pulled by that many loops in
- * every process. Attempts need no order among themselves; the partition spreads them by delivery.
- */
-export const ATTEMPT_PARTITIONS = 16
-
-/** `webhooks.attempt.<endpoint_id>.<partition>` */
-export const attemptSubject = (endpointId: number | string, deliveryId: number) =>
-  partitionedSubject(`webhooks.attempt.${endpointId}`, String(deliveryId), ATTEMPT_PARTITIONS)
+/** `webhooks.attempt.<endpoint_id>`: attempts need no order among themselves, so the subject has no partition. */
+export const attemptSubject = (endpointId: number | string) => `webhooks.attempt.${endpointId}`
 
 /** `webhooks.status.<endpoint_id>`: a delivery changed status (for the console's live view; the DB is the record). */
 export interface StatusMessage {

@@ -88,7 +88,7 @@ export class EventRouter extends Context.Service<
             routed,
             (d) =>
               nats.publish(
-                nats.subject(attemptSubject(d.endpoint_id, d.id)),
+                nats.subject(attemptSubject(d.endpoint_id)),
                 encoder.encode(
                   JSON.stringify({ delivery_id: d.id, series: d.series, attempt: d.attempt_number }),
                 ),

@@ -43,7 +43,7 @@ export class Scheduler extends Context.Service<
           rows,
           (row) =>
             nats.publish(
-              nats.subject(attemptSubject(row.endpoint_id, row.id)),
+              nats.subject(attemptSubject(row.endpoint_id)),
               encoder.encode(
                 JSON.stringify({ delivery_id: row.id, series: row.series, attempt: row.attempt_number }),
               ),
