@@ -21,7 +21,7 @@ import { HEADER_CLIENT, HEADER_RECEIVED_AT, Ingest, INGEST_PARTITIONS } from "..
 import { actorLayer } from "../../backend/platform/Actor.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { Db } from "../../backend/platform/Db.ts"
-import { Nats } from "../../backend/platform/Nats.ts"
+import { Nats, type NatsShape } from "../../backend/platform/Nats.ts"
 import { relayLayer } from "../../backend/platform/Outbox.ts"
 import { partitionOf } from "../../backend/platform/Partition.ts"
 import { eligibilityActor } from "../../backend/prospects/Consumer.ts"
@@ -347,25 +347,22 @@ const profileSummary = (profile: Profile) => {
 // Probes inside the service (test-side wrappers, restored afterwards): JetStream ack latency of the gateway's
 // publishes, and the ingest actor's handler time per event and per partition.
 
-const publishTimer = (js: JetStreamClient, subjectPrefix: string) => {
-  const target = js as { publish: JetStreamClient["publish"] }
-  const original = target.publish
+const publishTimer = (nats: NatsShape, subjectPrefix: string) => {
+  const target = nats as { -readonly [K in keyof NatsShape]: NatsShape[K] }
+  const original = target.tryPublish
   const samples: Array<number> = []
-  target.publish = function (this: JetStreamClient, subject, payload, options) {
-    const start = performance.now()
-    const pending = original.call(this, subject, payload, options)
-    if (subject.startsWith(subjectPrefix)) {
-      pending.then(
-        () => samples.push(performance.now() - start),
-        () => undefined,
-      )
-    }
-    return pending
+  target.tryPublish = (subject, payload, options) => {
+    const timed = original(subject, payload, options)
+    if (!subject.startsWith(subjectPrefix)) return timed
+    return Effect.suspend(() => {
+      const start = performance.now()
+      return Effect.tap(timed, () => Effect.sync(() => void samples.push(performance.now() - start)))
+    })
   }
   return {
     samples,
     stop: () => {
-      target.publish = original
+      target.tryPublish = original
     },
   }
 }
@@ -782,7 +779,7 @@ export const ingestThroughput = Effect.gen(function* () {
     const warm = await load.run(port, eventBodies("warm", WARMUP))
     if ((warm.statuses["202"] ?? 0) !== WARMUP) throw new Error(`warm-up: ${statusNote(warm)}`)
     const bodies = eventBodies("a", EVENTS)
-    const acks = publishTimer(nats.js, ingestSubjects)
+    const acks = publishTimer(nats, ingestSubjects)
     const queries = TRACE_QUERIES ? queryTracer(db) : undefined
     const usage = await usageProbe(admin, natsPids)
     const stopProfile =
@@ -866,7 +863,7 @@ export const ingestThroughput = Effect.gen(function* () {
   notes.push(
     `ingest accepted (gateway only): ${perSecond(acceptedRate)} over ${accepted.result.seconds.toFixed(2)} s; ` +
       `latency ${summary(accepted.result.latencies)}; ${statusNote(accepted.result)}`,
-    `  JetStream ack inside the gateway (js.publish -> PubAck): ${summary(accepted.acks)}`,
+    `  JetStream ack inside the gateway (publish -> PubAck): ${summary(accepted.acks)}`,
     `  ${formatUsage(accepted.figures)}`,
     ...(accepted.profile === undefined ? [] : profileSummary(accepted.profile).map((line) => `  ${line}`)),
     ...accepted.queries.map((line) => `  ${line}`),
@@ -941,7 +938,7 @@ export const ingestThroughput = Effect.gen(function* () {
       const mixed = yield* Effect.promise(async () => {
         const bodies = eventBodies("m", EVENTS)
         const handler = handlerTimer(ingest)
-        const acks = publishTimer(nats.js, ingestSubjects)
+        const acks = publishTimer(nats, ingestSubjects)
         const queries = TRACE_QUERIES ? queryTracer(db) : undefined
         const usage = await usageProbe(admin, natsPids)
         const stopProfile =

@@ -18,16 +18,26 @@ export const statCpu = async (file: string) => {
   return ticksToMs(Number(fields[11] ?? 0) + Number(fields[12] ?? 0))
 }
 
-/** The pids of the nats-server processes on this machine. */
-export const natsServerPids = async () => {
+/** The pids of the processes on this machine whose command is `name`. */
+export const pidsNamed = async (name: string) => {
   const pids: Array<number> = []
   for (const entry of await readdir("/proc")) {
     if (!/^\d+$/.test(entry)) continue
     const comm = await readFile(`/proc/${entry}/comm`, "utf8").catch(() => "")
-    if (comm.trim() === "nats-server") pids.push(Number(entry))
+    if (comm.trim() === name) pids.push(Number(entry))
   }
   return pids
 }
+
+/** The pids of the nats-server processes on this machine. */
+export const natsServerPids = () => pidsNamed("nats-server")
+
+/** CPU time (ms) of every process on this machine whose command is `name` (postgres: all its backends). */
+export const cpuOfNamed = async (name: string) =>
+  (await Promise.all((await pidsNamed(name)).map((pid) => statCpu(`/proc/${pid}/stat`)))).reduce(
+    (a, b) => a + b,
+    0,
+  )
 
 /** Busy and total CPU time (ms, all cores) of the whole machine. */
 export const machineCpu = async () => {

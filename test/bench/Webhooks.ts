@@ -14,7 +14,7 @@ import { EventRouter, routerActor } from "../../backend/webhooks/Router.ts"
 import { webhookWorkersLayer } from "../../backend/webhooks/Workers.ts"
 import { testCa } from "../support/Receiver.ts"
 import { enginePlatform, endpoint, owner, subscriber } from "../support/WebhookEngine.ts"
-import { cpuProfile, machineCpu, percentile, statCpu } from "./Probes.ts"
+import { cpuOfNamed, cpuProfile, machineCpu, percentile, statCpu } from "./Probes.ts"
 import type { LatencyRow } from "./Roster.ts"
 
 /**
@@ -166,6 +166,18 @@ const paced = async (count: number, rate: number, send: (i: number) => Promise<u
   return started
 }
 
+/** CPU time (ms) so far of the engine's thread, this whole process, Postgres, nats-server and the machine. */
+const cpuShares = async () => {
+  const usage = process.cpuUsage()
+  return {
+    engine: await statCpu(`/proc/${process.pid}/task/${process.pid}/stat`),
+    process: (usage.user + usage.system) / 1000,
+    postgres: await cpuOfNamed("postgres"),
+    nats: await cpuOfNamed("nats-server"),
+    machine: (await machineCpu()).busy,
+  }
+}
+
 const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, everyMs = 20) => {
   const deadline = performance.now() + timeoutMs
   while (!(await check())) {
@@ -263,17 +275,23 @@ export const webhookBench = Effect.gen(function* () {
       }
       // Of the whole phase, or of the delivery actor's stage alone.
       const stopProfile = PROFILE ? yield* Effect.promise(() => cpuProfile(PROFILE, 200)) : undefined
-      const mainThread = `/proc/${process.pid}/task/${process.pid}/stat`
-      const cpuFrom = yield* Effect.promise(() => statCpu(mainThread))
-      const machineFrom = yield* Effect.promise(machineCpu)
+      const cpuFrom = yield* Effect.promise(cpuShares)
       yield* Layer.build(webhookWorkersLayer)
       yield* Effect.promise(() => waitFor(() => receiver.stats().then((s) => s.count >= DELIVERIES), 600_000))
       const arrivedSeconds = (performance.now() - start) / 1000
       yield* Effect.promise(() => waitFor(() => delivered().then((n) => n >= DELIVERIES), 120_000))
       const recordedSeconds = (performance.now() - start) / 1000
       const sendingSeconds = (performance.now() - sendingFrom) / 1000
-      const cpuMsPerDelivery = ((yield* Effect.promise(() => statCpu(mainThread))) - cpuFrom) / DELIVERIES
-      const machineMsPerDelivery = ((yield* Effect.promise(machineCpu)).busy - machineFrom.busy) / DELIVERIES
+      const cpuTo = yield* Effect.promise(cpuShares)
+      const usPerDelivery = (key: keyof typeof cpuTo) => ((cpuTo[key] - cpuFrom[key]) * 1000) / DELIVERIES
+      const cpu = {
+        engine: usPerDelivery("engine"),
+        // The receiver's thread, libuv's pool and V8's helpers.
+        otherThreads: usPerDelivery("process") - usPerDelivery("engine"),
+        postgres: usPerDelivery("postgres"),
+        nats: usPerDelivery("nats"),
+        machine: usPerDelivery("machine"),
+      }
       const routedSeconds = yield* Fiber.join(routedFiber)
       if (stopProfile) yield* Effect.promise(stopProfile)
 
@@ -319,8 +337,7 @@ export const webhookBench = Effect.gen(function* () {
       return {
         routedSeconds,
         sendingSeconds,
-        cpuMsPerDelivery,
-        machineMsPerDelivery,
+        cpu,
         arrivedSeconds,
         recordedSeconds,
         latencies,
@@ -368,9 +385,10 @@ export const webhookBench = Effect.gen(function* () {
         `(${Math.round(DELIVERIES / result.routedSeconds)} events/s); every request of it arrived after ${result.arrivedSeconds.toFixed(2)} s, every record ` +
         `said delivered after ${result.recordedSeconds.toFixed(2)} s (${Math.round(DELIVERIES / result.arrivedSeconds)} ` +
         `arrivals/s); ratio to raw ${(ours / raw).toFixed(2)}`,
-      `webhooks: the engine's thread's CPU time per delivery ${(result.cpuMsPerDelivery * 1000).toFixed(0)} µs, ` +
-        `the whole machine's ${(result.machineMsPerDelivery * 1000).toFixed(0)} µs (other work included)` +
-        `${STAGED ? " (delivery actor stage)" : ""}`,
+      `webhooks: CPU time per delivery${STAGED ? " (delivery actor stage)" : ""}: the engine's thread ` +
+        `${result.cpu.engine.toFixed(0)} µs, this process's other threads (receiver, libuv, V8) ` +
+        `${result.cpu.otherThreads.toFixed(0)} µs, Postgres ${result.cpu.postgres.toFixed(0)} µs, nats-server ` +
+        `${result.cpu.nats.toFixed(0)} µs; the whole machine ${result.cpu.machine.toFixed(0)} µs`,
       ...(STAGED
         ? [
             `webhooks (staged): delivery actor alone ${Math.round(DELIVERIES / result.sendingSeconds)} deliveries/s ` +
