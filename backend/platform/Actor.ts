@@ -12,7 +12,7 @@ import {
   Semaphore,
 } from "effect"
 import { Db, type Sql } from "./Db.ts"
-import { JetStreamError, type JsMsg, Nats, type NatsShape, type StreamBase } from "./Nats.ts"
+import { type DurableConsumer, Nats, type PulledMessage, type StreamBase } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 
 /** What a handler decided: exactly one of these settles every message. */
@@ -102,7 +102,7 @@ const decoder = new TextDecoder()
  * sends what is queued at once (an actor stopping does, before its connection may close).
  */
 const settlements = (() => {
-  let queued: Array<JsMsg> = []
+  let queued: Array<PulledMessage> = []
   let naks: Array<number | undefined> = []
   const flush = () => {
     const msgs = queued
@@ -115,32 +115,26 @@ const settlements = (() => {
       else msgs[i]!.nak(delay)
     }
   }
-  const add = (msg: JsMsg, nakDelay: number | undefined) => {
+  const add = (msg: PulledMessage, nakDelay: number | undefined) => {
     if (queued.length === 0) setImmediate(flush)
     queued.push(msg)
     naks.push(nakDelay)
   }
   return {
-    ack: (msg: JsMsg) => add(msg, -1),
-    nak: (msg: JsMsg, delay?: number) => add(msg, delay),
+    ack: (msg: PulledMessage) => add(msg, -1),
+    nak: (msg: PulledMessage, delay?: number) => add(msg, delay),
     flush,
   }
 })()
 
-/** nats.js ends a pull when two of its idle heartbeats (every `PULL_EXPIRES` / 2) were not read in time. */
-const heartbeatsMissed = (error: unknown) =>
-  error instanceof JetStreamError && error.message === "heartbeats missed"
-
 /** Backoff for a handler that died: 1 s, 2 s, 4 s ... capped at one minute. */
 const defectDelay = (deliveryCount: number) => Duration.seconds(Math.min(2 ** (deliveryCount - 1), 60))
 
-const readHeaders = (msg: JsMsg) => {
+const readHeaders = (msg: PulledMessage) => {
   const out: Record<string, string> = {}
   for (const key of msg.headers?.keys() ?? []) out[key] = msg.headers?.get(key) ?? ""
   return out
 }
-
-type Consumer = Awaited<ReturnType<NatsShape["js"]["consumers"]["get"]>>
 
 type Reserved = Awaited<ReturnType<Sql["reserve"]>>
 
@@ -274,7 +268,7 @@ export const runActor = <A, R>(
       metrics.actorLag({ actor: actor.name, partition: String(partition) }),
     )
 
-    const recordDeadLetter = (msg: JsMsg, reason: string) =>
+    const recordDeadLetter = (msg: PulledMessage, reason: string) =>
       db.query(
         (sql) => sql`
           insert into dead_letters (actor, stream, stream_seq, subject, headers, payload, reason, delivery_count)
@@ -283,7 +277,7 @@ export const runActor = <A, R>(
           on conflict (actor, stream, stream_seq) do nothing`,
       )
 
-    const settle = (msg: JsMsg, outcome: Outcome): Effect.Effect<void> => {
+    const settle = (msg: PulledMessage, outcome: Outcome): Effect.Effect<void> => {
       switch (outcome._tag) {
         case "Ack":
           return Effect.sync(() => {
@@ -313,16 +307,16 @@ export const runActor = <A, R>(
       }
     }
 
-    const poison = (msg: JsMsg, reason: string) => {
+    const poison = (msg: PulledMessage, reason: string) => {
       metrics.actorFailed.inc({ actor: actor.name, reason: "undecodable" })
       return settle(msg, term(`undecodable: ${reason}`))
     }
 
     /** Counts the delivery and decodes it: the message with its delivery, or why it cannot be decoded. */
     const received = (
-      msg: JsMsg,
+      msg: PulledMessage,
       partition: number,
-    ): (Delivered<A> & { readonly msg: JsMsg }) | { readonly undecodable: string } => {
+    ): (Delivered<A> & { readonly msg: PulledMessage }) | { readonly undecodable: string } => {
       const deliveryCount = msg.info.deliveryCount
       if (deliveryCount > 1) metrics.actorRedelivered.inc({ actor: actor.name })
       lag[partition]!.set(msg.info.pending)
@@ -343,7 +337,7 @@ export const runActor = <A, R>(
     }
 
     /** The single handler's outcome; a handler that dies is retried with backoff, then terminated. */
-    const handleOne = (item: Delivered<A> & { readonly msg: JsMsg }) =>
+    const handleOne = (item: Delivered<A> & { readonly msg: PulledMessage }) =>
       actor.handle(item.message, item.delivery).pipe(
         Effect.catchCause((cause) =>
           Effect.gen(function* () {
@@ -364,7 +358,7 @@ export const runActor = <A, R>(
         ),
       )
 
-    const process = (msg: JsMsg, partition: number) =>
+    const process = (msg: PulledMessage, partition: number) =>
       Effect.suspend(() => {
         const item = received(msg, partition)
         return "undecodable" in item
@@ -411,14 +405,14 @@ export const runActor = <A, R>(
      */
     const processBatch = (
       batch: ActorBatch<A, R>,
-      msgs: ReadonlyArray<JsMsg>,
+      msgs: ReadonlyArray<PulledMessage>,
       partition: number,
     ): Effect.Effect<void, never, R> => {
-      const settled = new Set<JsMsg>()
-      const settleOnce = (msg: JsMsg, outcome: Outcome) =>
+      const settled = new Set<PulledMessage>()
+      const settleOnce = (msg: PulledMessage, outcome: Outcome) =>
         settle(msg, outcome).pipe(Effect.ensuring(Effect.sync(() => settled.add(msg))))
       return Effect.gen(function* () {
-        const items: Array<Delivered<A> & { readonly msg: JsMsg }> = []
+        const items: Array<Delivered<A> & { readonly msg: PulledMessage }> = []
         for (const msg of msgs) {
           const item = received(msg, partition)
           if ("undecodable" in item) {
@@ -446,49 +440,37 @@ export const runActor = <A, R>(
     const concurrency = actor.concurrency ?? 1
     const consumerFor = (partition: number, maxAckPending: number) =>
       Effect.gen(function* () {
-        const name = `${actor.name}_p${partition}`
-        yield* nats.ensureConsumer({
+        const consumer: DurableConsumer = {
           stream,
-          name,
+          name: `${actor.name}_p${partition}`,
           filterSubject: nats.subject(
             actor.partitions === 0 ? actor.subject : `${actor.subject}.${partition}`,
           ),
           ackWait: actor.ackWait ?? "30 seconds",
           maxAckPending,
-        })
-        return yield* Effect.promise(() => nats.js.consumers.get(stream, name))
-      })
-
-    /**
-     * One pull of up to `count` messages, each handed to `each` as it arrives; the number that came. The pull ends
-     * when they have all come or after `PULL_EXPIRES`, when JetStream says it expired: either way no pull of ours is
-     * left waiting on the server once this returns, so none can hand a message to a process that is gone. A pull
-     * nats.js gives up on because its heartbeats came late (an event loop too busy to read them in time) ends like
-     * an expired one, leaving the messages in hand to their handlers.
-     */
-    const fetchInto = (
-      consumer: Consumer,
-      count: number,
-      each: (msg: JsMsg) => Effect.Effect<void, never, R>,
-    ): Effect.Effect<number, never, R> =>
-      Effect.gen(function* () {
-        const messages = yield* Effect.promise(() =>
-          consumer.fetch({ max_messages: count, expires: PULL_EXPIRES }),
-        )
-        const iterator = messages[Symbol.asyncIterator]()
-        let got = 0
-        while (true) {
-          const next = yield* Effect.promise(() =>
-            iterator
-              .next()
-              .catch((error: unknown) =>
-                heartbeatsMissed(error) ? { done: true as const, value: undefined } : Promise.reject(error),
-              ),
-          )
-          if (next.done === true) return got
-          got++
-          yield* each(next.value)
         }
+        yield* nats.ensureConsumer(consumer)
+        const puller = yield* nats.puller(stream, consumer.name)
+        /**
+         * One pull of up to `count` messages, each handed to `onMessage` as it arrives; the number that came. The
+         * pull ends when they have all come or after `PULL_EXPIRES`, when JetStream says it expired: either way no
+         * pull of ours is left waiting on the server once this returns, so none can hand a message to a process
+         * that is gone. A pull JetStream ended otherwise (its consumer deleted) is logged, and the consumer made
+         * again, a second later.
+         */
+        return (count: number, onMessage: (msg: PulledMessage) => void) =>
+          puller
+            .pull(count, PULL_EXPIRES, onMessage)
+            .pipe(
+              Effect.catchTag("PullFailed", (failed) =>
+                Effect.logWarning("actor pull failed; retrying").pipe(
+                  Effect.annotateLogs({ actor: actor.name, partition, cause: failed.message }),
+                  Effect.andThen(Effect.sleep("1 second")),
+                  Effect.andThen(nats.ensureConsumer(consumer)),
+                  Effect.as(failed.received),
+                ),
+              ),
+            )
       })
 
     /**
@@ -501,20 +483,21 @@ export const runActor = <A, R>(
      */
     const consumePartition = (partition: number) =>
       Effect.gen(function* () {
-        const consumer = yield* consumerFor(partition, concurrency)
+        const pull = yield* consumerFor(partition, concurrency)
         const permits = yield* Semaphore.make(concurrency)
         /** Permits not taken: the semaphore's count, which it does not tell. */
         let free = concurrency
         const take = (n: number) => permits.take(n).pipe(Effect.andThen(Effect.sync(() => void (free -= n))))
         const release = (n: number) => Effect.suspend(() => ((free += n), permits.release(n)))
         const inHand = yield* FiberSet.make()
-        const start = (msg: JsMsg) =>
+        const run = yield* FiberSet.runtime(inHand)<R>()
+        const start = (msg: PulledMessage) =>
           Effect.gen(function* () {
             if (yield* isStopping) {
               settlements.nak(msg)
               yield* release(1)
             } else {
-              yield* FiberSet.run(inHand, process(msg, partition).pipe(Effect.ensuring(release(1))))
+              yield* process(msg, partition).pipe(Effect.ensuring(release(1)))
             }
           })
         const quarter = Math.max(1, Math.floor(concurrency / 4))
@@ -527,7 +510,7 @@ export const runActor = <A, R>(
             yield* release(count)
             break
           }
-          const got = yield* fetchInto(consumer, count, start)
+          const got = yield* pull(count, (msg) => void run(start(msg)))
           if (got < count) yield* release(count - got)
         }
         yield* FiberSet.awaitEmpty(inHand)
@@ -535,32 +518,30 @@ export const runActor = <A, R>(
 
     /**
      * Batch mode, while this process leads the partition: one message (a pull expiring after `PULL_EXPIRES`),
-     * then as many of those JetStream said were waiting behind it as the batch holds, in one pull (`fetchInto`).
-     * Only the leader pulls, so those are there and the pull ends at once.
+     * then as many of those JetStream said were waiting behind it as the batch holds, in one more pull. Only the
+     * leader pulls, so those are there and the pull ends at once.
      */
     const consumeBatches = (partition: number, batch: ActorBatch<A, R>, leases: Leases) =>
       Effect.gen(function* () {
-        const consumer = yield* consumerFor(partition, batch.size)
+        const pull = yield* consumerFor(partition, batch.size)
         while (!(yield* isStopping)) {
           if (!leases.leads(partition)) {
             yield* leases.settle(partition)
             yield* Effect.sleep(LEASE_WAIT)
             continue
           }
-          const first = yield* Effect.promise(() => consumer.next({ expires: PULL_EXPIRES }))
-          if (first === null) continue
-          const msgs = [first]
-          const more = Math.min(first.info.pending, batch.size - 1)
-          if (more > 0 && !(yield* isStopping)) {
-            yield* fetchInto(consumer, more, (msg) => Effect.sync(() => void msgs.push(msg)))
-          }
+          const msgs: Array<PulledMessage> = []
+          const collect = (msg: PulledMessage) => void msgs.push(msg)
+          if ((yield* pull(1, collect)) === 0) continue
+          const more = Math.min(msgs[0]!.info.pending, batch.size - 1)
+          if (more > 0 && !(yield* isStopping)) yield* pull(more, collect)
           if ((yield* isStopping) || !leases.leads(partition)) {
             for (const msg of msgs) settlements.nak(msg)
             continue
           }
           yield* processBatch(batch, msgs, partition)
         }
-      })
+      }).pipe(Effect.scoped)
 
     const pullLoop = (partition: number, leases: Leases) =>
       Effect.suspend(() =>

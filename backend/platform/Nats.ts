@@ -20,6 +20,7 @@ import {
 import {
   connect,
   createInbox,
+  type Msg,
   type MsgHdrs,
   headers as natsHeaders,
   type NatsConnection,
@@ -64,6 +65,41 @@ export interface DurableConsumer {
   readonly maxAckPending: number
 }
 
+/** A message pulled from a durable consumer (`NatsShape.puller`): what an actor reads of it and how it settles it. */
+export interface PulledMessage {
+  /** The subject it was published on. */
+  readonly subject: string
+  readonly data: Uint8Array
+  readonly headers: MsgHdrs | undefined
+  /** Its stream sequence. */
+  readonly seq: number
+  readonly info: {
+    /** 1 on the first delivery. */
+    readonly deliveryCount: number
+    /** Messages of the consumer not yet delivered, behind this one. */
+    readonly pending: number
+  }
+  ack(): void
+  /** Hands it back, to be delivered again after `millis` (at once without). */
+  nak(millis?: number): void
+  term(): void
+}
+
+/**
+ * Pulls of one durable consumer, one at a time, on one inbox subscription that lives as long as the scope:
+ * `pull(batch, expiresMs, onMessage)` asks JetStream for up to `batch` messages, hands each to `onMessage` as it
+ * arrives and ends with how many came, once they all came or JetStream ended the pull (it expired). A message
+ * that arrives when no pull of this puller waits for it (one that outlived a pull JetStream never answered) is
+ * handed back at once.
+ */
+export interface Puller {
+  readonly pull: (
+    batch: number,
+    expiresMs: number,
+    onMessage: (msg: PulledMessage) => void,
+  ) => Effect.Effect<number, PullFailed>
+}
+
 export interface NatsShape {
   readonly connection: NatsConnection
   readonly js: JetStreamClient
@@ -83,6 +119,8 @@ export interface NatsShape {
   ) => Effect.Effect<PubAck, PublishFailed>
   readonly ensureStreams: Effect.Effect<void>
   readonly ensureConsumer: (consumer: DurableConsumer) => Effect.Effect<void>
+  /** Pulls of the durable consumer `consumer` of `stream` (an actual stream name), for as long as the scope is open. */
+  readonly puller: (stream: string, consumer: string) => Effect.Effect<Puller, never, Scope.Scope>
   /**
    * Follows a stream's messages matching `subject` (already prefixed) with an ordered consumer, from `since`
    * or from now on, for as long as the scope is open.
@@ -141,6 +179,15 @@ const differs = (want: Partial<StreamConfig>, have: StreamConfig) =>
 /** JetStream did not acknowledge a publish (server down, no quorum, timeout). */
 export class PublishFailed extends Schema.TaggedError<PublishFailed>()("PublishFailed", {
   message: Schema.String,
+}) {}
+
+/**
+ * A pull JetStream ended otherwise than by expiring (the consumer was deleted, the request refused) or never
+ * answered; `received` messages had already been handed over.
+ */
+export class PullFailed extends Schema.TaggedError<PullFailed>()("PullFailed", {
+  message: Schema.String,
+  received: Schema.Number,
 }) {}
 
 export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/platform/Nats") {
@@ -292,6 +339,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           discard: true,
         }),
         ensureConsumer,
+        puller: (stream, consumer) => puller(connection, stream, consumer),
         follow,
         ping: Effect.promise(() => connection.flush()),
       })
@@ -396,6 +444,132 @@ const acknowledgedPublisher = (connection: NatsConnection) =>
         settle(token, error instanceof Error ? error : new Error(String(error)))
       }
     }
+  })
+
+const ACK = Uint8Array.of(43, 65, 67, 75) // +ACK
+const NAK = Uint8Array.of(45, 78, 65, 75) // -NAK
+const TERM = Uint8Array.of(43, 84, 69, 82, 77) // +TERM
+const encoder = new TextEncoder()
+/** How long after its expiry a pull JetStream did not answer (a lost connection, a deleted consumer) is given up. */
+const PULL_GRACE_MS = 2000
+
+/** A pulled message, read from its reply subject `$JS.ACK.[<domain>.<account>.]<stream>.<consumer>.<delivered>.<seq>.<consumer seq>.<time>.<pending>[...]`. */
+class Pulled implements PulledMessage {
+  readonly seq: number
+  readonly info: PulledMessage["info"]
+  constructor(private readonly msg: Msg) {
+    const tokens = msg.reply!.split(".")
+    const at = tokens.length === 9 ? 4 : 6
+    this.info = { deliveryCount: Number(tokens[at]), pending: Number(tokens[at + 4]) }
+    this.seq = Number(tokens[at + 1])
+  }
+  get subject() {
+    return this.msg.subject
+  }
+  get data() {
+    return this.msg.data
+  }
+  get headers() {
+    return this.msg.headers
+  }
+  ack() {
+    this.msg.respond(ACK)
+  }
+  nak(millis?: number) {
+    this.msg.respond(
+      millis === undefined || millis <= 0
+        ? NAK
+        : encoder.encode(`-NAK ${JSON.stringify({ delay: millis * 1_000_000 })}`),
+    )
+  }
+  term() {
+    this.msg.respond(TERM)
+  }
+}
+
+/**
+ * Pull requests as the server sees them: a request to `$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>` whose reply
+ * subject is a token of this puller's inbox. Messages arrive on their own subjects with a `$JS.ACK` reply; the
+ * server's status answers (408 expired; 409 consumer deleted ...) arrive on the token. No idle heartbeats: nats.js
+ * gives a pull up when two of them are read late (a busy event loop), and unsubscribes its inbox, while the server
+ * may still deliver to it; such a message waited out its ack wait. Here the subscription outlives every pull.
+ */
+const puller = (connection: NatsConnection, stream: string, consumer: string) =>
+  Effect.gen(function* () {
+    interface Current {
+      readonly token: string
+      readonly batch: number
+      received: number
+      readonly onMessage: (msg: PulledMessage) => void
+      readonly timer: ReturnType<typeof setTimeout>
+      readonly end: (problem: string | undefined) => void
+    }
+    const inbox = createInbox()
+    const api = `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`
+    let current: Current | undefined
+    let next = 0
+    yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        connection.subscribe(`${inbox}.*`, {
+          callback: (error, msg) => {
+            if (error !== null) return
+            const pull = current
+            if (msg.reply?.startsWith("$JS.ACK.") === true) {
+              if (pull === undefined || pull.received >= pull.batch) return void msg.respond(NAK)
+              pull.received++
+              pull.onMessage(new Pulled(msg))
+              if (pull.received === pull.batch) pull.end(undefined)
+              return
+            }
+            if (pull === undefined || msg.subject !== pull.token) return
+            const code = msg.headers?.code ?? 0
+            if (code === 100) return
+            pull.end(
+              code === 404 || code === 408
+                ? undefined
+                : `JetStream ended a pull on ${stream} > ${consumer}: ${code} ${msg.headers?.description ?? ""}`,
+            )
+          },
+        }),
+      ),
+      (sub) => Effect.sync(() => sub.unsubscribe()),
+    )
+    const pull: Puller["pull"] = (batch, expiresMs, onMessage) =>
+      Effect.callback<number, PullFailed>((resume) => {
+        const token = `${inbox}.${(next++).toString(36)}`
+        const end = (problem: string | undefined) => {
+          if (current?.token !== token) return
+          const received = current.received
+          clearTimeout(current.timer)
+          current = undefined
+          resume(
+            problem === undefined
+              ? Effect.succeed(received)
+              : Effect.fail(new PullFailed({ message: problem, received })),
+          )
+        }
+        current = {
+          token,
+          batch,
+          received: 0,
+          onMessage,
+          end,
+          timer: setTimeout(
+            () => end(`JetStream did not answer a pull on ${stream} > ${consumer}`),
+            expiresMs + PULL_GRACE_MS,
+          ),
+        }
+        try {
+          connection.publish(api, encoder.encode(`{"batch":${batch},"expires":${expiresMs * 1_000_000}}`), {
+            reply: token,
+          })
+        } catch (error) {
+          end(`a pull on ${stream} > ${consumer} could not be sent: ${String(error)}`)
+        }
+        // Interrupted (a drain that timed out): the pull is left to expire; what it still brings is handed back.
+        return Effect.sync(() => end(undefined))
+      })
+    return { pull } satisfies Puller
   })
 
 /** Logs connection loss and recovery for as long as the layer lives. */

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync } from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Layer, Logger } from "effect"
+import { Effect, Fiber, Layer, Logger } from "effect"
 import { AppConfig } from "../../backend/platform/Config.ts"
-import { Nats } from "../../backend/platform/Nats.ts"
+import { type DurableConsumer, Nats, type PulledMessage } from "../../backend/platform/Nats.ts"
 import { eventually } from "../support/Streams.ts"
 import { answers, freePort } from "../support/Net.ts"
 import { isolatedEnv, testPlatform } from "../support/TestPlatform.ts"
@@ -82,6 +82,90 @@ describe("Nats", () => {
           // Told by the server's no-responders status, not by the deadline ("no JetStream acknowledgement").
           assert.match(refused.message, /no JetStream stream holds/)
         }),
+    )
+
+    it.effect(
+      "pulls: hands each message over as it arrives, ends when the batch came or the pull expired, hands back a message no pull waits for, and fails on a deleted consumer",
+      () =>
+        Effect.gen(function* () {
+          const nats = yield* Nats
+          const stream = nats.streamName("ELIGIBILITY")
+          const consumer: DurableConsumer = {
+            stream,
+            name: "pulltest",
+            filterSubject: nats.subject("eligibility.pulltest.>"),
+            ackWait: "30 seconds",
+            maxAckPending: 10,
+          }
+          yield* nats.ensureConsumer(consumer)
+          const puller = yield* nats.puller(stream, consumer.name)
+          const send = (n: number) =>
+            nats.publish(nats.subject(`eligibility.pulltest.k${n}`), new TextEncoder().encode(String(n)))
+          const pulled: Array<PulledMessage> = []
+          const collect = (msg: PulledMessage) => void pulled.push(msg)
+          const seqs: Array<number> = []
+          for (let n = 0; n < 3; n++) seqs.push((yield* send(n)).seq)
+
+          // Fewer waiting than asked for: the three, then the end when the pull expires.
+          assert.strictEqual(yield* puller.pull(5, 1000, collect), 3)
+          assert.deepStrictEqual(
+            pulled.map((m) => [
+              m.subject,
+              new TextDecoder().decode(m.data),
+              m.seq,
+              m.info.deliveryCount,
+              m.info.pending,
+            ]),
+            [0, 1, 2].map((n) => [nats.subject(`eligibility.pulltest.k${n}`), String(n), seqs[n], 1, 2 - n]),
+          )
+          pulled[0]!.ack()
+          pulled[1]!.term()
+          pulled[2]!.nak()
+          // As many as asked for: the pull ends at once, with the nak'd one delivered again.
+          pulled.length = 0
+          yield* send(3)
+          assert.strictEqual(yield* puller.pull(2, 30_000, collect).pipe(Effect.timeout("5 seconds")), 2)
+          assert.deepStrictEqual(
+            pulled.map((m) => [m.seq, m.info.deliveryCount]),
+            [
+              [seqs[2], 2],
+              [seqs[2]! + 1, 1],
+            ],
+          )
+          for (const msg of pulled) msg.ack()
+
+          // A message published while the pull waits reaches it.
+          pulled.length = 0
+          const waiting = yield* Effect.forkChild(puller.pull(1, 5000, collect))
+          yield* Effect.sleep("100 millis")
+          yield* send(4)
+          assert.strictEqual(yield* Fiber.join(waiting).pipe(Effect.timeout("4 seconds")), 1)
+          pulled[0]!.ack()
+
+          // A pull given up (interrupted) stays open on the server: what it still brings is handed back at once,
+          // and the next pull has it, rather than the ack wait of 30 s passing first.
+          pulled.length = 0
+          yield* puller.pull(1, 5000, collect).pipe(Effect.timeout("100 millis"), Effect.ignore)
+          yield* send(5)
+          yield* Effect.sleep("200 millis")
+          assert.deepStrictEqual(pulled, [])
+          assert.strictEqual(yield* puller.pull(1, 5000, collect).pipe(Effect.timeout("4 seconds")), 1)
+          assert.strictEqual(pulled[0]!.info.deliveryCount, 2)
+          pulled[0]!.ack()
+          yield* eventually(
+            Effect.promise(() => nats.jsm.consumers.info(stream, consumer.name)),
+            (info) => info.num_ack_pending === 0 && info.num_pending === 0,
+          )
+
+          // The consumer deleted under a waiting pull: a failure, not an empty pull.
+          const doomed = yield* Effect.forkChild(puller.pull(1, 5000, collect).pipe(Effect.flip))
+          yield* Effect.sleep("100 millis")
+          yield* Effect.promise(() => nats.jsm.consumers.delete(stream, consumer.name))
+          const failed = yield* Fiber.join(doomed)
+          assert.strictEqual(failed._tag, "PullFailed")
+          assert.match(failed.message, /409/)
+          assert.strictEqual(failed.received, 0)
+        }).pipe(Effect.scoped),
     )
   })
 
