@@ -1,6 +1,7 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { backoffUnits, retryAfterMs } from "../../backend/webhooks/Backoff.ts"
+import { decide } from "../../backend/webhooks/Delivery.ts"
 import { isForbiddenAddress } from "../../backend/webhooks/Egress.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import {
@@ -21,6 +22,36 @@ import {
 describe("retry policy and egress rules", () => {
   it("waits min(2^k, 3600) units before attempt k", () => {
     assert.deepStrictEqual([2, 3, 4, 11, 12, 25].map(backoffUnits), [4, 8, 16, 2048, 3600, 3600])
+  })
+
+  it("schedules the attempt after a failed attempt k at min(2^(k+1), 3600) units past its end; the 25th fails for good", () => {
+    const policy = { maxAttempts: 25, backoffUnitMs: 7 }
+    const finishedAt = Date.parse("2026-01-10T10:00:00Z")
+    const failure = {
+      _tag: "Response",
+      statusCode: 500,
+      retryAfter: undefined,
+      body: "",
+      durationMs: 3,
+    } as const
+    for (let k = 1; k < 25; k++) {
+      const decided = decide(failure, k, finishedAt, policy)
+      assert.strictEqual(decided.status, "retrying")
+      assert.strictEqual(decided.attemptNumber, k + 1)
+      assert.strictEqual(
+        decided.nextRetryAt,
+        finishedAt + Math.min(2 ** (k + 1), 3600) * 7,
+        `after attempt ${k}`,
+      )
+      assert.strictEqual(decided.failureReason, "Destination answered 500")
+    }
+    const last = decide(failure, 25, finishedAt, policy)
+    assert.deepInclude(last, { status: "failed", attemptNumber: 25, nextRetryAt: null })
+    // A Retry-After longer than the backoff postpones the attempt; a shorter one does not hasten it.
+    const busy = (retryAfter: string) =>
+      decide({ ...failure, statusCode: 503, retryAfter }, 1, finishedAt, policy).nextRetryAt
+    assert.strictEqual(busy("120"), finishedAt + 120_000)
+    assert.strictEqual(busy("0"), finishedAt + 4 * 7)
   })
 
   it("reads Retry-After as seconds or an HTTP date, capped at one hour", () => {
