@@ -407,6 +407,26 @@ const acknowledgedPublisher = (connection: NatsConnection) =>
         }
       },
     })
+    /**
+     * Publishes made in one turn of the event loop, sent at its end: nats.js writes to the socket once per turn of
+     * its own (a microtask), so publishes from many requests handled in one turn go out in one write rather than
+     * one each (a write costs more than the rest of a publish).
+     */
+    let queued: Array<{ token: string; subject: string; data: Uint8Array; headers: MsgHdrs | undefined }> = []
+    const send = () => {
+      const batch = queued
+      queued = []
+      for (const { token, subject, data, headers } of batch) {
+        try {
+          connection.publish(subject, data, {
+            reply: `${inbox}.${token}`,
+            ...(headers === undefined ? {} : { headers }),
+          })
+        } catch (error) {
+          settle(token, error instanceof Error ? error : new Error(String(error)))
+        }
+      }
+    }
     const sweep = yield* Effect.acquireRelease(
       Effect.sync(() =>
         setInterval(() => {
@@ -435,14 +455,8 @@ const acknowledgedPublisher = (connection: NatsConnection) =>
       }
       const token = (next++).toString(36)
       waiting.set(token, { subject, deadline: performance.now() + timeoutMs, done })
-      try {
-        connection.publish(subject, data, {
-          reply: `${inbox}.${token}`,
-          ...(h === undefined ? {} : { headers: h }),
-        })
-      } catch (error) {
-        settle(token, error instanceof Error ? error : new Error(String(error)))
-      }
+      if (queued.length === 0) setImmediate(send)
+      queued.push({ token, subject, data, headers: h })
     }
   })
 
