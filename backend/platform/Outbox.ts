@@ -84,17 +84,24 @@ export const waves = <Row extends { readonly key: string }>(rows: ReadonlyArray<
  * while holding that partition's row lock, and marks them sent in the
  * same transaction. A failed publish rolls the whole batch back, and no later row of its key was sent, so the
  * retry cannot put a key's messages out of order; rows published before a crash are published again and
- * JetStream's duplicate window (msgID = outbox id) keeps one copy. Returns how many rows it published, or
- * undefined when no partition had work that another relay was not already on.
+ * JetStream's duplicate window (msgID = outbox id) keeps one copy. Returns how many rows it published and
+ * whether another pass may find work (rows of this partition beyond the batch, or another partition waiting), or
+ * undefined when no partition had work that another relay was not already on. The rows are read in a statement
+ * of their own, after the partition's lock is held, so they never include rows another relay has just sent.
  */
 export const relayOnce = Effect.fn("Outbox.relayOnce")(function* () {
   const db = yield* Db
   const nats = yield* Nats
   return yield* db.transaction(
     Effect.gen(function* () {
+      // `waiting`: how many partitions (this one included) had unsent rows when the statement began.
       const [claimed] = yield* db.query(
-        (sql) => sql<Array<{ partition: number }>>`
-          select p.partition from outbox_partitions p
+        (sql) => sql<Array<{ partition: number; waiting: number }>>`
+          select p.partition,
+                 (select count(*)::int from outbox_partitions q
+                  where exists (select 1 from outbox o where o.partition = q.partition and o.sent_at is null))
+                   as waiting
+          from outbox_partitions p
           cross join lateral (
             select min(o.seq) as oldest from outbox o where o.partition = p.partition and o.sent_at is null
           ) pending
@@ -121,14 +128,18 @@ export const relayOnce = Effect.fn("Outbox.relayOnce")(function* () {
         (sql) => sql`update outbox set sent_at = now() where seq = any(${rows.map((r) => r.seq)})`,
       )
       metrics.outboxPublished.inc(rows.length)
-      return rows.length
+      return { published: rows.length, more: rows.length === BATCH || claimed.waiting > 1 }
     }),
   )
 })
 
-/** Relay passes until no partition has unclaimed work. */
+/**
+ * Relay passes while one may find work: until a pass that left no row of its partition and saw no other partition
+ * waiting, or one that found nothing to claim. A row committed after a pass began comes with its own NOTIFY, which
+ * wakes the relay again.
+ */
 const drain = Effect.gen(function* () {
-  while ((yield* relayOnce()) !== undefined) {
+  while ((yield* relayOnce())?.more === true) {
     /* keep going */
   }
 })

@@ -269,8 +269,7 @@ const stages = async (admin: postgres.Sql, timings: Map<string, Timing>, ids: Re
     select count(*)::int as rows, count(distinct sent_at)::int as passes from outbox where created_at >= ${since}`
   const relayNote =
     `outbox: ${(relay!.rows / ids.length).toFixed(1)} rows per prospect, published by ` +
-    `${(relay!.passes / ids.length).toFixed(1)} relay transactions per prospect (each relay wake-up also ends ` +
-    `with a pass that finds nothing)`
+    `${(relay!.passes / ids.length).toFixed(1)} relay transactions per prospect that published rows`
   const byPartition = await admin<Array<{ partition: number; p50: number; p99: number }>>`
     select partition,
            percentile_cont(0.5) within group (order by extract(epoch from sent_at - created_at) * 1000) as p50,
