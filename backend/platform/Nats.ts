@@ -1,6 +1,5 @@
 import {
   AckPolicy,
-  type ConsumerMessages,
   DeliverPolicy,
   DiscardPolicy,
   type JetStreamClient,
@@ -10,7 +9,6 @@ import {
   jetstreamManager,
   JetStreamApiCodes,
   JetStreamApiError,
-  JetStreamError,
   type PubAck,
   RetentionPolicy,
   StorageType,
@@ -29,8 +27,7 @@ import {
 import { Context, Duration, Effect, Layer, Schema, type Scope } from "effect"
 import { AppConfig } from "./Config.ts"
 
-export type { ConsumerMessages, JsMsg, PubAck, StoredMsg }
-export { JetStreamError }
+export type { JsMsg, PubAck, StoredMsg }
 
 /** The streams of DESIGN.md: base name and the first token of every subject it holds. */
 export const Streams = {
@@ -65,7 +62,7 @@ export interface DurableConsumer {
   readonly maxAckPending: number
 }
 
-/** A message pulled from a durable consumer (`NatsShape.puller`): what an actor reads of it and how it settles it. */
+/** A message pulled from a durable consumer (`NatsShape.puller`): what an actor reads and how it settles it. */
 export interface PulledMessage {
   /** The subject it was published on. */
   readonly subject: string
@@ -119,7 +116,7 @@ export interface NatsShape {
   ) => Effect.Effect<PubAck, PublishFailed>
   readonly ensureStreams: Effect.Effect<void>
   readonly ensureConsumer: (consumer: DurableConsumer) => Effect.Effect<void>
-  /** Pulls of the durable consumer `consumer` of `stream` (an actual stream name), for as long as the scope is open. */
+  /** Pulls of the durable consumer `consumer` of `stream` (a stream's actual name) while the scope is open. */
   readonly puller: (stream: string, consumer: string) => Effect.Effect<Puller, never, Scope.Scope>
   /**
    * Follows a stream's messages matching `subject` (already prefixed) with an ordered consumer, from `since`
@@ -467,7 +464,10 @@ const encoder = new TextEncoder()
 /** How long after its expiry a pull JetStream did not answer (a lost connection, a deleted consumer) is given up. */
 const PULL_GRACE_MS = 2000
 
-/** A pulled message, read from its reply subject `$JS.ACK.[<domain>.<account>.]<stream>.<consumer>.<delivered>.<seq>.<consumer seq>.<time>.<pending>[...]`. */
+/**
+ * A pulled message, read from its reply subject:
+ * `$JS.ACK.[<domain>.<account>.]<stream>.<consumer>.<delivered>.<seq>.<consumer seq>.<time>.<pending>[.<random>]`.
+ */
 class Pulled implements PulledMessage {
   readonly seq: number
   readonly info: PulledMessage["info"]
