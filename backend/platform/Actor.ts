@@ -14,6 +14,7 @@ import {
 import { Db, type Sql } from "./Db.ts"
 import { type DurableConsumer, Nats, type PulledMessage, type StreamBase } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
+import { perTurn } from "./Turn.ts"
 
 /** What a handler decided: exactly one of these settles every message. */
 export type Outcome = Data.TaggedEnum<{
@@ -97,33 +98,21 @@ const ACTOR_PRESENCE_LOCK = 7_239_301
 const decoder = new TextDecoder()
 
 /**
- * Acks and naks made in one turn of the event loop, sent together at its end: the NATS client writes what was
- * queued in one go, so a busy actor makes one socket write for many settlements instead of one each. `flush`
- * sends what is queued at once (an actor stopping does, before its connection may close).
+ * Acks and naks made in one turn of the event loop, sent together at its end (`perTurn`): one socket write for
+ * many settlements instead of one each. A nak's delay is in milliseconds; an ack has none (-1). `flush` sends what
+ * is queued at once (an actor stopping does, before its connection may close).
  */
 const settlements = (() => {
-  let queued: Array<PulledMessage> = []
-  let naks: Array<number | undefined> = []
-  const flush = () => {
-    const msgs = queued
-    const delays = naks
-    queued = []
-    naks = []
-    for (let i = 0; i < msgs.length; i++) {
-      const delay = delays[i]
-      if (delay === -1) msgs[i]!.ack()
-      else msgs[i]!.nak(delay)
+  const queue = perTurn<readonly [PulledMessage, number | undefined]>((items) => {
+    for (const [msg, delay] of items) {
+      if (delay === -1) msg.ack()
+      else msg.nak(delay)
     }
-  }
-  const add = (msg: PulledMessage, nakDelay: number | undefined) => {
-    if (queued.length === 0) setImmediate(flush)
-    queued.push(msg)
-    naks.push(nakDelay)
-  }
+  })
   return {
-    ack: (msg: PulledMessage) => add(msg, -1),
-    nak: (msg: PulledMessage, delay?: number) => add(msg, delay),
-    flush,
+    ack: (msg: PulledMessage) => queue.add([msg, -1]),
+    nak: (msg: PulledMessage, delay?: number) => queue.add([msg, delay]),
+    flush: queue.flush,
   }
 })()
 

@@ -26,6 +26,7 @@ import {
 } from "@nats-io/transport-node"
 import { Context, Duration, Effect, Layer, Schema, type Scope } from "effect"
 import { AppConfig } from "./Config.ts"
+import { perTurn } from "./Turn.ts"
 
 export type { JsMsg, PubAck, StoredMsg }
 
@@ -404,16 +405,14 @@ const acknowledgedPublisher = (connection: NatsConnection) =>
         }
       },
     })
-    /**
-     * Publishes made in one turn of the event loop, sent at its end: nats.js writes to the socket once per turn of
-     * its own (a microtask), so publishes from many requests handled in one turn go out in one write rather than
-     * one each (a write costs more than the rest of a publish).
-     */
-    let queued: Array<{ token: string; subject: string; data: Uint8Array; headers: MsgHdrs | undefined }> = []
-    const send = () => {
-      const batch = queued
-      queued = []
-      for (const { token, subject, data, headers } of batch) {
+    /** Publishes of one turn of the event loop, handed to the client together (`perTurn`): one socket write. */
+    const outgoing = perTurn<{
+      token: string
+      subject: string
+      data: Uint8Array
+      headers: MsgHdrs | undefined
+    }>((items) => {
+      for (const { token, subject, data, headers } of items) {
         try {
           connection.publish(subject, data, {
             reply: `${inbox}.${token}`,
@@ -423,7 +422,7 @@ const acknowledgedPublisher = (connection: NatsConnection) =>
           settle(token, error instanceof Error ? error : new Error(String(error)))
         }
       }
-    }
+    })
     const sweep = yield* Effect.acquireRelease(
       Effect.sync(() =>
         setInterval(() => {
@@ -452,8 +451,7 @@ const acknowledgedPublisher = (connection: NatsConnection) =>
       }
       const token = (next++).toString(36)
       waiting.set(token, { subject, deadline: performance.now() + timeoutMs, done })
-      if (queued.length === 0) setImmediate(send)
-      queued.push({ token, subject, data, headers: h })
+      outgoing.add({ token, subject, data, headers: h })
     }
   })
 

@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { ack, type ActorDefinition, type Delivery, type Outcome, term } from "../platform/Actor.ts"
 import { Nats, type NatsShape } from "../platform/Nats.ts"
+import { perTurn } from "../platform/Turn.ts"
 import { batched } from "./Batch.ts"
 import { DeliveryRepo, type EventToRoute } from "./DeliveryRepo.ts"
 import { isEventName } from "./Events.ts"
@@ -123,11 +124,8 @@ export class EventRouter extends Context.Service<
 }
 
 /** Status messages of one turn of the event loop, published together (one socket write for many). */
-let statusQueue: Array<readonly [NatsShape, StatusMessage]> = []
-const flushStatuses = () => {
-  const queued = statusQueue
-  statusQueue = []
-  for (const [nats, status] of queued) {
+const statuses = perTurn<readonly [NatsShape, StatusMessage]>((items) => {
+  for (const [nats, status] of items) {
     try {
       nats.connection.publish(
         nats.subject(statusSubject(status.endpoint_id)),
@@ -137,17 +135,14 @@ const flushStatuses = () => {
       // Best effort: a closed connection drops it.
     }
   }
-}
+})
 
 /**
  * Best effort (core NATS, no acknowledgement, sent at the end of this turn of the event loop): the live view may
  * miss one; the database is the record.
  */
 export const publishStatus = (nats: NatsShape, status: StatusMessage) =>
-  Effect.sync(() => {
-    if (statusQueue.length === 0) setImmediate(flushStatuses)
-    statusQueue.push([nats, status])
-  })
+  Effect.sync(() => statuses.add([nats, status]))
 
 export const routerActor: ActorDefinition<unknown, EventRouter> = {
   name: "webhook_router",
