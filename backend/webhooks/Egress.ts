@@ -277,33 +277,25 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
           return Effect.sync(() => request.cancel())
         })
 
+      /** A request refused before anything was sent. */
+      const unsent = (reason: string) =>
+        Effect.succeed<PostResult>({ _tag: "NoResponse", reason, durationMs: 0 })
+
       const post = (url: string, headers: Readonly<Record<string, string>>, body: Uint8Array) =>
         Effect.suspend((): Effect.Effect<PostResult> => {
           let target: URL
           try {
             target = new URL(url)
           } catch {
-            return Effect.succeed({
-              _tag: "NoResponse",
-              reason: "Destination url is not a valid URL",
-              durationMs: 0,
-            })
+            return unsent("Destination url is not a valid URL")
           }
           if (target.protocol !== "https:") {
-            return Effect.succeed({
-              _tag: "NoResponse",
-              reason: "Destination url must use HTTPS",
-              durationMs: 0,
-            })
+            return unsent("Destination url must use HTTPS")
           }
           // An address literal is connected to without any lookup: check it here.
           const literal = target.hostname.replace(/^\[|\]$/g, "")
           if (!config.allowPrivateDestinations && isIP(literal) !== 0 && isForbiddenAddress(literal)) {
-            return Effect.succeed({
-              _tag: "NoResponse",
-              reason: refusal(literal, literal).message,
-              durationMs: 0,
-            })
+            return unsent(refusal(literal, literal).message)
           }
           return send(target, headers, body)
         })
