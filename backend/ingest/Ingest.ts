@@ -206,9 +206,10 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
     /**
      * `POST {ingest_url}/events`: checks the envelope, size and source, then publishes the raw event on
      * `ingest.<source>.<event_type>.<partition>` (partition of its prospect, so one prospect's events stay in
-     * order) with its id as `Nats-Msg-Id`, and returns only once JetStream has stored it.
+     * order) with its id as `Nats-Msg-Id`, and returns only once JetStream has stored it. Untraced, like
+     * `Auth.authenticate`: it runs once per event at the gateway's full rate.
      */
-    const accept = Effect.fn("Ingest.accept")(function* (caller: Caller, bytes: Uint8Array) {
+    const accept = Effect.fnUntraced(function* (caller: Caller, bytes: Uint8Array) {
       if (bytes.byteLength > MAX_EVENT_BYTES)
         return yield* new PayloadTooLarge({ limitBytes: MAX_EVENT_BYTES })
       const body = yield* Effect.try({

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net"
 import { Cause, Context, Effect, Layer, Schema } from "effect"
 import { H3, type H3Event, type HTTPMethod } from "h3"
 import { toNodeHandler } from "h3/node"
+import { FastResponse } from "srvx/node"
 import { AppConfig, type HttpRole } from "./Config.ts"
 import { Db } from "./Db.ts"
 import { Nats } from "./Nats.ts"
@@ -71,8 +72,12 @@ export const EndpointError = Schema.Struct({
     '"prospect":{"phone":"Phone is not valid"},"errors":{"phone":["Phone is not valid"]}}`.',
 })
 
+/**
+ * A JSON response. srvx's `FastResponse` is a `Response` that the Node adapter writes straight from its string,
+ * without the web body stream a native one builds (a tenth of a small request's CPU).
+ */
 export const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify(body), {
+  new FastResponse(JSON.stringify(body), {
     status,
     statusText: STATUS_CODES[status] ?? "",
     headers: { "content-type": "application/json", ...headers },
@@ -329,16 +334,16 @@ export const gatewayLayer = <R, G = never>(
       const run = (route: Route<R | Db | Nats>, event: H3Event) => {
         const incoming = event.req.headers.get("x-request-id")
         const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID()
-        const url = new URL(event.req.url)
+        const bytes = readBody(event.req, config.httpMaxBodyBytes)
         const request: Omit<HttpRequest, "caller"> = {
           method: event.req.method,
-          path: url.pathname,
+          path: event.url.pathname,
           params: decodedParams(event.context.params ?? {}),
-          query: url.searchParams,
+          query: event.url.searchParams,
           headers: event.req.headers,
           requestId,
-          bytes: readBody(event.req, config.httpMaxBodyBytes),
-          json: Effect.flatMap(readBody(event.req, config.httpMaxBodyBytes), parseJson),
+          bytes,
+          json: Effect.flatMap(bytes, parseJson),
         }
         const started = performance.now()
         const respond = authenticate(route as Route<unknown>, request).pipe(
@@ -350,17 +355,15 @@ export const gatewayLayer = <R, G = never>(
               Effect.as(endpointError(500, "Internal server error.")),
             ),
           ),
-          Effect.tap((response) =>
-            Effect.gen(function* () {
-              response.headers.set("x-request-id", requestId)
-              const seconds = (performance.now() - started) / 1000
-              metrics.httpRequests.inc({ role, method: request.method, status: String(response.status) })
-              metrics.httpDuration.observe({ role, method: request.method }, seconds)
-              yield* Effect.logDebug("request").pipe(
-                Effect.annotateLogs({ status: response.status, duration_ms: Math.round(seconds * 1000) }),
-              )
-            }),
-          ),
+          Effect.tap((response) => {
+            response.headers.set("x-request-id", requestId)
+            const seconds = (performance.now() - started) / 1000
+            metrics.httpRequests.inc({ role, method: request.method, status: String(response.status) })
+            metrics.httpDuration.observe({ role, method: request.method }, seconds)
+            return Effect.logDebug("request").pipe(
+              Effect.annotateLogs({ status: response.status, duration_ms: Math.round(seconds * 1000) }),
+            )
+          }),
           Effect.annotateLogs({ role, request_id: requestId, method: request.method, path: request.path }),
         )
         return Effect.runPromiseWith(context)(respond)
