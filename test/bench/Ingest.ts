@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import { type AddressInfo, Socket } from "node:net"
+import type { AddressInfo } from "node:net"
 import { loadavg } from "node:os"
 import { performance } from "node:perf_hooks"
 import { setTimeout as sleep } from "node:timers/promises"
@@ -30,7 +30,7 @@ import { ingestClient, PROSPECT_UPDATE_MAPPING, prospectUpdate, setMapping } fro
 import { issueSource, prospectPartner, provisionedOwner } from "../support/Prospects.ts"
 import { natsUrl } from "../support/TestPlatform.ts"
 import type { LatencyRow } from "./Roster.ts"
-import { cpuProfile, machineCpu, natsServerPids, percentile, statCpu } from "./Probes.ts"
+import { countSocketWrites, cpuProfile, machineCpu, natsServerPids, percentile, statCpu } from "./Probes.ts"
 
 /**
  * The ingestion gateway and the ingest actor at full speed. Run on `prospectService({ ROLES: "partner-api,
@@ -233,17 +233,10 @@ const usageProbe = async (admin: postgres.Sql, natsPids: ReadonlyArray<number>) 
     loop: performance.eventLoopUtilization(),
     load: loadavg()[0]!,
   })
-  const writes = { pg: 0, nats: 0 }
-  const pgPort = admin.options.port[0] ?? 5432
-  const write = Socket.prototype.write
-  Socket.prototype.write = function (this: Socket, ...args: Parameters<Socket["write"]>) {
-    if (this.remotePort === pgPort) writes.pg++
-    else if (this.remotePort === NATS_PORT) writes.nats++
-    return write.apply(this, args)
-  } as Socket["write"]
+  const stopCounting = countSocketWrites({ pg: admin.options.port[0] ?? 5432, nats: NATS_PORT })
   const before = await snap()
   return async (count: number): Promise<Usage> => {
-    Socket.prototype.write = write
+    const writes = stopCounting()
     const after = await snap()
     const wall = after.wall - before.wall
     const processCpu = process.cpuUsage(before.process)

@@ -1,4 +1,5 @@
 import { readdir, readFile, writeFile } from "node:fs/promises"
+import { Socket } from "node:net"
 import { Session } from "node:inspector/promises"
 
 /** The p-th percentile (nearest rank) of `samples`; NaN when there are none. */
@@ -58,5 +59,23 @@ export const cpuProfile = async (file: string, intervalMicros: number) => {
     await writeFile(file, JSON.stringify(profile))
     session.disconnect()
     return profile
+  }
+}
+
+/**
+ * Counts this process's socket writes to each named peer port (a write is a syscall, and on this VM one costs
+ * tens of microseconds); `stop` restores `Socket.write` and returns the counts.
+ */
+export const countSocketWrites = <K extends string>(ports: Readonly<Record<K, number>>) => {
+  const peers = Object.entries(ports) as Array<[K, number]>
+  const counts = Object.fromEntries(peers.map(([name]) => [name, 0])) as Record<K, number>
+  const write = Socket.prototype.write
+  Socket.prototype.write = function (this: Socket, ...args: Parameters<Socket["write"]>) {
+    for (const [name, port] of peers) if (this.remotePort === port) counts[name]++
+    return write.apply(this, args)
+  } as Socket["write"]
+  return () => {
+    Socket.prototype.write = write
+    return counts
   }
 }

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import { type AddressInfo, Socket } from "node:net"
+import type { AddressInfo } from "node:net"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { setTimeout as sleep } from "node:timers/promises"
 import {
@@ -19,7 +19,7 @@ import { gatewayPort } from "../support/Auth.ts"
 import { natsUrl } from "../support/TestPlatform.ts"
 import { completeProspect, issueSource, prospectPartner, provisionedOwner } from "../support/Prospects.ts"
 import type { LatencyRow } from "./Roster.ts"
-import { cpuProfile, machineCpu, natsServerPids, percentile, statCpu } from "./Probes.ts"
+import { countSocketWrites, cpuProfile, machineCpu, natsServerPids, percentile, statCpu } from "./Probes.ts"
 
 /**
  * POST -> `prospect.ready` latency of new complete prospects sent at a steady rate, next to the same round trip
@@ -81,19 +81,12 @@ const usageProbe = async (admin: postgres.Sql, natsPids: ReadonlyArray<number>, 
   })
   const loop = monitorEventLoopDelay({ resolution: 1 })
   loop.enable()
-  const writes = { pg: 0, nats: 0 }
-  const pgPort = admin.options.port[0] ?? 5432
-  const write = Socket.prototype.write
-  Socket.prototype.write = function (this: Socket, ...args: Parameters<Socket["write"]>) {
-    if (this.remotePort === pgPort) writes.pg++
-    else if (this.remotePort === natsPort) writes.nats++
-    return write.apply(this, args)
-  } as Socket["write"]
+  const stopCounting = countSocketWrites({ pg: admin.options.port[0] ?? 5432, nats: natsPort })
   const before = await snap()
   return async (count: number) => {
     const after = await snap()
     loop.disable()
-    Socket.prototype.write = write
+    const writes = stopCounting()
     const self = process.cpuUsage(before.self)
     const wall = after.wall - before.wall
     const busy = after.machine.busy - before.machine.busy

@@ -13,8 +13,9 @@ import { DeliveryRepo } from "../../backend/webhooks/DeliveryRepo.ts"
 import { EventRouter, routerActor } from "../../backend/webhooks/Router.ts"
 import { webhookWorkersLayer } from "../../backend/webhooks/Workers.ts"
 import { testCa } from "../support/Receiver.ts"
+import { baseDatabaseUrl, natsUrl } from "../support/TestPlatform.ts"
 import { enginePlatform, endpoint, owner, subscriber } from "../support/WebhookEngine.ts"
-import { cpuOfNamed, cpuProfile, machineCpu, percentile, statCpu } from "./Probes.ts"
+import { countSocketWrites, cpuOfNamed, cpuProfile, machineCpu, percentile, statCpu } from "./Probes.ts"
 import type { LatencyRow } from "./Roster.ts"
 
 /**
@@ -276,6 +277,11 @@ export const webhookBench = Effect.gen(function* () {
       // Of the whole phase, or of the delivery actor's stage alone.
       const stopProfile = PROFILE ? yield* Effect.promise(() => cpuProfile(PROFILE, 200)) : undefined
       const cpuFrom = yield* Effect.promise(cpuShares)
+      const stopCounting = countSocketWrites({
+        postgres: Number(new URL(baseDatabaseUrl).port || 5432),
+        nats: Number(new URL(natsUrl).port || 4222),
+        receiver: receiver.port,
+      })
       yield* Layer.build(webhookWorkersLayer)
       yield* Effect.promise(() => waitFor(() => receiver.stats().then((s) => s.count >= DELIVERIES), 600_000))
       const arrivedSeconds = (performance.now() - start) / 1000
@@ -283,6 +289,7 @@ export const webhookBench = Effect.gen(function* () {
       const recordedSeconds = (performance.now() - start) / 1000
       const sendingSeconds = (performance.now() - sendingFrom) / 1000
       const cpuTo = yield* Effect.promise(cpuShares)
+      const writes = stopCounting()
       const usPerDelivery = (key: keyof typeof cpuTo) => ((cpuTo[key] - cpuFrom[key]) * 1000) / DELIVERIES
       const cpu = {
         engine: usPerDelivery("engine"),
@@ -338,6 +345,7 @@ export const webhookBench = Effect.gen(function* () {
         routedSeconds,
         sendingSeconds,
         cpu,
+        writes,
         arrivedSeconds,
         recordedSeconds,
         latencies,
@@ -388,7 +396,10 @@ export const webhookBench = Effect.gen(function* () {
       `webhooks: CPU time per delivery${STAGED ? " (delivery actor stage)" : ""}: the engine's thread ` +
         `${result.cpu.engine.toFixed(0)} µs, this process's other threads (receiver, libuv, V8) ` +
         `${result.cpu.otherThreads.toFixed(0)} µs, Postgres ${result.cpu.postgres.toFixed(0)} µs, nats-server ` +
-        `${result.cpu.nats.toFixed(0)} µs; the whole machine ${result.cpu.machine.toFixed(0)} µs`,
+        `${result.cpu.nats.toFixed(0)} µs; the whole machine ${result.cpu.machine.toFixed(0)} µs; socket writes ` +
+        `per delivery: ${(result.writes.postgres / DELIVERIES).toFixed(2)} to postgres, ` +
+        `${(result.writes.nats / DELIVERIES).toFixed(2)} to nats, ${(result.writes.receiver / DELIVERIES).toFixed(2)} ` +
+        `to the receiver`,
       ...(STAGED
         ? [
             `webhooks (staged): delivery actor alone ${Math.round(DELIVERIES / result.sendingSeconds)} deliveries/s ` +
