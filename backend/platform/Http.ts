@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { createServer, type Server, STATUS_CODES } from "node:http"
 import type { AddressInfo } from "node:net"
-import { Cause, Context, Effect, Layer, Schema } from "effect"
+import { Cause, Context, Effect, Layer, LogLevel, Schema } from "effect"
 import { H3, type H3Event, type HTTPMethod } from "h3"
 import { toNodeHandler } from "h3/node"
 import { FastResponse } from "srvx/node"
@@ -203,30 +203,41 @@ export class ListeningPorts extends Context.Service<ListeningPorts, Map<HttpRole
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 const decoder = new TextDecoder()
 
+const unreadable = () => new BadRequest({ message: "Request body could not be read." })
+
 /**
- * The body, at most `limitBytes`. Read from Node's own request stream when there is one: srvx would otherwise
- * wrap it in a web stream per request, which costs more than the rest of reading it.
+ * The body, at most `limitBytes`, read from Node's own request stream with plain listeners: srvx would otherwise
+ * wrap it in a web stream per request, and even an async iterator over the Node stream costs more than the rest
+ * of reading it. A body over the limit is left unread (the 413 closes the connection).
  */
 const readBody = (request: H3Event["req"], limitBytes: number) =>
-  Effect.tryPromise({
-    try: async () => {
-      const declared = Number(request.headers.get("content-length") ?? "0")
-      if (declared > limitBytes) throw new PayloadTooLarge({ limitBytes })
-      const source: AsyncIterable<Uint8Array> | null = request.runtime?.node?.req ?? request.body
-      if (source === null) return new Uint8Array()
-      const chunks: Array<Uint8Array> = []
+  Effect.suspend(() => {
+    if (Number(request.headers.get("content-length") ?? "0") > limitBytes) {
+      return Effect.fail(new PayloadTooLarge({ limitBytes }))
+    }
+    // Every gateway is a Node server; a body already read cannot be read again.
+    const stream = request.runtime?.node?.req
+    if (stream === undefined || stream.readableEnded) return Effect.fail(unreadable())
+    return Effect.callback<Uint8Array, PayloadTooLarge | BadRequest>((resume) => {
+      const chunks: Array<Buffer> = []
       let size = 0
-      for await (const chunk of source) {
-        size += chunk.byteLength
-        if (size > limitBytes) throw new PayloadTooLarge({ limitBytes })
-        chunks.push(chunk)
+      const detach = () =>
+        void stream.off("data", onData).off("end", onEnd).off("error", onFailure).off("close", onFailure)
+      const finish = (outcome: Effect.Effect<Uint8Array, PayloadTooLarge | BadRequest>) => {
+        detach()
+        resume(outcome)
       }
-      return Buffer.concat(chunks)
-    },
-    catch: (error) =>
-      error instanceof PayloadTooLarge
-        ? error
-        : new BadRequest({ message: "Request body could not be read." }),
+      const onData = (chunk: Buffer) => {
+        size += chunk.byteLength
+        if (size <= limitBytes) return void chunks.push(chunk)
+        stream.pause()
+        finish(Effect.fail(new PayloadTooLarge({ limitBytes })))
+      }
+      const onEnd = () => finish(Effect.succeed(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)))
+      const onFailure = () => finish(Effect.fail(unreadable()))
+      stream.on("data", onData).once("end", onEnd).once("error", onFailure).once("close", onFailure)
+      return Effect.sync(detach)
+    })
   })
 
 const NUL = "\u0000"
@@ -312,6 +323,8 @@ export const gatewayLayer = <R, G = never>(
       const config = yield* AppConfig
       const ports = yield* ListeningPorts
       const context = yield* Effect.context<R | G | Db | Nats>()
+      // Requests run with this context, so its minimum level decides once whether request lines are written.
+      const logRequests = yield* LogLevel.isEnabled("Debug")
       const authenticate = (
         route: Route<unknown>,
         request: Omit<HttpRequest, "caller">,
@@ -356,13 +369,18 @@ export const gatewayLayer = <R, G = never>(
             ),
           ),
           Effect.tap((response) => {
-            response.headers.set("x-request-id", requestId)
+            // Node's response takes it and srvx merges it in; `response.headers` would build a Headers per request.
+            const nodeResponse = event.runtime?.node?.res
+            if (nodeResponse === undefined) response.headers.set("x-request-id", requestId)
+            else nodeResponse.setHeader("x-request-id", requestId)
             const seconds = (performance.now() - started) / 1000
             metrics.httpRequests.inc({ role, method: request.method, status: String(response.status) })
             metrics.httpDuration.observe({ role, method: request.method }, seconds)
-            return Effect.logDebug("request").pipe(
-              Effect.annotateLogs({ status: response.status, duration_ms: Math.round(seconds * 1000) }),
-            )
+            return logRequests
+              ? Effect.logDebug("request").pipe(
+                  Effect.annotateLogs({ status: response.status, duration_ms: Math.round(seconds * 1000) }),
+                )
+              : Effect.void
           }),
           Effect.annotateLogs({ role, request_id: requestId, method: request.method, path: request.path }),
         )
