@@ -43,7 +43,8 @@ import { countSocketWrites, cpuProfile, machineCpu, natsServerPids, percentile, 
  *      no worker running, so nothing but the gateway competes for the CPU; next to raw `js.publish` (msgID and
  *      the gateway's headers, same bodies) from this process, at the same number in flight and at
  *      `BENCH_INGEST_RAW_INFLIGHT`, and next to a bare node:http gateway (JSON.parse, sha256, js.publish, 202;
- *      once more with the guard's client look-up in Postgres) driven the same way; then two bare applies of as
+ *      once more with the guard's client look-up in Postgres) driven the same way, and a node:http server that only
+ *      reads each body and answers 202 (the ceiling of any Node gateway with this driver); then two bare applies of as
  *      many raw messages over 16 partitions: one transaction per event, and up to `BENCH_INGEST_RAW_BATCH` events
  *      of a partition per transaction;
  *   2. applied (drain): the workers start and apply that backlog; the time until `ingest_log` holds an `applied`
@@ -489,11 +490,28 @@ const rawGateway = async (
     response.writeHead(202, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
     response.end(body)
   }
-  const server: Server = createServer((request, response) => {
-    handle(request, response).catch((error: unknown) => {
-      response.writeHead(503).end(String(error))
-    })
-  })
+  return listening(
+    createServer((request, response) => {
+      handle(request, response).catch((error: unknown) => {
+        response.writeHead(503).end(String(error))
+      })
+    }),
+  )
+}
+
+/** The ceiling of any node:http gateway with this driver on this machine: read the body, answer 202, nothing else. */
+const nullGateway = () =>
+  listening(
+    createServer((request, response) => {
+      request.resume()
+      request.once("end", () => {
+        response.writeHead(202, { "content-type": "application/json", "content-length": 2 })
+        response.end("{}")
+      })
+    }),
+  )
+
+const listening = async (server: Server) => {
   server.keepAliveTimeout = 65_000
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   return {
@@ -801,10 +819,13 @@ export const ingestThroughput = Effect.gen(function* () {
       await rawPublish(js, subject, bytes.slice(0, WARMUP), RAW_INFLIGHT, "warm")
       const same = await rawPublish(js, subject, bytes, INFLIGHT, "same")
       const many = await rawPublish(js, subject, bytes, RAW_INFLIGHT, "many")
-      const gateway = async (withLookup: boolean) => {
-        const server = await rawGateway(js, subject, withLookup ? lookup : undefined, client.clientId)
+      const gateway = async (kind: "bare" | "lookup" | "null") => {
+        const server =
+          kind === "null"
+            ? await nullGateway()
+            : await rawGateway(js, subject, kind === "lookup" ? lookup : undefined, client.clientId)
         try {
-          await load.run(server.port, eventBodies(withLookup ? "warm-rawpg" : "warm-raw", WARMUP))
+          await load.run(server.port, eventBodies(`warm-raw${kind}`, WARMUP))
           const usage = await usageProbe(admin, natsPids)
           const result = await load.run(server.port, accepted.bodies)
           return { result, figures: await usage(EVENTS) }
@@ -812,14 +833,15 @@ export const ingestThroughput = Effect.gen(function* () {
           await server.close()
         }
       }
-      const bare = await gateway(false)
-      const barePg = await gateway(true)
+      const bare = await gateway("bare")
+      const barePg = await gateway("lookup")
+      const ceiling = await gateway("null")
       const applyTarget = WARMUP + EVENTS
       const url = Redacted.value(config.databaseUrl)
       const probe = () => usageProbe(admin, natsPids)
       const single = await rawApply(jsm, js, name, subject, url, applyTarget, 1, probe)
       const batched = await rawApply(jsm, js, name, subject, url, applyTarget, RAW_BATCH, probe)
-      return { same, many, gateway: bare, gatewayPg: barePg, single, batched }
+      return { same, many, gateway: bare, gatewayPg: barePg, ceiling, single, batched }
     } finally {
       await lookup.end({ timeout: 5 })
       await jsm.streams.delete(name)
@@ -866,6 +888,10 @@ export const ingestThroughput = Effect.gen(function* () {
     `bare gateway + the guard's client look-up in Postgres per request: ${perSecond(rawGatewayPgRate)}, latency ` +
       `${summary(raw.gatewayPg.result.latencies)}; ${statusNote(raw.gatewayPg.result)}`,
     `  ${formatUsage(raw.gatewayPg.figures)}`,
+    `ceiling: node:http reading each body and answering 202, nothing else, same driver: ` +
+      `${perSecond(EVENTS / raw.ceiling.result.seconds)}, latency ${summary(raw.ceiling.result.latencies)}; ` +
+      `${statusNote(raw.ceiling.result)}`,
+    `  ${formatUsage(raw.ceiling.figures)}`,
     `bare apply, one transaction per event (BEGIN, upsert, log insert, COMMIT; ${INGEST_PARTITIONS} partitions, ` +
       `max_ack_pending 1): ${perSecond(raw.single.handled / raw.single.seconds)} (${raw.single.handled} events)`,
     `  ${formatUsage(raw.single.figures)}`,
