@@ -64,7 +64,7 @@ export const cpuProfile = async (file: string, intervalMicros: number) => {
 
 /**
  * Counts this process's socket writes to each named peer port (a write is a syscall, and on this VM one costs
- * tens of microseconds); `stop` restores `Socket.write` and returns the counts.
+ * tens of microseconds); the function it returns restores `Socket.write` and returns the counts.
  */
 export const countSocketWrites = <K extends string>(ports: Readonly<Record<K, number>>) => {
   const peers = Object.entries(ports) as Array<[K, number]>
