@@ -1,6 +1,7 @@
 import { readdir, readFile, writeFile } from "node:fs/promises"
 import { Socket } from "node:net"
 import { Session } from "node:inspector/promises"
+import { constants, type PerformanceEntry, PerformanceObserver } from "node:perf_hooks"
 
 /** The p-th percentile (nearest rank) of `samples`; NaN when there are none. */
 export const percentile = (samples: ArrayLike<number>, p: number) => {
@@ -59,6 +60,34 @@ export const cpuProfile = async (file: string, intervalMicros: number) => {
     await writeFile(file, JSON.stringify(profile))
     session.disconnect()
     return profile
+  }
+}
+
+/**
+ * Counts this thread's garbage collections and their pauses of it (ms), minor (scavenges) and major
+ * (mark-compact) apart; the function it returns stops counting and returns the figures. The collector's helper
+ * threads' own time is not in them.
+ */
+export const countGcPauses = () => {
+  const counts = { minor: 0, minorMs: 0, major: 0, majorMs: 0 }
+  const add = (entries: ReadonlyArray<PerformanceEntry>) => {
+    for (const entry of entries) {
+      const kind = (entry as PerformanceEntry & { readonly detail?: { readonly kind?: number } }).detail?.kind
+      if (kind === constants.NODE_PERFORMANCE_GC_MINOR) {
+        counts.minor++
+        counts.minorMs += entry.duration
+      } else if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+        counts.major++
+        counts.majorMs += entry.duration
+      }
+    }
+  }
+  const observer = new PerformanceObserver((list) => add(list.getEntries()))
+  observer.observe({ entryTypes: ["gc"] })
+  return () => {
+    add(observer.takeRecords())
+    observer.disconnect()
+    return counts
   }
 }
 

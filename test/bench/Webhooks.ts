@@ -15,7 +15,15 @@ import { webhookWorkersLayer } from "../../backend/webhooks/Workers.ts"
 import { testCa } from "../support/Receiver.ts"
 import { baseDatabaseUrl, natsUrl } from "../support/TestPlatform.ts"
 import { enginePlatform, endpoint, owner, subscriber } from "../support/WebhookEngine.ts"
-import { countSocketWrites, cpuOfNamed, cpuProfile, machineCpu, percentile, statCpu } from "./Probes.ts"
+import {
+  countGcPauses,
+  countSocketWrites,
+  cpuOfNamed,
+  cpuProfile,
+  machineCpu,
+  percentile,
+  statCpu,
+} from "./Probes.ts"
 import type { LatencyRow } from "./Roster.ts"
 
 /**
@@ -63,7 +71,10 @@ const server = createServer({ key: workerData.key, cert: workerData.cert, keepAl
     res.end()
   })
 })
-server.listen(0, "127.0.0.1", () => parentPort.postMessage({ port: server.address().port }))
+server.listen(0, "127.0.0.1", () =>
+  // Its thread's /proc entry, so the bench can tell the receiver's CPU time from the engine's process's other threads.
+  parentPort.postMessage({ port: server.address().port, thread: require("node:fs").readlinkSync("/proc/thread-self") }),
+)
 parentPort.on("message", (message) => {
   if (message.reset !== undefined) {
     arrivals = new Float64Array(message.reset)
@@ -77,6 +88,8 @@ parentPort.on("message", (message) => {
 
 interface ReceiverThread {
   readonly port: number
+  /** `/proc/<pid>/task/<tid>` of the receiver's thread. */
+  readonly thread: string
   readonly reset: (size: number) => Promise<void>
   readonly stats: () => Promise<{ readonly count: number; readonly arrivals: Float64Array }>
   readonly close: () => Promise<void>
@@ -93,9 +106,10 @@ const startReceiverThread = () =>
         worker.once("message", answer)
         worker.postMessage(message)
       })
-    worker.once("message", ({ port }: { port: number }) =>
+    worker.once("message", ({ port, thread }: { port: number; thread: string }) =>
       resolve({
         port,
+        thread: `/proc/${thread}`,
         reset: (size) => ask<unknown>({ reset: size }).then(() => undefined),
         stats: () => ask({}),
         close: () => worker.terminate().then(() => undefined),
@@ -167,11 +181,15 @@ const paced = async (count: number, rate: number, send: (i: number) => Promise<u
   return started
 }
 
-/** CPU time (ms) so far of the engine's thread, this whole process, Postgres, nats-server and the machine. */
-const cpuShares = async () => {
+/**
+ * CPU time (ms) so far of the engine's thread, the receiver's thread, this whole process, Postgres, nats-server
+ * and the machine.
+ */
+const cpuShares = async (receiver: ReceiverThread) => {
   const usage = process.cpuUsage()
   return {
     engine: await statCpu(`/proc/${process.pid}/task/${process.pid}/stat`),
+    receiver: await statCpu(`${receiver.thread}/stat`),
     process: (usage.user + usage.system) / 1000,
     postgres: await cpuOfNamed("postgres"),
     nats: await cpuOfNamed("nats-server"),
@@ -209,9 +227,12 @@ export const webhookBench = Effect.gen(function* () {
   yield* Effect.promise(() =>
     saturate(2000, INFLIGHT, (i) => rawPost(agent, origin, payloads[i % DELIVERIES]!, i)),
   )
+  const rawCpuFrom = yield* Effect.promise(() => cpuShares(receiver))
   const rawSeconds = yield* Effect.promise(() =>
     saturate(DELIVERIES, INFLIGHT, (i) => rawPost(agent, origin, payloads[i]!, i)),
   )
+  const rawCpuTo = yield* Effect.promise(() => cpuShares(receiver))
+  const rawUs = (key: keyof typeof rawCpuTo) => ((rawCpuTo[key] - rawCpuFrom[key]) * 1000) / DELIVERIES
 
   // 2. deliveries, from a backlog of events
   const platform = enginePlatform({
@@ -276,7 +297,8 @@ export const webhookBench = Effect.gen(function* () {
       }
       // Of the whole phase, or of the delivery actor's stage alone.
       const stopProfile = PROFILE ? yield* Effect.promise(() => cpuProfile(PROFILE, 200)) : undefined
-      const cpuFrom = yield* Effect.promise(cpuShares)
+      const cpuFrom = yield* Effect.promise(() => cpuShares(receiver))
+      const stopGc = countGcPauses()
       const stopCounting = countSocketWrites({
         postgres: Number(new URL(baseDatabaseUrl).port || 5432),
         nats: Number(new URL(natsUrl).port || 4222),
@@ -288,13 +310,15 @@ export const webhookBench = Effect.gen(function* () {
       yield* Effect.promise(() => waitFor(() => delivered().then((n) => n >= DELIVERIES), 120_000))
       const recordedSeconds = (performance.now() - start) / 1000
       const sendingSeconds = (performance.now() - sendingFrom) / 1000
-      const cpuTo = yield* Effect.promise(cpuShares)
+      const cpuTo = yield* Effect.promise(() => cpuShares(receiver))
       const writes = stopCounting()
+      const gc = stopGc()
       const usPerDelivery = (key: keyof typeof cpuTo) => ((cpuTo[key] - cpuFrom[key]) * 1000) / DELIVERIES
       const cpu = {
         engine: usPerDelivery("engine"),
-        // The receiver's thread, libuv's pool and V8's helpers.
-        otherThreads: usPerDelivery("process") - usPerDelivery("engine"),
+        receiver: usPerDelivery("receiver"),
+        // libuv's pool and V8's helpers (the garbage collector's, mostly).
+        otherThreads: usPerDelivery("process") - usPerDelivery("engine") - usPerDelivery("receiver"),
         postgres: usPerDelivery("postgres"),
         nats: usPerDelivery("nats"),
         machine: usPerDelivery("machine"),
@@ -346,6 +370,7 @@ export const webhookBench = Effect.gen(function* () {
         sendingSeconds,
         cpu,
         writes,
+        gc,
         arrivedSeconds,
         recordedSeconds,
         latencies,
@@ -394,12 +419,16 @@ export const webhookBench = Effect.gen(function* () {
         `said delivered after ${result.recordedSeconds.toFixed(2)} s (${Math.round(DELIVERIES / result.arrivedSeconds)} ` +
         `arrivals/s); ratio to raw ${(ours / raw).toFixed(2)}`,
       `webhooks: CPU time per delivery${STAGED ? " (delivery actor stage)" : ""}: the engine's thread ` +
-        `${result.cpu.engine.toFixed(0)} µs, this process's other threads (receiver, libuv, V8) ` +
-        `${result.cpu.otherThreads.toFixed(0)} µs, Postgres ${result.cpu.postgres.toFixed(0)} µs, nats-server ` +
+        `${result.cpu.engine.toFixed(0)} µs, the receiver's thread ${result.cpu.receiver.toFixed(0)} µs, this ` +
+        `process's other threads (V8's helpers, libuv) ${result.cpu.otherThreads.toFixed(0)} µs, Postgres ${result.cpu.postgres.toFixed(0)} µs, nats-server ` +
         `${result.cpu.nats.toFixed(0)} µs; the whole machine ${result.cpu.machine.toFixed(0)} µs; socket writes ` +
         `per delivery: ${(result.writes.postgres / DELIVERIES).toFixed(2)} to postgres, ` +
         `${(result.writes.nats / DELIVERIES).toFixed(2)} to nats, ${(result.writes.receiver / DELIVERIES).toFixed(2)} ` +
-        `to the receiver`,
+        `to the receiver; garbage collections of the engine's thread: ${result.gc.minor} minor pausing it ` +
+        `${((result.gc.minorMs * 1000) / DELIVERIES).toFixed(0)} µs per delivery, ${result.gc.major} major pausing ` +
+        `it ${((result.gc.majorMs * 1000) / DELIVERIES).toFixed(0)} µs per delivery`,
+      `webhooks: CPU time per raw signed POST: the sending thread ${rawUs("engine").toFixed(0)} µs, the receiver's ` +
+        `thread ${rawUs("receiver").toFixed(0)} µs, the whole machine ${rawUs("machine").toFixed(0)} µs`,
       ...(STAGED
         ? [
             `webhooks (staged): delivery actor alone ${Math.round(DELIVERIES / result.sendingSeconds)} deliveries/s ` +
