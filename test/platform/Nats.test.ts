@@ -1,11 +1,16 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Fiber, Layer, Logger } from "effect"
 import { AppConfig } from "../../backend/platform/Config.ts"
-import { type DurableConsumer, Nats, type PulledMessage } from "../../backend/platform/Nats.ts"
+import {
+  type DurableConsumer,
+  Nats,
+  type PulledMessage,
+  recountsPendingPerDelivery,
+} from "../../backend/platform/Nats.ts"
 import { eventually } from "../support/Streams.ts"
 import { answers, freePort } from "../support/Net.ts"
 import { isolatedEnv, testPlatform } from "../support/TestPlatform.ts"
@@ -207,6 +212,22 @@ describe("Nats", () => {
         ),
       )
       assert.isBelow(messages.indexOf("nats connection lost"), messages.indexOf("nats connection recovered"))
+      // The server's own version decides the start-up warning about its pending counts.
+      const version = /v?(\d+\.\d+\.\d+)/.exec(
+        spawnSync("nats-server", ["--version"], { encoding: "utf8" }).stdout,
+      )![1]!
+      assert.strictEqual(
+        messages.some((m) => m.startsWith("this nats-server recounts a consumer's pending messages")),
+        recountsPendingPerDelivery(version),
+      )
     }),
   )
+
+  it("knows the nats-server versions that recount pending messages on every delivery (before 2.9.15)", () => {
+    for (const old of ["2.9.10", "v2.9.14", "2.8.4", "1.4.1"])
+      assert.isTrue(recountsPendingPerDelivery(old), old)
+    for (const fixed of ["2.9.15", "v2.9.25", "2.10.0", "2.12.1", "3.0.0", "unknown"]) {
+      assert.isFalse(recountsPendingPerDelivery(fixed), fixed)
+    }
+  })
 })
