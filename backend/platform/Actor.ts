@@ -12,7 +12,7 @@ import {
   Semaphore,
 } from "effect"
 import { Db, type Sql } from "./Db.ts"
-import { type DurableConsumer, Nats, type PulledMessage, type StreamBase } from "./Nats.ts"
+import { type DurableConsumer, Nats, type PulledMessage, type StreamBase, Streams } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 import { perTurn } from "./Turn.ts"
 
@@ -429,12 +429,14 @@ export const runActor = <A, R>(
     const concurrency = actor.concurrency ?? 1
     const consumerFor = (partition: number, maxAckPending: number) =>
       Effect.gen(function* () {
+        const filter = actor.partitions === 0 ? actor.subject : `${actor.subject}.${partition}`
         const consumer: DurableConsumer = {
           stream,
           name: `${actor.name}_p${partition}`,
-          filterSubject: nats.subject(
-            actor.partitions === 0 ? actor.subject : `${actor.subject}.${partition}`,
-          ),
+          // A filter that is the whole stream is left out: nats-server before 2.9.15 can miscount a filtered
+          // consumer's pending messages and then recount them on every delivery (see `recountsPendingPerDelivery`);
+          // an unfiltered one is counted by arithmetic.
+          filterSubject: filter === `${Streams[actor.stream]}.>` ? "" : nats.subject(filter),
           ackWait: actor.ackWait ?? "30 seconds",
           maxAckPending,
         }

@@ -57,7 +57,7 @@ export interface PublishOptions {
 export interface DurableConsumer {
   readonly stream: string
   readonly name: string
-  /** Subject filter, already prefixed. */
+  /** Subject filter, already prefixed; empty for the whole stream. */
   readonly filterSubject: string
   readonly ackWait: Duration.Input
   readonly maxAckPending: number
@@ -298,7 +298,8 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
       const ensureConsumer = Effect.fn("Nats.ensureConsumer")(function* (consumer: DurableConsumer) {
         const want = {
           durable_name: consumer.name,
-          filter_subject: consumer.filterSubject,
+          // Left out when empty: nats.js would put an empty token in the create request's subject.
+          ...(consumer.filterSubject === "" ? {} : { filter_subject: consumer.filterSubject }),
           ack_policy: AckPolicy.Explicit,
           deliver_policy: DeliverPolicy.All,
           ack_wait: nanos(consumer.ackWait),
@@ -312,13 +313,24 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         )
         if (have === undefined) {
           yield* Effect.promise(() => jsm.consumers.add(consumer.stream, want))
-        } else if (
-          have.config.filter_subject !== want.filter_subject ||
+          return
+        }
+        // A consumer made with a filter keeps it: nats.js cannot send an update that clears one (an empty filter
+        // ends up as an empty token of the request's subject, which the server does not answer as an update).
+        const filter =
+          consumer.filterSubject === "" ? (have.config.filter_subject ?? "") : consumer.filterSubject
+        if (
+          (have.config.filter_subject ?? "") !== filter ||
           have.config.ack_wait !== want.ack_wait ||
           have.config.max_ack_pending !== want.max_ack_pending
         ) {
           const { ack_policy: _a, deliver_policy: _d, durable_name: _n, ...mutable } = want
-          yield* Effect.promise(() => jsm.consumers.update(consumer.stream, consumer.name, mutable))
+          yield* Effect.promise(() =>
+            jsm.consumers.update(consumer.stream, consumer.name, {
+              ...mutable,
+              ...(filter === "" ? {} : { filter_subject: filter }),
+            }),
+          )
         }
       })
 

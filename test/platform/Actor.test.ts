@@ -377,6 +377,52 @@ describe("Actor", () => {
       }),
     )
 
+    it.effect(
+      "reads a whole stream with an unfiltered consumer; one made filtered before keeps its filter",
+      () =>
+        Effect.gen(function* () {
+          const handled: Array<string> = []
+          const wholeStream = (name: string): ActorDefinition<Step, never> => ({
+            ...definition(name, (step, _count) => Effect.sync(() => (handled.push(step.key), ack))),
+            stream: "ROSTER",
+            subject: "roster.>",
+            partitions: 0,
+          })
+          const nats = yield* Nats
+          const stream = nats.streamName("ROSTER")
+          // As an earlier version made it: filtered on the stream's whole subject.
+          yield* nats.ensureConsumer({
+            stream,
+            name: "older_p0",
+            filterSubject: nats.subject("roster.>"),
+            ackWait: "30 seconds",
+            maxAckPending: 1,
+          })
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              yield* runtime(wholeStream("whole"))
+              yield* runtime(wholeStream("older"))
+              for (const key of ["a", "b"]) {
+                yield* nats.publish(
+                  nats.subject(`roster.whole.${key}`),
+                  new TextEncoder().encode(JSON.stringify({ key, n: 1 })),
+                )
+              }
+              // Each actor reads every message of the stream.
+              yield* eventually(
+                Effect.sync(() => handled.length),
+                (n) => n === 4,
+              )
+            }),
+          )
+          assert.deepStrictEqual(handled.toSorted(), ["a", "a", "b", "b"])
+          const whole = yield* Effect.promise(() => nats.jsm.consumers.info(stream, "whole_p0"))
+          assert.isUndefined(whole.config.filter_subject)
+          const older = yield* Effect.promise(() => nats.jsm.consumers.info(stream, "older_p0"))
+          assert.strictEqual(older.config.filter_subject, nats.subject("roster.>"))
+        }),
+    )
+
     const batchActor = (
       name: string,
       handleBatch: (steps: ReadonlyArray<Delivered<Step>>) => Effect.Effect<ReadonlyArray<Outcome>>,
