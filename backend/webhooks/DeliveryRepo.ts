@@ -14,6 +14,11 @@ export interface EventToRoute {
   readonly propertyId: string | null
   /** The exact body, UTF-8 JSON, as published. */
   readonly payload: Uint8Array
+  /**
+   * Its message was delivered before: an earlier routing may have recorded deliveries and stopped before
+   * announcing them. Only then are its deliveries still pending looked up (and announced again).
+   */
+  readonly redelivered: boolean
 }
 
 /** A delivery the router made (or found still pending) for an event: one attempt message each. */
@@ -106,7 +111,10 @@ const int = (value: unknown) => Number(value)
 export class DeliveryRepo extends Context.Service<
   DeliveryRepo,
   {
-    /** Deliveries for a batch of events (each event's rows carry its `event_id`). */
+    /**
+     * Deliveries for a batch of events (each event's rows carry its `event_id`): those it creates, and those of
+     * redelivered events still pending.
+     */
     readonly route: (
       events: ReadonlyArray<EventToRoute>,
       now: Date,
@@ -144,6 +152,7 @@ export class DeliveryRepo extends Context.Service<
         now: Date,
       ) {
         if (events.length === 0) return []
+        const again = events.filter((e) => e.redelivered).map((e) => e.eventId)
         const rows = yield* db.query(
           (sql) => sql`
             with input as (
@@ -182,9 +191,14 @@ export class DeliveryRepo extends Context.Service<
               returning id, endpoint_id, event_id, series, attempt_number
             )
             select id, endpoint_id, event_id, series, attempt_number, true as created from created
-            union all
-            select id, endpoint_id, event_id, series, attempt_number, false from webhook_deliveries
-            where event_id = any(${events.map((e) => e.eventId)}::text[]) and status = 'pending'`,
+            ${
+              again.length === 0
+                ? sql``
+                : sql`
+                  union all
+                  select id, endpoint_id, event_id, series, attempt_number, false from webhook_deliveries
+                  where event_id = any(${again}::text[]) and status = 'pending'`
+            }`,
         )
         return rows.map((r): RoutedDelivery => ({
           event_id: r.event_id as string,

@@ -11,7 +11,8 @@ import { attemptSubject, EVENT_PROPERTY_HEADER, type StatusMessage, statusSubjec
  * The event router: for each event on `EVENTS`, one delivery per active endpoint subscribed to it (the owner's,
  * and every provider's covering the owner or the event's property), and one attempt message per delivery still
  * pending. The event id (its `Nats-Msg-Id`) and the endpoint make a delivery unique, so an event the router sees
- * twice is recorded once and only its pending deliveries are announced again.
+ * twice is recorded once. Its attempts are published before the event is acked: only a redelivered event (whose
+ * earlier routing may have stopped in between) has its deliveries still pending announced again.
  */
 
 /**
@@ -72,6 +73,7 @@ export class EventRouter extends Context.Service<
           propertyId: property !== undefined && /^\d{1,18}$/.test(property) ? property : null,
           // The body as published, byte for byte.
           payload: delivery.raw,
+          redelivered: delivery.deliveryCount > 1,
         }
       }
 
@@ -81,7 +83,13 @@ export class EventRouter extends Context.Service<
         const outcomes = events.map(({ message, delivery }) => check(message, delivery))
         // An event twice in hand (redelivered) is routed once: the first copy's bytes.
         const toRoute = new Map<string, EventToRoute>()
-        for (const o of outcomes) if ("eventId" in o && !toRoute.has(o.eventId)) toRoute.set(o.eventId, o)
+        for (const o of outcomes) {
+          if (!("eventId" in o)) continue
+          const first = toRoute.get(o.eventId)
+          if (first === undefined) toRoute.set(o.eventId, o)
+          else if (o.redelivered && !first.redelivered)
+            toRoute.set(o.eventId, { ...first, redelivered: true })
+        }
         if (toRoute.size > 0) {
           const now = new Date(yield* Clock.currentTimeMillis)
           const routed = yield* repo.route([...toRoute.values()], now)

@@ -2,7 +2,8 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Crypto } from "../../backend/platform/Crypto.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
-import { EventNames } from "../../backend/webhooks/Events.ts"
+import { DeliveryRepo, type EventToRoute } from "../../backend/webhooks/DeliveryRepo.ts"
+import { EventNames, makeEnvelope } from "../../backend/webhooks/Events.ts"
 import type { StatusMessage } from "../../backend/webhooks/Messages.ts"
 import { EventRouter } from "../../backend/webhooks/Router.ts"
 import {
@@ -220,6 +221,35 @@ describe("event router", () => {
         assert.strictEqual(rows[0]!.status, "delivered")
         yield* Effect.sleep("300 millis")
         assert.strictEqual(receiver.received("/again").length, 1)
+      }).pipe(Effect.scoped),
+    )
+
+    it.effect("looks up an event's deliveries still pending again only when the event was redelivered", () =>
+      Effect.gen(function* () {
+        const { owner: acme, endpointId: id } = yield* receiverEndpoint("acme-redelivered", "/redelivered", [
+          "move_out.initiated",
+        ])
+        const repo = yield* DeliveryRepo
+        const body = JSON.stringify(
+          makeEnvelope("move_out.initiated", acme.slug, examplePayload("move_out.initiated")),
+        )
+        const event = (redelivered: boolean): EventToRoute => ({
+          eventId: `redelivered-${id}`,
+          event: "move_out.initiated",
+          ownerSlug: acme.slug,
+          propertyId: null,
+          payload: new TextEncoder().encode(body),
+          redelivered,
+        })
+        const now = new Date()
+        // Routed by the repository alone, nothing announces the delivery: it stays pending.
+        const [made] = yield* repo.route([event(false)], now)
+        assert.strictEqual(made?.created, true)
+        assert.deepStrictEqual(yield* repo.route([event(false)], now), [])
+        assert.deepStrictEqual(yield* repo.route([event(true)], now), [{ ...made!, created: false }])
+        yield* query((sql) => sql`update webhook_deliveries set status = 'delivered' where id = ${made!.id}`)
+        assert.deepStrictEqual(yield* repo.route([event(true)], now), [])
+        assert.strictEqual((yield* deliveriesOf(id)).length, 1)
       }).pipe(Effect.scoped),
     )
 
