@@ -97,6 +97,12 @@ export interface SecretRow {
 
 /** A row due but already published is published again only after this long unclaimed. */
 const REDISPATCH_AFTER = "5 minutes"
+/**
+ * A new delivery the router announced is published again after this long unclaimed: its message was lost (the
+ * stream was recreated, or dropped it at its age limit). Long enough that a backlog of attempt messages still
+ * on their way (the router outruns the delivery actor) is not published twice.
+ */
+const UNCLAIMED_AFTER = "1 hour"
 
 export const ENDPOINT_FAILURE_REASONS = {
   deleted: "Endpoint deleted; delivery canceled",
@@ -380,14 +386,17 @@ export class DeliveryRepo extends Context.Service<
         // mark back, so the rows are found again; a claim of a row published here waits for the commit.
         return yield* db.transaction(
           Effect.gen(function* () {
+            // Due attempts, and deliveries the router announced that nothing claimed (their message was lost).
             const rows = yield* db.query(
               (sql) => sql`
                 select id, endpoint_id, series, attempt_number from webhook_deliveries
-                where next_retry_at <= ${now} and next_retry_at is not null
-                  and status in ('pending', 'retrying', 'rate_limited', 'delivering')
-                  and (dispatched_at is null or dispatched_at < next_retry_at
-                    or dispatched_at < ${now}::timestamptz - ${REDISPATCH_AFTER}::interval)
-                order by next_retry_at
+                where (next_retry_at <= ${now} and next_retry_at is not null
+                       and status in ('pending', 'retrying', 'rate_limited', 'delivering')
+                       and (dispatched_at is null or dispatched_at < next_retry_at
+                         or dispatched_at < ${now}::timestamptz - ${REDISPATCH_AFTER}::interval))
+                   or (status = 'pending' and next_retry_at is null
+                       and dispatched_at < ${now}::timestamptz - ${UNCLAIMED_AFTER}::interval)
+                order by coalesce(next_retry_at, dispatched_at)
                 limit ${limit}
                 for update skip locked`,
             )

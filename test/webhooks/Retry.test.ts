@@ -86,6 +86,43 @@ describe("retry schedule", () => {
     )
 
     it.effect(
+      "makes the first attempt of a new delivery whose attempt message was lost, once it waited an hour unclaimed",
+      () =>
+        Effect.gen(function* () {
+          const {
+            receiver,
+            owner: acme,
+            endpointId: id,
+          } = yield* receiverEndpoint("acme-unclaimed", "/unclaimed", ["policy.created"])
+          const body = JSON.stringify({ event: "policy.created", property_owner_slug: acme.slug, data: {} })
+          // As the router leaves them (pending, announced), their attempt messages gone: one announced two hours
+          // ago, one half an hour ago (its message may still be on its way, behind a backlog).
+          const rows = yield* query(
+            (sql) => sql`
+            insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, dispatched_at)
+            values (${id}, 'lost-long-ago', 'policy.created', ${acme.slug}, convert_to(${body}, 'UTF8'),
+                    now() - interval '2 hours'),
+                   (${id}, 'lost-just-now', 'policy.created', ${acme.slug}, convert_to(${body}, 'UTF8'),
+                    now() - interval '30 minutes')
+            returning id`,
+          )
+          yield* query((sql) => sql`select pg_notify('webhook_due', '')`)
+          yield* awaitDeliveries(id, (found) => found[0]?.status === "delivered")
+          // Two scheduler rounds (it polls every 2 s) later, the recent one is still waiting for its own message.
+          yield* Effect.sleep("4500 millis")
+          const [longAgo, justNow] = yield* awaitDeliveries(id, () => true)
+          assert.deepStrictEqual(
+            [longAgo!.status, longAgo!.attempt_number, justNow!.status],
+            ["delivered", 1, "pending"],
+          )
+          assert.deepStrictEqual(
+            receiver.received("/unclaimed").map((r) => r.headers["x-webhook-delivery"]),
+            [String(rows[0]!.id)],
+          )
+        }).pipe(Effect.scoped),
+    )
+
+    it.effect(
       "attempts a delivery re-enqueued as the retry route does: a new series from attempt 1, same delivery id",
       () =>
         Effect.gen(function* () {
