@@ -86,9 +86,10 @@ export interface PulledMessage {
 /**
  * Pulls of one durable consumer, one at a time, on one inbox subscription that lives as long as the scope:
  * `pull(batch, expiresMs, onMessage)` asks JetStream for up to `batch` messages, hands each to `onMessage` as it
- * arrives and ends with how many came, once they all came or JetStream ended the pull (it expired). A message
- * that arrives when no pull of this puller waits for it (one that outlived a pull JetStream never answered) is
- * handed back at once.
+ * arrives and ends with how many came, once they all came or JetStream ended the pull (it expired), or shortly
+ * after its expiry if JetStream never answered it (the second such pull in a row fails). A message that arrives
+ * when no pull of this puller waits for it (one that outlived a pull JetStream never answered) is handed back at
+ * once.
  */
 export interface Puller {
   readonly pull: (
@@ -496,8 +497,13 @@ const ACK = Uint8Array.of(43, 65, 67, 75) // +ACK
 const NAK = Uint8Array.of(45, 78, 65, 75) // -NAK
 const TERM = Uint8Array.of(43, 84, 69, 82, 77) // +TERM
 const encoder = new TextEncoder()
-/** How long after its expiry a pull JetStream did not answer (a lost connection, a deleted consumer) is given up. */
-const PULL_GRACE_MS = 2000
+/**
+ * How long after its expiry a pull JetStream did not answer is given up. nats-server before 2.9.15 drops a pull
+ * that expires while it is handing it a message without sending its 408 (nats-server#3942): the messages published
+ * meanwhile wait for the next pull, so the wait is kept short. Two such pulls in a row mean something else (a lost
+ * connection, a consumer deleted between pulls), and fail.
+ */
+const PULL_GRACE_MS = 100
 
 /**
  * A pulled message, read from its reply subject:
@@ -557,6 +563,8 @@ const puller = (connection: NatsConnection, stream: string, consumer: string) =>
     const api = `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`
     let current: Current | undefined
     let next = 0
+    /** The last pull was not answered: a second in a row is a failure. */
+    let unanswered = false
     yield* Effect.acquireRelease(
       Effect.sync(() =>
         connection.subscribe(`${inbox}.*`, {
@@ -586,11 +594,16 @@ const puller = (connection: NatsConnection, stream: string, consumer: string) =>
     const pull: Puller["pull"] = (batch, expiresMs, onMessage) =>
       Effect.callback<number, PullFailed>((resume) => {
         const token = `${inbox}.${(next++).toString(36)}`
-        const end = (problem: string | undefined) => {
+        const end = (problem: string | undefined, answered = true) => {
           if (current?.token !== token) return
           const received = current.received
           clearTimeout(current.timer)
           current = undefined
+          if (!answered && !unanswered) {
+            unanswered = true
+            return resume(Effect.succeed(received))
+          }
+          unanswered = false
           resume(
             problem === undefined
               ? Effect.succeed(received)
@@ -604,7 +617,7 @@ const puller = (connection: NatsConnection, stream: string, consumer: string) =>
           onMessage,
           end,
           timer: setTimeout(
-            () => end(`JetStream did not answer a pull on ${stream} > ${consumer}`),
+            () => end(`JetStream answered none of two pulls in a row on ${stream} > ${consumer}`, false),
             expiresMs + PULL_GRACE_MS,
           ),
         }

@@ -172,6 +172,24 @@ describe("Nats", () => {
           assert.strictEqual(failed.received, 0)
         }).pipe(Effect.scoped),
     )
+
+    it.effect(
+      "pulls: one pull JetStream never answers ends like an expired one; the second in a row fails",
+      () =>
+        Effect.gen(function* () {
+          const nats = yield* Nats
+          // Nothing answers pulls of a consumer that does not exist: as nats-server before 2.9.15 leaves a pull
+          // that expired while it was handing it a message.
+          const puller = yield* nats.puller(nats.streamName("ELIGIBILITY"), "nobody_answers")
+          const none = () => undefined
+          assert.strictEqual(yield* puller.pull(5, 100, none), 0)
+          const failed = yield* puller.pull(5, 100, none).pipe(Effect.flip)
+          assert.strictEqual(failed._tag, "PullFailed")
+          assert.match(failed.message, /answered none of two pulls in a row/)
+          // The count starts again after the failure.
+          assert.strictEqual(yield* puller.pull(5, 100, none), 0)
+        }).pipe(Effect.scoped),
+    )
   })
 
   it.live("logs when the connection is lost and when it recovers", () =>
