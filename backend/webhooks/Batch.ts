@@ -1,14 +1,15 @@
 import { Effect, Exit, FiberSet, type Scope } from "effect"
 
 /**
- * Opportunistic batching: callers submit one item each; up to `workers` batches run at once, each taking
- * whatever has queued up (at least one item, at most `max`) when a worker is free. Nothing waits for a batch to
- * fill: an idle system runs batches of one, a busy one batches while earlier batches are in flight, so a
- * statement serves many callers. `run` returns one output per input, in order; if it fails, every caller of that
- * batch gets the failure. Kept to plain arrays and callbacks: it sits on the hot path of every delivery.
+ * Opportunistic batching: callers submit one item each; one batch runs at a time, taking whatever has queued up
+ * (at least one item, at most `max`) when the previous one ends. Nothing waits for a batch to fill: an idle system
+ * runs batches of one, a busy one gathers while the previous batch is in flight, so a statement serves many
+ * callers. One at a time, as measured in the webhook bench: two in flight made smaller batches (more statements
+ * for the same work), for 10% fewer deliveries a second. `run` returns one output per input, in order; if it
+ * fails, every caller of that batch gets the failure. Kept to plain arrays and callbacks: it sits on the hot path
+ * of every delivery.
  */
 export const batched = <I, O>(options: {
-  readonly workers: number
   readonly max: number
   readonly run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>>
 }): Effect.Effect<(input: I) => Effect.Effect<O>, never, Scope.Scope> =>
@@ -20,15 +21,15 @@ export const batched = <I, O>(options: {
       readonly resume: (effect: Effect.Effect<O>) => void
     }
     let waiting: Array<Waiter> = []
-    let running = 0
+    let running = false
     const pump = () => {
-      while (running < options.workers && waiting.length > 0) {
+      if (!running && waiting.length > 0) {
         const batch = waiting.length <= options.max ? waiting : waiting.slice(0, options.max)
         waiting = batch === waiting ? [] : waiting.slice(options.max)
-        running++
+        running = true
         const fiber = runFiber(options.run(batch.map((w) => w.input)))
         fiber.addObserver((exit) => {
-          running--
+          running = false
           for (let i = 0; i < batch.length; i++) {
             batch[i]!.resume(
               Exit.isSuccess(exit)

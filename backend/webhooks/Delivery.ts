@@ -37,13 +37,6 @@ const LEASE_MARGIN_MS = 5000
 /** Unsealed secrets are kept this long, unless a newer secret appears (rotation) before. */
 const SECRET_CACHE_MS = 60_000
 
-/**
- * Concurrent claims (and outcomes) share a statement: up to this many, with this many statements in flight. Few
- * statements in flight make for large batches: measured, more in flight cost more event-loop time than they saved.
- */
-const BATCH_MAX = 128
-const BATCH_WORKERS = 2
-
 /** The first of each attempt in `items` and, per item, its index among those (-1 for a repeat). */
 const distinct = <K extends AttemptKey>(items: ReadonlyArray<K>) => {
   const seen = new Map<string, number>()
@@ -136,10 +129,12 @@ export class DeliveryAttempts extends Context.Service<
       const cache = new Map<number, CachedSecrets>()
       const leaseMs = config.timeoutMs + LEASE_MARGIN_MS
 
-      /** Claims of concurrent attempts, one statement per batch; a duplicate key in a batch claims nothing. */
+      /**
+       * Claims of concurrent attempts, one statement per batch (of any of the attempts in hand); a duplicate key
+       * in a batch claims nothing.
+       */
       const claimOne = yield* batched({
-        workers: BATCH_WORKERS,
-        max: BATCH_MAX,
+        max: CONCURRENCY,
         run: (keys: ReadonlyArray<AttemptKey>) =>
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
@@ -159,8 +154,7 @@ export class DeliveryAttempts extends Context.Service<
 
       /** Outcomes of concurrent attempts with their attempt rows, one statement per batch. */
       const recordOne = yield* batched({
-        workers: BATCH_WORKERS,
-        max: BATCH_MAX,
+        max: CONCURRENCY,
         run: (outcomes: ReadonlyArray<OutcomeInput>) =>
           Effect.gen(function* () {
             const { unique, slot } = distinct(outcomes)

@@ -17,12 +17,9 @@ import { attemptSubject, EVENT_PROPERTY_HEADER, type StatusMessage, statusSubjec
 
 /**
  * Events on `EVENTS` need no order among themselves: every process takes up to this many at once (pulled many
- * per request), and those in hand are routed together, up to `BATCH_MAX` per statement with `BATCH_WORKERS`
- * statements (each with its publishes) in flight.
+ * per request), and those in hand are routed together, one statement (with its publishes) at a time.
  */
 const CONCURRENCY = 512
-const BATCH_MAX = 256
-const BATCH_WORKERS = 2
 const encoder = new TextEncoder()
 
 interface EventBody {
@@ -123,7 +120,7 @@ export class EventRouter extends Context.Service<
       })
 
       /** Events handled concurrently (the actor's slots) are routed together, a batch per statement. */
-      const routeOne = yield* batched({ workers: BATCH_WORKERS, max: BATCH_MAX, run: routeAll })
+      const routeOne = yield* batched({ max: CONCURRENCY, run: routeAll })
       const route = (body: unknown, delivery: Delivery) => routeOne({ message: body, delivery })
 
       return EventRouter.of({ route, routeAll })
