@@ -34,7 +34,9 @@ import type { LatencyRow } from "./Roster.ts"
  *      flight) to the receiver: the ceiling for any webhook sender on this machine;
  *   2. deliveries: as many events published to `EVENTS` (one delivery each, spread over `BENCH_WEBHOOK_ENDPOINTS`
  *      owners' endpoints) before the workers start; then the router and the delivery actor (in this process)
- *      route, sign, POST and record them: deliveries per second until every record says `delivered`;
+ *      route, sign, POST and record them: deliveries per second until every record says `delivered`. A warm-up
+ *      round of `BENCH_WEBHOOK_WARMUP` events on a database and prefix of its own comes first, as the raw phase
+ *      warms up with 2,000 POSTs;
  *   3. latency: events published at `BENCH_WEBHOOK_RATE` per second for `BENCH_WEBHOOK_SECONDS`, from the publish
  *      to the first attempt's arrival at the receiver; next to a raw signed POST's latency at the same rate.
  *
@@ -42,6 +44,8 @@ import type { LatencyRow } from "./Roster.ts"
  * asserted; the targets are >= 5,000 deliveries/s (>= 0.2x raw), p50 <= 15 ms and p99 <= 100 ms at 1,000/s.
  */
 const DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES ?? 20_000)
+/** Events of the engine's warm-up round, before the measured one (the raw phase warms up with 2,000 POSTs). */
+const WARMUP = Number(process.env.BENCH_WEBHOOK_WARMUP ?? 2000)
 const ENDPOINTS = Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 20)
 const INFLIGHT = Number(process.env.BENCH_WEBHOOK_INFLIGHT ?? 256)
 const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 1000)
@@ -234,13 +238,8 @@ export const webhookBench = Effect.gen(function* () {
   const rawCpuTo = yield* Effect.promise(() => cpuShares(receiver))
   const rawUs = (key: keyof typeof rawCpuTo) => ((rawCpuTo[key] - rawCpuFrom[key]) * 1000) / DELIVERIES
 
-  // 2. deliveries, from a backlog of events
-  const platform = enginePlatform({
-    WEBHOOK_RATE_LIMIT_PER_MINUTE: "1000000",
-    WEBHOOK_BACKOFF_UNIT_MS: "1000",
-  })
-  const context = yield* Layer.build(platform.layer)
-  const result = yield* Effect.provide(
+  // 2. deliveries, from a backlog of events; 3. latency at a steady rate (the measured round only)
+  const deliveries = (size: number, measured: boolean) =>
     Effect.gen(function* () {
       const nats = yield* Nats
       const db = yield* Db
@@ -261,12 +260,12 @@ export const webhookBench = Effect.gen(function* () {
           },
         )
       }
-      for (let i = 0; i < DELIVERIES; i += 500) {
+      for (let i = 0; i < size; i += 500) {
         yield* Effect.promise(() =>
-          Promise.all(Array.from({ length: Math.min(500, DELIVERIES - i) }, (_, j) => publishEvent(i + j))),
+          Promise.all(Array.from({ length: Math.min(500, size - i) }, (_, j) => publishEvent(i + j))),
         )
       }
-      yield* Effect.promise(() => receiver.reset(DELIVERIES))
+      yield* Effect.promise(() => receiver.reset(size))
       const delivered = () =>
         Effect.runPromise(
           db.query(
@@ -279,7 +278,7 @@ export const webhookBench = Effect.gen(function* () {
         waitFor(
           () =>
             Effect.runPromise(db.query((sql) => sql`select count(*)::int as n from webhook_deliveries`)).then(
-              ([row]) => Number(row?.n) >= DELIVERIES,
+              ([row]) => Number(row?.n) >= size,
             ),
           600_000,
           100,
@@ -296,7 +295,8 @@ export const webhookBench = Effect.gen(function* () {
         sendingFrom = performance.now()
       }
       // Of the whole phase, or of the delivery actor's stage alone.
-      const stopProfile = PROFILE ? yield* Effect.promise(() => cpuProfile(PROFILE, 200)) : undefined
+      const stopProfile =
+        PROFILE && measured ? yield* Effect.promise(() => cpuProfile(PROFILE, 200)) : undefined
       const cpuFrom = yield* Effect.promise(() => cpuShares(receiver))
       const stopGc = countGcPauses()
       const stopCounting = countSocketWrites({
@@ -305,15 +305,15 @@ export const webhookBench = Effect.gen(function* () {
         receiver: receiver.port,
       })
       yield* Layer.build(webhookWorkersLayer)
-      yield* Effect.promise(() => waitFor(() => receiver.stats().then((s) => s.count >= DELIVERIES), 600_000))
+      yield* Effect.promise(() => waitFor(() => receiver.stats().then((s) => s.count >= size), 600_000))
       const arrivedSeconds = (performance.now() - start) / 1000
-      yield* Effect.promise(() => waitFor(() => delivered().then((n) => n >= DELIVERIES), 120_000))
+      yield* Effect.promise(() => waitFor(() => delivered().then((n) => n >= size), 120_000))
       const recordedSeconds = (performance.now() - start) / 1000
       const sendingSeconds = (performance.now() - sendingFrom) / 1000
       const cpuTo = yield* Effect.promise(() => cpuShares(receiver))
       const writes = stopCounting()
       const gc = stopGc()
-      const usPerDelivery = (key: keyof typeof cpuTo) => ((cpuTo[key] - cpuFrom[key]) * 1000) / DELIVERIES
+      const usPerDelivery = (key: keyof typeof cpuTo) => ((cpuTo[key] - cpuFrom[key]) * 1000) / size
       const cpu = {
         engine: usPerDelivery("engine"),
         receiver: usPerDelivery("receiver"),
@@ -331,8 +331,8 @@ export const webhookBench = Effect.gen(function* () {
         (sql) => sql`select coalesce(max(id), 0)::bigint as id from webhook_deliveries`,
       )
       const backlogLastId = Number(last?.id ?? 0)
-      const latencyEvents = RATE * SECONDS
-      const offset = DELIVERIES
+      const latencyEvents = measured ? RATE * SECONDS : 0
+      const offset = size
       yield* Effect.promise(() => receiver.reset(offset + latencyEvents))
       const loopDelay = monitorEventLoopDelay({ resolution: 1 })
       loopDelay.enable()
@@ -379,9 +379,20 @@ export const webhookBench = Effect.gen(function* () {
         loopDelay: [loopDelay.percentile(50) / 1e6, loopDelay.percentile(99) / 1e6],
         failures: failures.map((f) => `${f.n} x ${f.reason}`),
       }
-    }),
-    context,
-  )
+    })
+  const round = (size: number, measured: boolean) =>
+    Effect.gen(function* () {
+      const platform = enginePlatform({
+        WEBHOOK_RATE_LIMIT_PER_MINUTE: "1000000",
+        WEBHOOK_BACKOFF_UNIT_MS: "1000",
+      })
+      const context = yield* Layer.build(platform.layer)
+      return yield* Effect.provide(deliveries(size, measured), context)
+    }).pipe(Effect.scoped)
+  // The engine warms up as the raw sender did (its code compiled, its pools grown), on a database and prefix of
+  // its own, so that the measured round starts from fresh consumers like the first start of a deployment.
+  yield* round(WARMUP, false)
+  const result = yield* round(DELIVERIES, true)
 
   // raw latency at the same rate
   yield* Effect.promise(() => receiver.reset(RATE * SECONDS))
