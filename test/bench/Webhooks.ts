@@ -35,12 +35,13 @@ import type { LatencyRow } from "./Roster.ts"
  *   2. deliveries: as many events published to `EVENTS` (one delivery each, spread over `BENCH_WEBHOOK_ENDPOINTS`
  *      owners' endpoints) before the workers start; then the router and the delivery actor (in this process)
  *      route, sign, POST and record them: deliveries per second until every record says `delivered`. A warm-up
- *      round of `BENCH_WEBHOOK_WARMUP` events on a database and prefix of its own comes first, as the raw phase
- *      warms up with 2,000 POSTs;
+ *      round of `BENCH_WEBHOOK_WARMUP` events comes first, as the raw phase warms up with 2,000 POSTs; then
+ *      `BENCH_WEBHOOK_ROUNDS` rounds, each on a database and prefix of its own, alternate with raw bursts, and the
+ *      round with the median ratio to the bursts either side of it is reported;
  *   3. latency: events published at `BENCH_WEBHOOK_RATE` per second for `BENCH_WEBHOOK_SECONDS`, from the publish
  *      to the first attempt's arrival at the receiver; next to a raw signed POST's latency at the same rate.
  *
- * `BENCH_WEBHOOK_CPU_PROFILE=<file>` writes a V8 CPU profile of the deliveries phase. Figures are printed, never
+ * `BENCH_WEBHOOK_CPU_PROFILE=<file>` writes a V8 CPU profile of the first round. Figures are printed, never
  * asserted; the targets are >= 5,000 deliveries/s (>= 0.2x raw), p50 <= 15 ms and p99 <= 100 ms at 1,000/s.
  */
 const DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES ?? 20_000)
@@ -50,6 +51,8 @@ const ENDPOINTS = Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 20)
 const INFLIGHT = Number(process.env.BENCH_WEBHOOK_INFLIGHT ?? 256)
 const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 1000)
 const SECONDS = Number(process.env.BENCH_WEBHOOK_SECONDS ?? 5)
+/** Measured rounds of the engine, alternating with raw bursts; the median round (by its ratio) is reported. */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 3))
 const PROFILE = process.env.BENCH_WEBHOOK_CPU_PROFILE
 /** `BENCH_WEBHOOK_STAGED=1`: route the whole backlog before the delivery actor starts (each stage's own pace). */
 const STAGED = process.env.BENCH_WEBHOOK_STAGED === "1"
@@ -201,6 +204,32 @@ const cpuShares = async (receiver: ReceiverThread) => {
   }
 }
 
+type CpuShares = Awaited<ReturnType<typeof cpuShares>>
+
+/** CPU time per delivery (µs) between two readings, by where it was spent. */
+const perDelivery = (from: CpuShares, to: CpuShares, deliveries: number) => {
+  const us = (key: keyof CpuShares) => ((to[key] - from[key]) * 1000) / deliveries
+  return {
+    engine: us("engine"),
+    receiver: us("receiver"),
+    // libuv's pool and V8's helpers (the garbage collector's, mostly).
+    otherThreads: us("process") - us("engine") - us("receiver"),
+    postgres: us("postgres"),
+    nats: us("nats"),
+    machine: us("machine"),
+  }
+}
+type CpuPerDelivery = ReturnType<typeof perDelivery>
+
+const mean = (a: CpuPerDelivery, b: CpuPerDelivery): CpuPerDelivery => ({
+  engine: (a.engine + b.engine) / 2,
+  receiver: (a.receiver + b.receiver) / 2,
+  otherThreads: (a.otherThreads + b.otherThreads) / 2,
+  postgres: (a.postgres + b.postgres) / 2,
+  nats: (a.nats + b.nats) / 2,
+  machine: (a.machine + b.machine) / 2,
+})
+
 const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, everyMs = 20) => {
   const deadline = performance.now() + timeoutMs
   while (!(await check())) {
@@ -231,15 +260,17 @@ export const webhookBench = Effect.gen(function* () {
   yield* Effect.promise(() =>
     saturate(2000, INFLIGHT, (i) => rawPost(agent, origin, payloads[i % DELIVERIES]!, i)),
   )
-  const rawCpuFrom = yield* Effect.promise(() => cpuShares(receiver))
-  const rawSeconds = yield* Effect.promise(() =>
-    saturate(DELIVERIES, INFLIGHT, (i) => rawPost(agent, origin, payloads[i]!, i)),
-  )
-  const rawCpuTo = yield* Effect.promise(() => cpuShares(receiver))
-  const rawUs = (key: keyof typeof rawCpuTo) => ((rawCpuTo[key] - rawCpuFrom[key]) * 1000) / DELIVERIES
+  const rawBurst = Effect.gen(function* () {
+    const from = yield* Effect.promise(() => cpuShares(receiver))
+    const seconds = yield* Effect.promise(() =>
+      saturate(DELIVERIES, INFLIGHT, (i) => rawPost(agent, origin, payloads[i]!, i)),
+    )
+    const to = yield* Effect.promise(() => cpuShares(receiver))
+    return { rate: DELIVERIES / seconds, cpu: perDelivery(from, to, DELIVERIES) }
+  })
 
-  // 2. deliveries, from a backlog of events; 3. latency at a steady rate (the measured round only)
-  const deliveries = (size: number, measured: boolean) =>
+  // 2. deliveries, from a backlog of events; 3. latency at a steady rate (the last round only)
+  const deliveries = (size: number, options: { readonly profile: boolean; readonly latency: boolean }) =>
     Effect.gen(function* () {
       const nats = yield* Nats
       const db = yield* Db
@@ -286,17 +317,20 @@ export const webhookBench = Effect.gen(function* () {
       )
       const routedFiber = yield* Effect.forkScoped(routed)
       let sendingFrom = start
+      let routerCpu: CpuPerDelivery | undefined
       if (STAGED) {
         // The router alone first, then the rest: each stage's pace by itself.
+        const routerFrom = yield* Effect.promise(() => cpuShares(receiver))
         yield* Layer.build(
           actorLayer(routerActor).pipe(Layer.provide(EventRouter.layer), Layer.provide(DeliveryRepo.layer)),
         )
         yield* Fiber.join(routedFiber)
+        routerCpu = perDelivery(routerFrom, yield* Effect.promise(() => cpuShares(receiver)), size)
         sendingFrom = performance.now()
       }
       // Of the whole phase, or of the delivery actor's stage alone.
       const stopProfile =
-        PROFILE && measured ? yield* Effect.promise(() => cpuProfile(PROFILE, 200)) : undefined
+        PROFILE && options.profile ? yield* Effect.promise(() => cpuProfile(PROFILE, 200)) : undefined
       const cpuFrom = yield* Effect.promise(() => cpuShares(receiver))
       const stopGc = countGcPauses()
       const stopCounting = countSocketWrites({
@@ -313,16 +347,7 @@ export const webhookBench = Effect.gen(function* () {
       const cpuTo = yield* Effect.promise(() => cpuShares(receiver))
       const writes = stopCounting()
       const gc = stopGc()
-      const usPerDelivery = (key: keyof typeof cpuTo) => ((cpuTo[key] - cpuFrom[key]) * 1000) / size
-      const cpu = {
-        engine: usPerDelivery("engine"),
-        receiver: usPerDelivery("receiver"),
-        // libuv's pool and V8's helpers (the garbage collector's, mostly).
-        otherThreads: usPerDelivery("process") - usPerDelivery("engine") - usPerDelivery("receiver"),
-        postgres: usPerDelivery("postgres"),
-        nats: usPerDelivery("nats"),
-        machine: usPerDelivery("machine"),
-      }
+      const cpu = perDelivery(cpuFrom, cpuTo, size)
       const routedSeconds = yield* Fiber.join(routedFiber)
       if (stopProfile) yield* Effect.promise(stopProfile)
 
@@ -331,7 +356,7 @@ export const webhookBench = Effect.gen(function* () {
         (sql) => sql`select coalesce(max(id), 0)::bigint as id from webhook_deliveries`,
       )
       const backlogLastId = Number(last?.id ?? 0)
-      const latencyEvents = measured ? RATE * SECONDS : 0
+      const latencyEvents = options.latency ? RATE * SECONDS : 0
       const offset = size
       yield* Effect.promise(() => receiver.reset(offset + latencyEvents))
       const loopDelay = monitorEventLoopDelay({ resolution: 1 })
@@ -369,6 +394,7 @@ export const webhookBench = Effect.gen(function* () {
         routedSeconds,
         sendingSeconds,
         cpu,
+        routerCpu,
         writes,
         gc,
         arrivedSeconds,
@@ -380,19 +406,47 @@ export const webhookBench = Effect.gen(function* () {
         failures: failures.map((f) => `${f.n} x ${f.reason}`),
       }
     })
-  const round = (size: number, measured: boolean) =>
+  const round = (size: number, options: { readonly profile: boolean; readonly latency: boolean }) =>
     Effect.gen(function* () {
       const platform = enginePlatform({
         WEBHOOK_RATE_LIMIT_PER_MINUTE: "1000000",
         WEBHOOK_BACKOFF_UNIT_MS: "1000",
       })
       const context = yield* Layer.build(platform.layer)
-      return yield* Effect.provide(deliveries(size, measured), context)
+      return yield* Effect.provide(deliveries(size, options), context)
     }).pipe(Effect.scoped)
   // The engine warms up as the raw sender did (its code compiled, its pools grown), on a database and prefix of
-  // its own, so that the measured round starts from fresh consumers like the first start of a deployment.
-  yield* round(WARMUP, false)
-  const result = yield* round(DELIVERIES, true)
+  // its own; so does every round, so that each starts from fresh consumers like the first start of a deployment.
+  yield* round(WARMUP, { profile: false, latency: false })
+  // Rounds alternate with raw bursts, each round against the mean of the bursts either side of it: this machine's
+  // speed drifts within a minute, and a round and a baseline measured apart can land in different weather.
+  let before = yield* rawBurst
+  const rounds: Array<{
+    readonly result: Effect.Success<ReturnType<typeof deliveries>>
+    readonly rate: number
+    readonly rawRate: number
+    readonly rawCpu: CpuPerDelivery
+  }> = []
+  for (let r = 0; r < ROUNDS; r++) {
+    const result = yield* round(DELIVERIES, { profile: r === 0, latency: r === ROUNDS - 1 })
+    const after = yield* rawBurst
+    rounds.push({
+      result,
+      rate: DELIVERIES / result.recordedSeconds,
+      rawRate: (before.rate + after.rate) / 2,
+      rawCpu: mean(before.cpu, after.cpu),
+    })
+    before = after
+  }
+  const ratioOf = (r: (typeof rounds)[number]) => r.rate / r.rawRate
+  const {
+    result,
+    rate: ours,
+    rawRate: raw,
+    rawCpu,
+  } = [...rounds].sort((a, b) => ratioOf(a) - ratioOf(b))[Math.floor(rounds.length / 2)]!
+  const { latencies, loopDelay, routedAfter, claimedAfter } = rounds[rounds.length - 1]!.result
+  const failures = rounds.flatMap((r) => r.result.failures)
 
   // raw latency at the same rate
   yield* Effect.promise(() => receiver.reset(RATE * SECONDS))
@@ -402,8 +456,6 @@ export const webhookBench = Effect.gen(function* () {
   const rawArrivals = (yield* Effect.promise(() => receiver.stats())).arrivals
   const rawLatencies = Array.from(rawStarted, (t, i) => rawArrivals[i]! - t)
 
-  const ours = DELIVERIES / result.recordedSeconds
-  const raw = DELIVERIES / rawSeconds
   return {
     rows: [
       {
@@ -417,14 +469,19 @@ export const webhookBench = Effect.gen(function* () {
     latencies: [
       {
         name: `webhooks: event -> first attempt at ${RATE}/s`,
-        p50: percentile(result.latencies, 50),
-        p99: percentile(result.latencies, 99),
+        p50: percentile(latencies, 50),
+        p99: percentile(latencies, 99),
         baselineP50: percentile(rawLatencies, 50),
         baselineP99: percentile(rawLatencies, 99),
         baselineName: "raw signed POST -> arrival, same rate",
       },
     ] satisfies Array<LatencyRow>,
     notes: [
+      `webhooks: ${ROUNDS} rounds, each against the raw bursts either side of it (deliveries/s, raw/s, ratio): ` +
+        rounds
+          .map((r) => `${Math.round(r.rate)} / ${Math.round(r.rawRate)} (${ratioOf(r).toFixed(2)})`)
+          .join("; ") +
+        `; the median round is the one reported`,
       `webhooks: the router made every delivery of the backlog after ${result.routedSeconds.toFixed(2)} s ` +
         `(${Math.round(DELIVERIES / result.routedSeconds)} events/s); every request of it arrived after ${result.arrivedSeconds.toFixed(2)} s, every record ` +
         `said delivered after ${result.recordedSeconds.toFixed(2)} s (${Math.round(DELIVERIES / result.arrivedSeconds)} ` +
@@ -438,20 +495,29 @@ export const webhookBench = Effect.gen(function* () {
         `to the receiver; garbage collections of the engine's thread: ${result.gc.minor} minor pausing it ` +
         `${((result.gc.minorMs * 1000) / DELIVERIES).toFixed(0)} µs per delivery, ${result.gc.major} major pausing ` +
         `it ${((result.gc.majorMs * 1000) / DELIVERIES).toFixed(0)} µs per delivery`,
-      `webhooks: CPU time per raw signed POST: the sending thread ${rawUs("engine").toFixed(0)} µs, the receiver's ` +
-        `thread ${rawUs("receiver").toFixed(0)} µs, the whole machine ${rawUs("machine").toFixed(0)} µs`,
+      `webhooks: CPU time per raw signed POST: the sending thread ${rawCpu.engine.toFixed(0)} µs, the receiver's ` +
+        `thread ${rawCpu.receiver.toFixed(0)} µs, the whole machine ${rawCpu.machine.toFixed(0)} µs`,
       ...(STAGED
         ? [
             `webhooks (staged): delivery actor alone ${Math.round(DELIVERIES / result.sendingSeconds)} deliveries/s ` +
               `after the router alone made them at ${Math.round(DELIVERIES / result.routedSeconds)} events/s`,
+            ...(result.routerCpu === undefined
+              ? []
+              : [
+                  `webhooks: CPU time per event (router stage): the engine's thread ` +
+                    `${result.routerCpu.engine.toFixed(0)} µs, this process's other threads ` +
+                    `${result.routerCpu.otherThreads.toFixed(0)} µs, Postgres ${result.routerCpu.postgres.toFixed(0)} µs, ` +
+                    `nats-server ${result.routerCpu.nats.toFixed(0)} µs; the whole machine ` +
+                    `${result.routerCpu.machine.toFixed(0)} µs`,
+                ]),
           ]
         : []),
       `webhooks: latency stages at ${RATE}/s (p50 / p99): publish -> delivery row ` +
-        `${percentile(result.routedAfter, 50).toFixed(1)} / ${percentile(result.routedAfter, 99).toFixed(1)} ms, ` +
-        `row -> request started ${percentile(result.claimedAfter, 50).toFixed(1)} / ` +
-        `${percentile(result.claimedAfter, 99).toFixed(1)} ms; event loop delay ` +
-        `${result.loopDelay[0]!.toFixed(1)} / ${result.loopDelay[1]!.toFixed(1)} ms`,
-      `webhooks: failed attempts: ${result.failures.length === 0 ? "none" : result.failures.join("; ")}`,
+        `${percentile(routedAfter, 50).toFixed(1)} / ${percentile(routedAfter, 99).toFixed(1)} ms, ` +
+        `row -> request started ${percentile(claimedAfter, 50).toFixed(1)} / ` +
+        `${percentile(claimedAfter, 99).toFixed(1)} ms; event loop delay ` +
+        `${loopDelay[0]!.toFixed(1)} / ${loopDelay[1]!.toFixed(1)} ms`,
+      `webhooks: failed attempts: ${failures.length === 0 ? "none" : failures.join("; ")}`,
     ],
   }
 }).pipe(Effect.scoped)
