@@ -1,16 +1,4 @@
-import {
-  Cause,
-  Data,
-  Duration,
-  Effect,
-  Fiber,
-  FiberSet,
-  Layer,
-  Ref,
-  Schema,
-  type Scope,
-  Semaphore,
-} from "effect"
+import { Cause, Data, Duration, Effect, Fiber, FiberSet, Layer, Schema, type Scope } from "effect"
 import { Db, type Sql } from "./Db.ts"
 import { type DurableConsumer, Nats, type PulledMessage, type StreamBase, Streams } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
@@ -243,10 +231,11 @@ export const runActor = <A, R>(
     const nats = yield* Nats
     const db = yield* Db
     const stream = nats.streamName(actor.stream)
-    const decode = Schema.decodeUnknownResult(Schema.fromJsonString(actor.schema))
+    // JSON.parse, then the schema: a quarter of the time of `Schema.fromJsonString`, on every message.
+    const decode = Schema.decodeUnknownResult(actor.schema)
     const maxDefects = actor.maxDefects ?? 5
-    const stopping = yield* Ref.make(false)
-    const isStopping = Ref.get(stopping)
+    let stopped = false
+    const isStopping = Effect.sync(() => stopped)
 
     const handledCount = {
       Ack: metrics.actorHandled({ actor: actor.name, outcome: "ack" }),
@@ -309,7 +298,13 @@ export const runActor = <A, R>(
       const deliveryCount = msg.info.deliveryCount
       if (deliveryCount > 1) metrics.actorRedelivered.inc({ actor: actor.name })
       lag[partition]!.set(msg.info.pending)
-      const decoded = decode(decoder.decode(msg.data))
+      let json: unknown
+      try {
+        json = JSON.parse(decoder.decode(msg.data))
+      } catch (error) {
+        return { undecodable: `not JSON: ${(error as Error).message}` }
+      }
+      const decoded = decode(json)
       if (decoded._tag === "Failure") return { undecodable: decoded.failure.message }
       let headers: Readonly<Record<string, string>> | undefined
       const delivery: Delivery = {
@@ -475,34 +470,49 @@ export const runActor = <A, R>(
     const consumePartition = (partition: number) =>
       Effect.gen(function* () {
         const pull = yield* consumerFor(partition, concurrency)
-        const permits = yield* Semaphore.make(concurrency)
-        /** Permits not taken: the semaphore's count, which it does not tell. */
+        // Slots for messages in hand, counted here rather than by a semaphore: a message's end frees its slot with
+        // no allocation, and only this loop ever waits for slots.
         let free = concurrency
-        const take = (n: number) => permits.take(n).pipe(Effect.andThen(Effect.sync(() => void (free -= n))))
-        const release = (n: number) => Effect.suspend(() => ((free += n), permits.release(n)))
+        let waiting: { readonly need: number; readonly wake: () => void } | undefined
+        const release = (n: number) => {
+          free += n
+          if (waiting !== undefined && free >= waiting.need) {
+            const { wake } = waiting
+            waiting = undefined
+            wake()
+          }
+        }
+        const freeOne = Effect.sync(() => release(1))
+        const takeAll = Effect.sync(() => {
+          const n = free
+          free = 0
+          return n
+        })
+        /** Waits until at least `need` slots are free (only handlers free them), then takes every free one. */
+        const takeFree = (need: number) =>
+          Effect.callback<number>((resume) => {
+            if (free >= need) return resume(takeAll)
+            waiting = { need, wake: () => resume(takeAll) }
+            return Effect.sync(() => void (waiting = undefined))
+          })
         const inHand = yield* FiberSet.make()
         const run = yield* FiberSet.runtime(inHand)<R>()
         const start = (msg: PulledMessage) =>
-          Effect.gen(function* () {
-            if (yield* isStopping) {
-              settlements.nak(msg)
-              yield* release(1)
-            } else {
-              yield* process(msg, partition).pipe(Effect.ensuring(release(1)))
-            }
-          })
+          stopped
+            ? Effect.sync(() => {
+                settlements.nak(msg)
+                release(1)
+              })
+            : Effect.ensuring(process(msg, partition), freeOne)
         const quarter = Math.max(1, Math.floor(concurrency / 4))
-        while (!(yield* isStopping)) {
-          yield* take(quarter)
-          const extra = free
-          if (extra > 0) yield* take(extra)
-          const count = quarter + extra
-          if (yield* isStopping) {
-            yield* release(count)
+        while (!stopped) {
+          const count = yield* takeFree(quarter)
+          if (stopped) {
+            release(count)
             break
           }
           const got = yield* pull(count, (msg) => void run(start(msg)))
-          if (got < count) yield* release(count - got)
+          if (got < count) release(count - got)
         }
         yield* FiberSet.awaitEmpty(inHand)
       }).pipe(Effect.scoped)
@@ -562,7 +572,7 @@ export const runActor = <A, R>(
     // Runs before the leases are released (finalizers run last-added first): partitions are let go only once the
     // work in hand was settled.
     yield* Effect.addFinalizer(() =>
-      Ref.set(stopping, true).pipe(
+      Effect.sync(() => void (stopped = true)).pipe(
         Effect.andThen(Fiber.joinAll(fibers)),
         Effect.timeout(DRAIN_TIMEOUT),
         Effect.catchCause(() => Fiber.interruptAll(fibers)),
