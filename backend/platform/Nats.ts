@@ -110,6 +110,17 @@ export interface NatsShape {
   readonly unprefixed: (subject: string) => string
   readonly streamName: (base: StreamBase) => string
   readonly publish: (subject: string, data: Uint8Array, options?: PublishOptions) => Effect.Effect<PubAck>
+  /**
+   * Many `publish`es at once, done when JetStream acknowledged them all: one wait for the lot, not a fiber per
+   * message.
+   */
+  readonly publishAll: (
+    messages: ReadonlyArray<{
+      readonly subject: string
+      readonly data: Uint8Array
+      readonly options?: PublishOptions
+    }>,
+  ) => Effect.Effect<void>
   /** `publish` for a caller that answers for it: a publish not acknowledged within `timeout` fails. */
   readonly tryPublish: (
     subject: string,
@@ -256,6 +267,23 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
             resume(error === undefined ? Effect.succeed(ack!) : Effect.die(error)),
           ),
         )
+      const publishAll: NatsShape["publishAll"] = (messages) =>
+        messages.length === 0
+          ? Effect.void
+          : Effect.callback<void>((resume) => {
+              let left = messages.length
+              let failed = false
+              for (const m of messages) {
+                acknowledged(m.subject, m.data, m.options ?? {}, PUBLISH_TIMEOUT_MS, (error) => {
+                  if (failed) return
+                  if (error !== undefined) {
+                    failed = true
+                    return resume(Effect.die(error))
+                  }
+                  if (--left === 0) resume(Effect.void)
+                })
+              }
+            })
       const tryPublish = (
         name: string,
         data: Uint8Array,
@@ -370,6 +398,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         unprefixed,
         streamName,
         publish,
+        publishAll,
         tryPublish,
         ensureStreams: Effect.forEach(Object.keys(Streams) as Array<StreamBase>, ensureStream, {
           discard: true,

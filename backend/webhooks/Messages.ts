@@ -23,6 +23,18 @@ export type AttemptMessage = typeof AttemptMessage.Type
 /** `webhooks.attempt.<endpoint_id>`: attempts need no order among themselves, so the subject has no partition. */
 export const attemptSubject = (endpointId: number | string) => `webhooks.attempt.${endpointId}`
 
+const encoder = new TextEncoder()
+
+/** The attempt message naming a delivery's current attempt. */
+export const encodeAttempt = (delivery: {
+  readonly id: number
+  readonly series: number
+  readonly attempt_number: number
+}): Uint8Array =>
+  encoder.encode(
+    JSON.stringify({ delivery_id: delivery.id, series: delivery.series, attempt: delivery.attempt_number }),
+  )
+
 /** `webhooks.status.<endpoint_id>`: a delivery changed status (for the console's live view; the DB is the record). */
 export interface StatusMessage {
   readonly delivery_id: number

@@ -5,7 +5,13 @@ import { perTurn } from "../platform/Turn.ts"
 import { batched } from "./Batch.ts"
 import { DeliveryRepo, type EventToRoute } from "./DeliveryRepo.ts"
 import { isEventName } from "./Events.ts"
-import { attemptSubject, EVENT_PROPERTY_HEADER, type StatusMessage, statusSubject } from "./Messages.ts"
+import {
+  attemptSubject,
+  encodeAttempt,
+  EVENT_PROPERTY_HEADER,
+  type StatusMessage,
+  statusSubject,
+} from "./Messages.ts"
 
 /**
  * The event router: for each event on `EVENTS`, one delivery per active endpoint subscribed to it (the owner's,
@@ -90,18 +96,13 @@ export class EventRouter extends Context.Service<
         if (toRoute.size > 0) {
           const now = new Date(yield* Clock.currentTimeMillis)
           const routed = yield* repo.route([...toRoute.values()], now)
-          yield* Effect.forEach(
-            routed,
-            (d) =>
-              nats.publish(
-                nats.subject(attemptSubject(d.endpoint_id)),
-                encoder.encode(
-                  JSON.stringify({ delivery_id: d.id, series: d.series, attempt: d.attempt_number }),
-                ),
-                // A repeat inside the duplicate window (the event routed again) is stored once.
-                { msgID: `attempt-${d.id}-${d.series}-${d.attempt_number}` },
-              ),
-            { concurrency: "unbounded", discard: true },
+          yield* nats.publishAll(
+            routed.map((d) => ({
+              subject: nats.subject(attemptSubject(d.endpoint_id)),
+              data: encodeAttempt(d),
+              // A repeat inside the duplicate window (the event routed again) is stored once.
+              options: { msgID: `attempt-${d.id}-${d.series}-${d.attempt_number}` },
+            })),
           )
           for (const d of routed) {
             if (!d.created) continue

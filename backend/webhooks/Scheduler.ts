@@ -2,7 +2,7 @@ import { Clock, Context, Duration, Effect, Layer, Queue } from "effect"
 import { Db } from "../platform/Db.ts"
 import { Nats } from "../platform/Nats.ts"
 import { DeliveryRepo, type DueAttempt } from "./DeliveryRepo.ts"
-import { attemptSubject } from "./Messages.ts"
+import { attemptSubject, encodeAttempt } from "./Messages.ts"
 
 /**
  * The retry scheduler, in every worker process: retries wait in Postgres (`next_retry_at`), not in JetStream
@@ -18,7 +18,6 @@ const BATCH = 500
 /** The longest sleep: a safety net for wake-ups that went astray (another process's retry, a lost NOTIFY). */
 const POLL_MS = 2000
 const PRUNE_EVERY_MS = 60_000
-const encoder = new TextEncoder()
 
 export class Scheduler extends Context.Service<
   Scheduler,
@@ -39,16 +38,11 @@ export class Scheduler extends Context.Service<
       let lastPrune = 0
 
       const publish = (rows: ReadonlyArray<DueAttempt>) =>
-        Effect.forEach(
-          rows,
-          (row) =>
-            nats.publish(
-              nats.subject(attemptSubject(row.endpoint_id)),
-              encoder.encode(
-                JSON.stringify({ delivery_id: row.id, series: row.series, attempt: row.attempt_number }),
-              ),
-            ),
-          { concurrency: "unbounded", discard: true },
+        nats.publishAll(
+          rows.map((row) => ({
+            subject: nats.subject(attemptSubject(row.endpoint_id)),
+            data: encodeAttempt(row),
+          })),
         )
 
       /** Publishes everything due now; the next scheduled time, if any. */
