@@ -55,7 +55,13 @@ interface CachedSecrets {
   readonly version: string | null
   readonly loadedAt: number
   readonly secrets: ReadonlyArray<{ readonly secret: string; readonly expiresAt: number | null }>
+  /** All of them, when none expires (no rotation overlap): the list every attempt signs with, made once. */
+  readonly withoutExpiry: ReadonlyArray<string> | undefined
 }
+
+const activeSecrets = (entry: CachedSecrets, now: number): ReadonlyArray<string> =>
+  entry.withoutExpiry ??
+  entry.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => s.secret)
 
 /** What to record after an attempt that was made. */
 export interface Decided {
@@ -164,22 +170,30 @@ export class DeliveryAttempts extends Context.Service<
       })
 
       /** The subscriber's active secrets, newest first, unsealed once per version. */
-      const secretsOf = (subscriberId: number, version: string | null, now: number) =>
-        Effect.gen(function* () {
-          let entry = cache.get(subscriberId)
-          if (entry === undefined || entry.version !== version || now - entry.loadedAt > SECRET_CACHE_MS) {
-            const rows = yield* repo.secrets(subscriberId, new Date(now))
-            const secrets = yield* Effect.forEach(rows, (row) =>
-              Effect.map(crypto.open(row.secret_sealed), (plain) => ({
-                secret: plain.toString("utf8"),
-                expiresAt: row.expires_at?.getTime() ?? null,
-              })),
-            )
-            entry = { version, loadedAt: now, secrets }
-            cache.set(subscriberId, entry)
-          }
-          return entry.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => s.secret)
-        })
+      const secretsOf = (subscriberId: number, version: string | null, now: number) => {
+        const entry = cache.get(subscriberId)
+        return entry !== undefined && entry.version === version && now - entry.loadedAt <= SECRET_CACHE_MS
+          ? Effect.succeed(activeSecrets(entry, now))
+          : Effect.gen(function* () {
+              const rows = yield* repo.secrets(subscriberId, new Date(now))
+              const secrets = yield* Effect.forEach(rows, (row) =>
+                Effect.map(crypto.open(row.secret_sealed), (plain) => ({
+                  secret: plain.toString("utf8"),
+                  expiresAt: row.expires_at?.getTime() ?? null,
+                })),
+              )
+              const loaded: CachedSecrets = {
+                version,
+                loadedAt: now,
+                secrets,
+                withoutExpiry: secrets.every((s) => s.expiresAt === null)
+                  ? secrets.map((s) => s.secret)
+                  : undefined,
+              }
+              cache.set(subscriberId, loaded)
+              return activeSecrets(loaded, now)
+            })
+      }
 
       // Untraced: a span per attempt (with its stack trace) is a measurable share of an attempt's CPU time.
       const attempt = Effect.fnUntraced(function* (message: AttemptMessage) {
