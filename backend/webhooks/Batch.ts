@@ -4,11 +4,11 @@ import { Effect, Exit, FiberSet, type Scope } from "effect"
  * Opportunistic batching: callers submit one item each; one batch runs at a time, taking whatever has queued up
  * (at least one item, at most `max`) when the previous one ends. Nothing waits for a batch to fill: an idle
  * batcher starts at the end of the current turn of the event loop, so the callers of one turn (the messages of one
- * socket read) share a statement rather than the first going alone and the rest waiting for it; a busy one gathers
- * while the previous batch is in flight, so a statement serves many callers. One at a time, as measured in the webhook bench: two in flight made smaller batches (more statements
- * for the same work), for 10% fewer deliveries a second. `run` returns one output per input, in order; if it
- * fails, every caller of that batch gets the failure. Kept to plain arrays and callbacks: it sits on the hot path
- * of every delivery.
+ * socket read) share a statement rather than the first going alone and the rest waiting for it; a busy one
+ * gathers while the previous batch is in flight, so a statement serves many callers. One at a time, as measured in
+ * the webhook bench: two in flight made smaller batches (more statements for the same work), for 10% fewer
+ * deliveries a second. `run` returns one output per input, in order; if it fails, every caller of that batch gets
+ * the failure. Kept to plain arrays and callbacks: it sits on the hot path of every delivery.
  */
 export const batched = <I, O>(options: {
   readonly max: number
