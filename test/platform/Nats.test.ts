@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Fiber, Layer, Logger } from "effect"
+import { Cause, Effect, Fiber, Layer, Logger } from "effect"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import {
   type DurableConsumer,
@@ -86,6 +86,34 @@ describe("Nats", () => {
           assert.strictEqual(refused._tag, "PublishFailed")
           // Told by the server's no-responders status, not by the deadline ("no JetStream acknowledgement").
           assert.match(refused.message, /no JetStream stream holds/)
+        }),
+    )
+
+    it.effect(
+      "publishes many messages with one wait, done once JetStream stored them all, and dies when one has no stream",
+      () =>
+        Effect.gen(function* () {
+          const nats = yield* Nats
+          const subject = nats.subject("events.acme.publish_all")
+          const stream = nats.streamName("EVENTS")
+          const bodies = Array.from({ length: 40 }, (_, i) => new TextEncoder().encode(`{"n":${i}}`))
+          const before = yield* Effect.promise(() => nats.jsm.streams.info(stream))
+          yield* nats.publishAll(bodies.map((data) => ({ subject, data })))
+          const after = yield* Effect.promise(() => nats.jsm.streams.info(stream))
+          assert.strictEqual(after.state.last_seq - before.state.last_seq, 40)
+          const last = yield* Effect.promise(() =>
+            nats.jsm.streams.getMessage(stream, { seq: after.state.last_seq }),
+          )
+          assert.strictEqual(new TextDecoder().decode(last!.data), '{"n":39}')
+          yield* nats.publishAll([])
+          const cause = yield* nats
+            .publishAll([
+              { subject, data: bodies[0]! },
+              { subject: nats.subject("nowhere.at.all"), data: bodies[1]! },
+            ])
+            .pipe(Effect.sandbox, Effect.flip)
+          assert.isTrue(Cause.hasDies(cause))
+          assert.match(String(Cause.squash(cause)), /no JetStream stream holds/)
         }),
     )
 

@@ -1,0 +1,68 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber } from "effect"
+import { batched } from "../../backend/webhooks/Batch.ts"
+
+/** A batcher whose batches are recorded, each doubling its inputs once `gate` (if any) opens. */
+const recording = (max: number, gate?: Deferred.Deferred<void>) =>
+  Effect.gen(function* () {
+    const batches: Array<ReadonlyArray<number>> = []
+    const submit = yield* batched({
+      max,
+      run: (inputs: ReadonlyArray<number>) =>
+        Effect.gen(function* () {
+          batches.push(inputs)
+          if (gate !== undefined && batches.length === 1) yield* Deferred.await(gate)
+          return inputs.map((n) => n * 2)
+        }),
+    })
+    return { batches, submit }
+  })
+
+describe("webhook batcher", () => {
+  it.live("gives the callers of one turn of the event loop one batch, each its own output", () =>
+    Effect.gen(function* () {
+      const { batches, submit } = yield* recording(512)
+      const outputs = yield* Effect.forEach([1, 2, 3, 4, 5], submit, { concurrency: "unbounded" })
+      assert.deepStrictEqual(outputs, [2, 4, 6, 8, 10])
+      assert.deepStrictEqual(batches, [[1, 2, 3, 4, 5]])
+    }).pipe(Effect.scoped),
+  )
+
+  it.live(
+    "runs one batch at a time: callers arriving meanwhile go together next, at most `max` at once",
+    () =>
+      Effect.gen(function* () {
+        const gate = yield* Deferred.make<void>()
+        const { batches, submit } = yield* recording(4, gate)
+        const first = yield* Effect.forkChild(submit(1))
+        yield* Effect.yieldNow
+        yield* Effect.sleep("10 millis")
+        assert.deepStrictEqual(batches, [[1]])
+        const rest = yield* Effect.forkChild(
+          Effect.forEach([2, 3, 4, 5, 6, 7, 8], submit, { concurrency: "unbounded" }),
+        )
+        yield* Effect.sleep("10 millis")
+        assert.strictEqual(batches.length, 1)
+        yield* Deferred.succeed(gate, undefined)
+        assert.strictEqual(yield* Fiber.join(first), 2)
+        assert.deepStrictEqual(yield* Fiber.join(rest), [4, 6, 8, 10, 12, 14, 16])
+        assert.deepStrictEqual(batches, [[1], [2, 3, 4, 5], [6, 7, 8]])
+      }).pipe(Effect.scoped),
+  )
+
+  it.live("fails every caller of a batch that fails, and serves the next batch", () =>
+    Effect.gen(function* () {
+      let calls = 0
+      const submit = yield* batched({
+        max: 512,
+        run: (inputs: ReadonlyArray<number>) =>
+          ++calls === 1 ? Effect.die(new Error("statement failed")) : Effect.succeed(inputs),
+      })
+      const failed = yield* Effect.forEach([1, 2], (n) => Effect.exit(submit(n)), {
+        concurrency: "unbounded",
+      })
+      assert.isTrue(failed.every((exit) => exit._tag === "Failure"))
+      assert.strictEqual(yield* submit(3), 3)
+    }).pipe(Effect.scoped),
+  )
+})
