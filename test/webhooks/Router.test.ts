@@ -4,7 +4,7 @@ import { Crypto } from "../../backend/platform/Crypto.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { DeliveryRepo, type EventToRoute } from "../../backend/webhooks/DeliveryRepo.ts"
 import { EventNames, makeEnvelope } from "../../backend/webhooks/Events.ts"
-import type { StatusMessage } from "../../backend/webhooks/Messages.ts"
+import { attemptSubject, encodeAttempt, type StatusMessage } from "../../backend/webhooks/Messages.ts"
 import { EventRouter } from "../../backend/webhooks/Router.ts"
 import {
   awaitProspect,
@@ -251,6 +251,48 @@ describe("event router", () => {
         assert.deepStrictEqual(yield* repo.route([event(true)], now), [])
         assert.strictEqual((yield* deliveriesOf(id)).length, 1)
       }).pipe(Effect.scoped),
+    )
+
+    it.effect(
+      "attempts a delivery once though its attempt message arrives twice (an event routed again)",
+      () =>
+        Effect.gen(function* () {
+          const {
+            receiver,
+            owner: acme,
+            endpointId: id,
+          } = yield* receiverEndpoint("acme-announced", "/announced", ["move_out.initiated"])
+          const body = JSON.stringify(
+            makeEnvelope("move_out.initiated", acme.slug, examplePayload("move_out.initiated")),
+          )
+          // Recorded by a routing that stopped before announcing it: pending, with no attempt message yet.
+          const repo = yield* DeliveryRepo
+          const [made] = yield* repo.route(
+            [
+              {
+                eventId: `announced-${id}`,
+                event: "move_out.initiated",
+                ownerSlug: acme.slug,
+                propertyId: null,
+                payload: new TextEncoder().encode(body),
+                redelivered: false,
+              },
+            ],
+            new Date(),
+          )
+          // Announced twice, as by two routings of its event: attempt messages carry no Nats-Msg-Id to dedupe them.
+          const nats = yield* Nats
+          const announcement = { subject: nats.subject(attemptSubject(id)), data: encodeAttempt(made!) }
+          yield* nats.publishAll([announcement, announcement])
+          const [row] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "delivered")
+          assert.strictEqual(row!.id, String(made!.id))
+          yield* Effect.sleep("500 millis")
+          assert.strictEqual(receiver.received("/announced").length, 1)
+          const attempts = yield* query(
+            (sql) => sql`select count(*)::int as n from webhook_attempts where delivery_id = ${made!.id}`,
+          )
+          assert.strictEqual(attempts[0]!.n, 1)
+        }).pipe(Effect.scoped),
     )
 
     it.effect(
