@@ -235,7 +235,6 @@ export const runActor = <A, R>(
     const decode = Schema.decodeUnknownResult(actor.schema)
     const maxDefects = actor.maxDefects ?? 5
     let stopped = false
-    const isStopping = Effect.sync(() => stopped)
 
     const handledCount = {
       Ack: metrics.actorHandled({ actor: actor.name, outcome: "ack" }),
@@ -525,7 +524,7 @@ export const runActor = <A, R>(
     const consumeBatches = (partition: number, batch: ActorBatch<A, R>, leases: Leases) =>
       Effect.gen(function* () {
         const pull = yield* consumerFor(partition, batch.size)
-        while (!(yield* isStopping)) {
+        while (!stopped) {
           if (!leases.leads(partition)) {
             yield* leases.settle(partition)
             yield* Effect.sleep(LEASE_WAIT)
@@ -535,8 +534,8 @@ export const runActor = <A, R>(
           const collect = (msg: PulledMessage) => void msgs.push(msg)
           if ((yield* pull(1, collect)) === 0) continue
           const more = Math.min(msgs[0]!.info.pending, batch.size - 1)
-          if (more > 0 && !(yield* isStopping)) yield* pull(more, collect)
-          if ((yield* isStopping) || !leases.leads(partition)) {
+          if (more > 0 && !stopped) yield* pull(more, collect)
+          if (stopped || !leases.leads(partition)) {
             for (const msg of msgs) settlements.nak(msg)
             continue
           }
@@ -556,7 +555,7 @@ export const runActor = <A, R>(
             Effect.andThen(Effect.sleep("1 second")),
           ),
         ),
-        Effect.repeat({ while: () => isStopping.pipe(Effect.map((stopped) => !stopped)) }),
+        Effect.repeat({ while: () => !stopped }),
       )
 
     const partitions = Math.max(actor.partitions, 1)
