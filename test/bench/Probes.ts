@@ -41,11 +41,15 @@ export const cpuOfNamed = async (name: string) =>
     0,
   )
 
-/** Busy and total CPU time (ms, all cores) of the whole machine. */
+/**
+ * CPU time (ms, all cores) of the whole machine: busy (this machine's own work), stolen (its virtual CPUs ready to
+ * run while the hypervisor ran something else) and in all.
+ */
 export const machineCpu = async () => {
   const [, ...ticks] = (await readFile("/proc/stat", "utf8")).split("\n")[0]!.trim().split(/\s+/).map(Number)
   const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0)
-  return { busy: ticksToMs(total - ticks[3]! - ticks[4]!), total: ticksToMs(total) }
+  const [idle, iowait, steal] = [ticks[3]!, ticks[4]!, ticks[7]!]
+  return { busy: ticksToMs(total - idle - iowait - steal), steal: ticksToMs(steal), total: ticksToMs(total) }
 }
 
 /** Starts a V8 CPU profile of this thread; the returned function stops it, writes it to `file` and returns it. */

@@ -190,17 +190,20 @@ const paced = async (count: number, rate: number, send: (i: number) => Promise<u
 
 /**
  * CPU time (ms) so far of the engine's thread, the receiver's thread, this whole process, Postgres, nats-server
- * and the machine.
+ * and the machine (busy, and stolen by the hypervisor, of all there was).
  */
 const cpuShares = async (receiver: ReceiverThread) => {
   const usage = process.cpuUsage()
+  const machine = await machineCpu()
   return {
     engine: await statCpu(`/proc/${process.pid}/task/${process.pid}/stat`),
     receiver: await statCpu(`${receiver.thread}/stat`),
     process: (usage.user + usage.system) / 1000,
     postgres: await cpuOfNamed("postgres"),
     nats: await cpuOfNamed("nats-server"),
-    machine: (await machineCpu()).busy,
+    machine: machine.busy,
+    steal: machine.steal,
+    all: machine.total,
   }
 }
 
@@ -217,6 +220,8 @@ const perDelivery = (from: CpuShares, to: CpuShares, deliveries: number) => {
     postgres: us("postgres"),
     nats: us("nats"),
     machine: us("machine"),
+    /** The machine's CPU time the hypervisor took meanwhile, as a share of all of it. */
+    steal: (to.steal - from.steal) / (to.all - from.all),
   }
 }
 type CpuPerDelivery = ReturnType<typeof perDelivery>
@@ -228,7 +233,10 @@ const mean = (a: CpuPerDelivery, b: CpuPerDelivery): CpuPerDelivery => ({
   postgres: (a.postgres + b.postgres) / 2,
   nats: (a.nats + b.nats) / 2,
   machine: (a.machine + b.machine) / 2,
+  steal: (a.steal + b.steal) / 2,
 })
+
+const percent = (share: number) => `${(100 * share).toFixed(0)}%`
 
 const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, everyMs = 20) => {
   const deadline = performance.now() + timeoutMs
@@ -477,9 +485,14 @@ export const webhookBench = Effect.gen(function* () {
       },
     ] satisfies Array<LatencyRow>,
     notes: [
-      `webhooks: ${ROUNDS} rounds, each against the raw bursts either side of it (deliveries/s, raw/s, ratio): ` +
+      `webhooks: ${ROUNDS} rounds, each against the raw bursts either side of it (deliveries/s, raw/s, ratio; ` +
+        `share of the machine's CPU time stolen by the hypervisor in the round / the bursts): ` +
         rounds
-          .map((r) => `${Math.round(r.rate)} / ${Math.round(r.rawRate)} (${ratioOf(r).toFixed(2)})`)
+          .map(
+            (r) =>
+              `${Math.round(r.rate)} / ${Math.round(r.rawRate)} (${ratioOf(r).toFixed(2)}; ` +
+              `${percent(r.result.cpu.steal)} / ${percent(r.rawCpu.steal)})`,
+          )
           .join("; ") +
         `; the median round is the one reported`,
       `webhooks: the router made every delivery of the backlog after ${result.routedSeconds.toFixed(2)} s ` +
