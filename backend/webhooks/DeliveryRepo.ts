@@ -95,7 +95,10 @@ export interface SecretRow {
   readonly expires_at: Date | null
 }
 
-/** A row due but already published is published again only after this long unclaimed. */
+/**
+ * A row due but already published is published again only after this long without an outcome: its message was
+ * lost, or went with the process that claimed it (JetStream hands an unacked message on long before this).
+ */
 const REDISPATCH_AFTER = "5 minutes"
 /**
  * A new delivery the router announced is published again after this long unclaimed: its message was lost (the
@@ -236,9 +239,9 @@ export class DeliveryRepo extends Context.Service<
               from webhook_deliveries d
               join input i on i.id = d.id and i.series = d.series and i.attempt = d.attempt_number
               join webhook_endpoints e on e.id = d.endpoint_id
-              where (d.status in ('pending', 'retrying', 'rate_limited')
-                     and (d.next_retry_at is null or d.next_retry_at <= ${times.dueBy}))
-                 or (d.status = 'delivering' and d.next_retry_at <= ${times.now})
+              where d.status in ('pending', 'retrying', 'rate_limited')
+                and (d.next_retry_at is null or d.next_retry_at <= ${times.dueBy})
+                and (d.lease_until is null or d.lease_until <= ${times.now})
               order by d.id
               for update of d
             ),
@@ -267,11 +270,13 @@ export class DeliveryRepo extends Context.Service<
             ),
             updated as (
               update webhook_deliveries d set
-                status = case when dc.decision in ('delivering', 'rate_limited') then dc.decision else 'failed' end,
+                status = case dc.decision when 'delivering' then d.status when 'rate_limited' then 'rate_limited'
+                  else 'failed' end,
                 next_retry_at = case dc.decision
-                  when 'delivering' then ${times.leaseUntil}::timestamptz
+                  when 'delivering' then d.next_retry_at
                   when 'rate_limited' then ${times.rateLimitedUntil}::timestamptz
                   else null end,
+                lease_until = case dc.decision when 'delivering' then ${times.leaseUntil}::timestamptz end,
                 last_attempt_failure_reason = case dc.decision
                   when 'deleted' then ${ENDPOINT_FAILURE_REASONS.deleted}
                   when 'suspended' then ${ENDPOINT_FAILURE_REASONS.suspended}
@@ -338,9 +343,11 @@ export class DeliveryRepo extends Context.Service<
                 duration_ms = i.duration_ms,
                 last_attempt_failure_reason = i.failure_reason,
                 delivered_at = case when i.status = 'delivered' then now() else d.delivered_at end,
+                lease_until = null,
                 updated_at = now()
               from input i
-              where d.id = i.id and d.series = i.series and d.attempt_number = i.attempt and d.status = 'delivering'
+              where d.id = i.id and d.series = i.series and d.attempt_number = i.attempt
+                and d.lease_until is not null and d.status in ('pending', 'retrying', 'rate_limited')
               returning d.id
             ),
             recorded as (
@@ -368,10 +375,10 @@ export class DeliveryRepo extends Context.Service<
                 updated_at = now()
               where id = ${endpointId} and deleted_at is null
             )
-            update webhook_deliveries set status = 'failed', next_retry_at = null,
+            update webhook_deliveries set status = 'failed', next_retry_at = null, lease_until = null,
               last_attempt_failure_reason = ${GONE_REASON}, updated_at = now()
             where endpoint_id = ${endpointId} and id <> ${exceptDelivery}
-              and status in ('pending', 'retrying', 'rate_limited', 'delivering')
+              and status in ('pending', 'retrying', 'rate_limited')
             returning id`,
         )
         return rows.map((r) => int(r.id))
@@ -391,7 +398,7 @@ export class DeliveryRepo extends Context.Service<
               (sql) => sql`
                 select id, endpoint_id, series, attempt_number from webhook_deliveries
                 where (next_retry_at <= ${now} and next_retry_at is not null
-                       and status in ('pending', 'retrying', 'rate_limited', 'delivering')
+                       and status in ('pending', 'retrying', 'rate_limited')
                        and (dispatched_at is null or dispatched_at < next_retry_at
                          or dispatched_at < ${now}::timestamptz - ${REDISPATCH_AFTER}::interval))
                    or (status = 'pending' and next_retry_at is null
@@ -422,7 +429,7 @@ export class DeliveryRepo extends Context.Service<
           (sql) => sql`
             select min(next_retry_at) as at from webhook_deliveries
             where next_retry_at > ${now} and next_retry_at is not null
-              and status in ('pending', 'retrying', 'rate_limited', 'delivering')`,
+              and status in ('pending', 'retrying', 'rate_limited')`,
         )
         const at = row?.at as Date | null | undefined
         return at ?? undefined

@@ -79,20 +79,29 @@ const ENDPOINT_COLUMNS = [
   "updated_at",
 ] as const satisfies ReadonlyArray<keyof EndpointRow>
 
-const DELIVERY_COLUMNS = [
-  "id",
-  "endpoint_id",
-  "status",
-  "attempt_number",
-  "payload",
-  "last_attempted_at",
-  "delivered_at",
-  "next_retry_at",
-  "last_attempt_failure_reason",
-  "duration_ms",
-  "created_at",
-  "updated_at",
-] as const satisfies ReadonlyArray<keyof DeliveryRow>
+/**
+ * A delivery's columns as the API shows them: while a claim's lease runs, the stored status (the one before the
+ * claim, kept so the claim touches no index) reads `delivering`, with no next attempt due.
+ */
+const deliveryColumns = (sql: Sql) => sql`
+  id, endpoint_id, case when lease_until > now() then 'delivering' else status end as status, attempt_number,
+  payload, last_attempted_at, delivered_at, case when lease_until > now() then null else next_retry_at end
+  as next_retry_at, last_attempt_failure_reason, duration_ms, created_at, updated_at`
+
+/** The rows the API shows with `status` (see `deliveryColumns`). */
+const withStatus = (sql: Sql, status: DeliveryStatus) => {
+  switch (status) {
+    case "delivering":
+      return sql`and status in ('pending', 'retrying', 'rate_limited') and lease_until > now()`
+    case "pending":
+    case "retrying":
+    case "rate_limited":
+      return sql`and status = ${status} and (lease_until is null or lease_until <= now())`
+    case "delivered":
+    case "failed":
+      return sql`and status = ${status}`
+  }
+}
 
 /** Statuses a delivery stops in; every other one is still to be attempted. */
 const SETTLED = ["delivered", "failed"]
@@ -292,18 +301,18 @@ export class WebhooksRepo extends Context.Service<WebhooksRepo>()("partner-servi
           const canceled = await sql`
             update webhook_deliveries
             set status = 'failed', last_attempt_failure_reason = ${DELETED_REASON}, next_retry_at = null,
-                updated_at = now()
+                lease_until = null, updated_at = now()
             where endpoint_id = ${id} and status <> all(${sql.array(SETTLED)}::text[])`
           return canceled.count
         }),
 
       deliveries: (endpointId: string, status: DeliveryStatus | undefined, limit: number, offset: number) =>
         db.query(async (sql) => {
-          const where = sql`where endpoint_id = ${endpointId} ${status ? sql`and status = ${status}` : sql``}`
+          const where = sql`where endpoint_id = ${endpointId} ${status ? withStatus(sql, status) : sql``}`
           const [count] = await sql<Array<{ total: string }>>`
             select count(*) as total from webhook_deliveries ${where}`
           const rows = await sql<Array<DeliveryRow>>`
-            select ${sql(DELIVERY_COLUMNS)} from webhook_deliveries ${where}
+            select ${deliveryColumns(sql)} from webhook_deliveries ${where}
             order by id desc limit ${limit} offset ${offset}`
           return { total: Number(count!.total), rows }
         }),
@@ -311,7 +320,7 @@ export class WebhooksRepo extends Context.Service<WebhooksRepo>()("partner-servi
         db
           .query(
             (sql) => sql<Array<DeliveryRow>>`
-              select ${sql(DELIVERY_COLUMNS)} from webhook_deliveries
+              select ${deliveryColumns(sql)} from webhook_deliveries
               where id = ${id} and endpoint_id = ${endpointId}`,
           )
           .pipe(Effect.map(([row]) => row)),
@@ -328,7 +337,7 @@ export class WebhooksRepo extends Context.Service<WebhooksRepo>()("partner-servi
           const updated = await sql`
             update webhook_deliveries
             set series = series + 1, attempt_number = 1, status = 'pending', next_retry_at = now(),
-                updated_at = now()
+                lease_until = null, updated_at = now()
             where id = ${id} and endpoint_id = ${endpointId}
             returning id`
           if (updated.length > 0) await sql`select pg_notify(${WEBHOOK_DUE}, '')`

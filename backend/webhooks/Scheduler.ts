@@ -9,8 +9,9 @@ import { attemptSubject, encodeAttempt } from "./Messages.ts"
  * (a nak'd message counts against the consumer's `max_ack_pending` until it is redelivered, so the long
  * backoffs of a dead endpoint would block everyone's deliveries). It publishes due attempts (`for update skip
  * locked`, so processes share the work), then sleeps until the earliest scheduled time, woken earlier by NOTIFY
- * `webhook_due` (the retry route) or by this process scheduling an earlier retry. Claimed attempts whose lease
- * ran out (their process died) come due the same way and are published again.
+ * `webhook_due` (the retry route) or by this process scheduling an earlier retry. An attempt published five
+ * minutes ago and still without an outcome (its message lost, or gone with the process that claimed it) is
+ * published again.
  */
 
 export const DUE_CHANNEL = "webhook_due"

@@ -117,7 +117,9 @@ let events = 0
 export const insertDelivery = (
   endpointId: number,
   fields: {
-    readonly status?: DeliveryStatus
+    /** As stored: `delivering` is a `lease_until` still to come. */
+    readonly status?: Exclude<DeliveryStatus, "delivering">
+    readonly lease_until?: Date | null
     readonly payload?: unknown
     readonly attempt_number?: number
     readonly next_retry_at?: Date | null
@@ -128,11 +130,12 @@ export const insertDelivery = (
   query(
     (sql) => sql<Array<{ id: string }>>`
       insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, status, attempt_number,
-                                      next_retry_at, last_attempt_failure_reason, delivered_at)
+                                      next_retry_at, last_attempt_failure_reason, delivered_at, lease_until)
       values (${endpointId}, ${`evt-${process.pid}-${++events}`}, 'policy.created', 'acme',
               ${Buffer.from(JSON.stringify(fields.payload ?? ENVELOPE))}, ${fields.status ?? "pending"},
               ${fields.attempt_number ?? 1}, ${fields.next_retry_at ?? null},
-              ${fields.last_attempt_failure_reason ?? null}, ${fields.delivered_at ?? null})
+              ${fields.last_attempt_failure_reason ?? null}, ${fields.delivered_at ?? null},
+              ${fields.lease_until ?? null})
       returning id`,
   ).pipe(Effect.map(([row]) => Number(row!.id)))
 
@@ -142,11 +145,12 @@ export interface DeliveryRowState {
   readonly attempt_number: number
   readonly next_retry_at: Date | null
   readonly last_attempt_failure_reason: string | null
+  readonly lease_until: Date | null
 }
 
 export const deliveryRow = (id: number) =>
   query(
     (sql) => sql<Array<DeliveryRowState>>`
-      select status, series, attempt_number, next_retry_at, last_attempt_failure_reason
+      select status, series, attempt_number, next_retry_at, last_attempt_failure_reason, lease_until
       from webhook_deliveries where id = ${id}`,
   ).pipe(Effect.map(([row]) => row!))

@@ -132,6 +132,51 @@ describe("webhook deliveries", () => {
       }),
     )
 
+    it.effect(
+      "shows a delivery whose attempt holds a lease as delivering, with no next attempt due, until it runs out",
+      () =>
+        Effect.gen(function* () {
+          const { partner, endpoint, ids, base } = yield* endpointWithDeliveries("leased", 1)
+          const due = new Date(Date.now() - 60_000)
+          const inFlight = [
+            yield* insertDelivery(endpoint.id, { lease_until: new Date(Date.now() + 60_000) }),
+            yield* insertDelivery(endpoint.id, {
+              status: "retrying",
+              attempt_number: 3,
+              next_retry_at: due,
+              lease_until: new Date(Date.now() + 60_000),
+            }),
+          ]
+          const ranOut = yield* insertDelivery(endpoint.id, {
+            status: "retrying",
+            attempt_number: 2,
+            next_retry_at: due,
+            lease_until: new Date(Date.now() - 1000),
+          })
+          const shown = (query: string) =>
+            api(partner, "GET", `${base}${query}`).pipe(
+              Effect.map((answer) =>
+                (answer.body as unknown as ListBody).deliveries.map((d) => [d.id, d.status, d.next_retry_at]),
+              ),
+            )
+          assert.deepStrictEqual(yield* shown(""), [
+            [ranOut, "retrying", due.toISOString()],
+            [inFlight[1]!, "delivering", null],
+            [inFlight[0]!, "delivering", null],
+            [ids[0]!, "pending", null],
+          ])
+          assert.deepStrictEqual(yield* shown("?status=delivering"), [
+            [inFlight[1]!, "delivering", null],
+            [inFlight[0]!, "delivering", null],
+          ])
+          assert.deepStrictEqual(yield* shown("?status=pending"), [[ids[0]!, "pending", null]])
+          assert.deepStrictEqual(yield* shown("?status=retrying"), [[ranOut, "retrying", due.toISOString()]])
+          const one = yield* api(partner, "GET", `${base}/${inFlight[1]!}`)
+          const delivery = (one.body as unknown as { readonly delivery: DeliveryBody }).delivery
+          assert.deepStrictEqual([delivery.status, delivery.next_retry_at], ["delivering", null])
+        }),
+    )
+
     it.effect("refuses paging and filters that mean nothing with a 422", () =>
       Effect.gen(function* () {
         const { partner, base } = yield* endpointWithDeliveries("bad-query", 1)
@@ -317,6 +362,12 @@ describe("webhook deliveries", () => {
         const resend = yield* api(partner, "POST", `${base}/${delivered}/retry`)
         assert.strictEqual(resend.status, 204)
         assert.strictEqual((yield* deliveryRow(delivered)).status, "pending", "a delivered one is sent again")
+
+        // One in flight: its attempt's lease no longer holds the new series back.
+        const leased = yield* insertDelivery(endpoint.id, { lease_until: new Date(Date.now() + 60_000) })
+        assert.strictEqual((yield* api(partner, "POST", `${base}/${leased}/retry`)).status, 204)
+        const retried = yield* deliveryRow(leased)
+        assert.deepStrictEqual([retried.status, retried.series, retried.lease_until], ["pending", 2, null])
       }).pipe(Effect.scoped),
     )
 

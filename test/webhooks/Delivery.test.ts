@@ -4,6 +4,7 @@ import { backoffUnits, retryAfterMs } from "../../backend/webhooks/Backoff.ts"
 import { decide } from "../../backend/webhooks/Delivery.ts"
 import { isForbiddenAddress } from "../../backend/webhooks/Egress.ts"
 import { startReceiver } from "../support/Receiver.ts"
+import { eventually } from "../support/Streams.ts"
 import {
   attemptsOf,
   awaitDeliveries,
@@ -162,6 +163,42 @@ describe("delivery actor", () => {
           assert.strictEqual(attempts[1]!.response_body, big.slice(0, 4096))
           const ids = receiver.received("/slow").map((r) => r.headers["x-webhook-delivery"])
           assert.deepStrictEqual(ids, [row!.id, row!.id, row!.id])
+        }).pipe(Effect.scoped),
+    )
+
+    it.effect(
+      "claims an attempt in place: the lease is written, status and next_retry_at stay, no index is touched",
+      () =>
+        Effect.gen(function* () {
+          const {
+            receiver,
+            owner: acme,
+            endpointId: id,
+          } = yield* receiverEndpoint("acme-claim", "/held", ["policy.expired"])
+          receiver.respond("/held", () => ({ status: 200, delayMs: 1500 }))
+          const hotUpdates = query(
+            (sql) => sql<Array<{ n: number }>>`
+              select n_tup_hot_upd::int as n from pg_stat_user_tables where relname = 'webhook_deliveries'`,
+          ).pipe(Effect.map(([row]) => row!.n))
+          const before = yield* hotUpdates
+          yield* publishEvent("policy.expired", acme.slug, examplePayload("policy.expired"))
+          yield* eventually(
+            Effect.sync(() => receiver.received("/held").length),
+            (n) => n === 1,
+          )
+          const [held] = yield* query(
+            (sql) => sql<Array<{ status: string; next_retry_at: Date | null; leased: boolean }>>`
+              select status, next_retry_at, lease_until > now() as leased from webhook_deliveries
+              where endpoint_id = ${id}`,
+          )
+          assert.deepStrictEqual(held, { status: "pending", next_retry_at: null, leased: true })
+          // Each backend reports its counts within a second or so of going idle.
+          yield* eventually(hotUpdates, (n) => n > before)
+          const [row] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "delivered")
+          const [lease] = yield* query(
+            (sql) => sql`select lease_until from webhook_deliveries where id = ${row!.id}`,
+          )
+          assert.isNull(lease!.lease_until, "the record ends the lease")
         }).pipe(Effect.scoped),
     )
 

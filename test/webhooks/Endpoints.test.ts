@@ -490,7 +490,7 @@ describe("webhook endpoints", () => {
           insertDelivery(endpoint.id),
           insertDelivery(endpoint.id, { status: "retrying", attempt_number: 3, next_retry_at: soon }),
           insertDelivery(endpoint.id, { status: "rate_limited", next_retry_at: soon }),
-          insertDelivery(endpoint.id, { status: "delivering" }),
+          insertDelivery(endpoint.id, { lease_until: soon }),
         ])
         const delivered = yield* insertDelivery(endpoint.id, {
           status: "delivered",
@@ -511,6 +511,7 @@ describe("webhook endpoints", () => {
           assert.strictEqual(row.status, "failed", `delivery ${id}`)
           assert.strictEqual(row.last_attempt_failure_reason, "Endpoint deleted; delivery canceled")
           assert.isNull(row.next_retry_at)
+          assert.isNull(row.lease_until)
         }
         assert.strictEqual((yield* deliveryRow(delivered)).status, "delivered")
         assert.strictEqual((yield* deliveryRow(failed)).last_attempt_failure_reason, "HTTP 500")

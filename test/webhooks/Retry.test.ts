@@ -57,7 +57,8 @@ describe("retry schedule", () => {
     )
 
     it.effect(
-      "makes an attempt whose claim's lease ran out (its process died) once the scheduler publishes it again",
+      "makes an attempt whose claim's lease ran out and whose message is gone once the scheduler publishes it again, " +
+        "and not one whose lease still holds",
       () =>
         Effect.gen(function* () {
           const {
@@ -66,22 +67,34 @@ describe("retry schedule", () => {
             endpointId: id,
           } = yield* receiverEndpoint("acme-lease", "/lease", ["policy.created"])
           const body = JSON.stringify({ event: "policy.created", property_owner_slug: acme.slug, data: {} })
-          // As a process leaves it when it dies mid attempt: claimed, its message long gone, the lease just ended.
-          const [row] = yield* query(
+          // As a process leaves an attempt when it dies in the middle of it and its message is lost too: due and
+          // published six minutes ago, claimed, the lease just ended. The other one's process is still at it.
+          const rows = yield* query(
             (sql) => sql`
             insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, status, attempt_number,
-                                            next_retry_at, dispatched_at)
-            values (${id}, 'lost-event', 'policy.created', ${acme.slug}, convert_to(${body}, 'UTF8'), 'delivering', 3,
-                    now() - interval '1 second', now() - interval '1 minute')
+                                            next_retry_at, dispatched_at, lease_until)
+            values (${id}, 'lost-event', 'policy.created', ${acme.slug}, convert_to(${body}, 'UTF8'), 'retrying', 3,
+                    now() - interval '6 minutes', now() - interval '6 minutes', now() - interval '1 second'),
+                   (${id}, 'held-event', 'policy.created', ${acme.slug}, convert_to(${body}, 'UTF8'), 'retrying', 2,
+                    now() - interval '6 minutes', now() - interval '6 minutes', now() + interval '1 minute')
             returning id`,
           )
           yield* query((sql) => sql`select pg_notify('webhook_due', '')`)
-          const [done] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "delivered")
+          const [done, held] = yield* awaitDeliveries(id, (found) => found[0]?.status === "delivered")
           assert.strictEqual(done!.attempt_number, 3)
+          // Published too (due, six minutes without an outcome), its claim refused while the lease holds.
+          yield* Effect.sleep("1 second")
           const requests = receiver.received("/lease")
           assert.strictEqual(requests.length, 1)
-          assert.strictEqual(requests[0]!.headers["x-webhook-delivery"], String(row!.id))
+          assert.strictEqual(requests[0]!.headers["x-webhook-delivery"], String(rows[0]!.id))
           assert.strictEqual(requests[0]!.body.toString(), body)
+          assert.deepStrictEqual([held!.status, held!.attempt_number], ["retrying", 2])
+          const [published] = yield* query(
+            (sql) => sql<Array<{ recent: boolean }>>`
+              select dispatched_at > now() - interval '1 minute' as recent from webhook_deliveries
+              where id = ${rows[1]!.id}`,
+          )
+          assert.isTrue(published!.recent, "the held one was published again")
         }).pipe(Effect.scoped),
     )
 
