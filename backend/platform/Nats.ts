@@ -525,6 +525,9 @@ const acknowledgedPublisher = (connection: NatsConnection) =>
 const ACK = Uint8Array.of(43, 65, 67, 75) // +ACK
 const NAK = Uint8Array.of(45, 78, 65, 75) // -NAK
 const TERM = Uint8Array.of(43, 84, 69, 82, 77) // +TERM
+const IN_PROGRESS = Uint8Array.of(43, 87, 80, 73) // +WPI
+/** How often a message whose nak waits out its delay is marked in progress: well inside every actor's ack wait. */
+const IN_PROGRESS_EVERY_MS = 5000
 const encoder = new TextEncoder()
 /**
  * How long after its expiry a pull JetStream did not answer is given up. nats-server before 2.9.15 drops a pull
@@ -559,12 +562,25 @@ class Pulled implements PulledMessage {
   ack() {
     this.msg.respond(ACK)
   }
+  /**
+   * The delay is waited out here, not by the server: nats-server 2.9.10 leaves about one message in four nak'd with
+   * a delay undelivered for minutes, through new pulls and past its ack wait (measured on this machine with a bare
+   * client, `max_ack_pending` 1 or 100; a plain nak is handed out again at once every time). Meanwhile the message
+   * is kept in progress, so its ack wait does not hand it to another process early; a process that stops meanwhile
+   * leaves it to the ack wait.
+   */
   nak(millis?: number) {
-    this.msg.respond(
-      millis === undefined || millis <= 0
-        ? NAK
-        : encoder.encode(`-NAK ${JSON.stringify({ delay: millis * 1_000_000 })}`),
-    )
+    const until = performance.now() + (millis ?? 0)
+    const step = () => {
+      const left = until - performance.now()
+      try {
+        this.msg.respond(left <= 0 ? NAK : IN_PROGRESS)
+      } catch {
+        return // The connection is closed: the server hands the message out again after its ack wait.
+      }
+      if (left > 0) setTimeout(step, Math.min(left, IN_PROGRESS_EVERY_MS)).unref()
+    }
+    step()
   }
   term() {
     this.msg.respond(TERM)
