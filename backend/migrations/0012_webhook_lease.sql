@@ -1,4 +1,4 @@
--- A claimed attempt's lease is kept in a column of its own, no index reads: the claim writes only `lease_until`
+-- A claimed attempt's lease is kept in a column of its own that no index covers: the claim writes only `lease_until`
 -- (and `updated_at`), so Postgres updates the row in place (a HOT update: no index entry written), and the status
 -- stays what it was until the outcome is recorded. The API shows `delivering` while a lease has not run out.
 -- Fillfactor 50 leaves room on each page for the claimed version of every row inserted there: at 100 no claim

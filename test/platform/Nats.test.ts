@@ -237,7 +237,7 @@ describe("Nats", () => {
               while (back === undefined && performance.now() < deadline) yield* puller.pull(1, 1000, collect)
               return back
             }).pipe(Effect.scoped)
-          // nats-server 2.9.10, keeping the delay itself, left about one such message in ten undelivered for
+          // nats-server 2.9.10, keeping the delay itself, left one such message in four to ten undelivered for
           // minutes, past its ack wait (with a bare client, two processes at once).
           for (let n = 0; n < 5; n++) {
             const back = yield* nakFirst(`naktest${n}`, 1500, "30 seconds", 8000)
