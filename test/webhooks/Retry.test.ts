@@ -45,8 +45,9 @@ describe("retry schedule", () => {
             const expected = backoffUnits(k) * UNIT_MS
             const gap = arrivals[k - 1]! - arrivals[k - 2]!
             // Never early (the millisecond resolution of the stored time aside). Late only by what a loaded machine
-            // adds: short of the doubled wait a wrong exponent or a missing cap would give at the later attempts.
-            if (gap < expected - 1.5 || gap > 2 * expected + 1000) {
+            // adds (a stall of 2.5 s seen with the hypervisor stealing a third of the CPU time), and short of what a
+            // missing cap would give from attempt 15 on (2^15 units and up, over 8 s).
+            if (gap < expected - 1.5 || gap > 2 * expected + 3000) {
               late.push(`attempt ${k}: ${gap.toFixed(1)} ms after the previous, expected ${expected} ms`)
             }
           }
