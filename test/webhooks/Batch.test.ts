@@ -18,6 +18,32 @@ const recording = (max: number, gate?: Deferred.Deferred<void>) =>
     return { batches, submit }
   })
 
+/**
+ * The batches made when `first` callers start a batch that takes 300 ms, one caller arrives during it and one 50 ms
+ * after it ended: the last two go together only if the batcher rested after the first batch.
+ */
+const afterSlowBatch = (first: ReadonlyArray<number>) =>
+  Effect.gen(function* () {
+    const batches: Array<ReadonlyArray<number>> = []
+    const submit = yield* batched({
+      max: 512,
+      run: (inputs: ReadonlyArray<number>) =>
+        Effect.suspend(() => {
+          batches.push(inputs)
+          return batches.length === 1 ? Effect.sleep("300 millis") : Effect.void
+        }).pipe(Effect.as(inputs)),
+    })
+    const slow = yield* Effect.forkChild(Effect.forEach(first, submit, { concurrency: "unbounded" }))
+    yield* Effect.sleep("100 millis")
+    const during = yield* Effect.forkChild(submit(100))
+    yield* Fiber.join(slow)
+    yield* Effect.sleep("50 millis")
+    const after = yield* Effect.forkChild(submit(101))
+    yield* Fiber.join(during)
+    yield* Fiber.join(after)
+    return batches
+  })
+
 describe("webhook batcher", () => {
   it.live("gives the callers of one turn of the event loop one batch, each its own output", () =>
     Effect.gen(function* () {
@@ -68,48 +94,14 @@ describe("webhook batcher", () => {
 
   it.live("under load, waits as long as the last batch took before the next, gathering its callers", () =>
     Effect.gen(function* () {
-      // A loaded batch (16 callers) taking 300 ms: a caller arriving during it and one arriving 50 ms after it
-      // ended go together, since the next batch rests 300 ms first.
-      const batches: Array<ReadonlyArray<number>> = []
-      const submit = yield* batched({
-        max: 512,
-        run: (inputs: ReadonlyArray<number>) =>
-          Effect.sync(() => batches.push(inputs)).pipe(
-            Effect.andThen(batches.length === 0 ? Effect.sleep("300 millis") : Effect.void),
-            Effect.as(inputs),
-          ),
-      })
       const loaded = Array.from({ length: 16 }, (_, i) => i)
-      const first = yield* Effect.forkChild(Effect.forEach(loaded, submit, { concurrency: "unbounded" }))
-      yield* Effect.sleep("100 millis")
-      const during = yield* Effect.forkChild(submit(100))
-      yield* Fiber.join(first)
-      yield* Effect.sleep("50 millis")
-      const after = yield* Effect.forkChild(submit(101))
-      yield* Fiber.join(during)
-      yield* Fiber.join(after)
-      assert.deepStrictEqual(batches, [loaded, [100, 101]])
+      assert.deepStrictEqual(yield* afterSlowBatch(loaded), [loaded, [100, 101]])
     }).pipe(Effect.scoped),
   )
 
   it.live("after a light batch, starts the next at once", () =>
     Effect.gen(function* () {
-      const batches: Array<ReadonlyArray<number>> = []
-      const submit = yield* batched({
-        max: 512,
-        run: (inputs: ReadonlyArray<number>) =>
-          Effect.sync(() => batches.push(inputs)).pipe(
-            Effect.andThen(batches.length === 1 ? Effect.sleep("300 millis") : Effect.void),
-            Effect.as(inputs),
-          ),
-      })
-      const first = yield* Effect.forkChild(submit(1))
-      yield* Effect.sleep("100 millis")
-      const during = yield* Effect.forkChild(submit(2))
-      yield* Fiber.join(first)
-      yield* Fiber.join(during)
-      yield* submit(3)
-      assert.deepStrictEqual(batches, [[1], [2], [3]])
+      assert.deepStrictEqual(yield* afterSlowBatch([1]), [[1], [100], [101]])
     }).pipe(Effect.scoped),
   )
 })
