@@ -1,18 +1,20 @@
 import { Effect, Exit, FiberSet, type Scope } from "effect"
 
+/** A batch at least this large means load: the next one rests before it starts, to gather more callers. */
+const LOADED = 16
+
 /**
  * Opportunistic batching: callers submit one item each; one batch runs at a time, taking whatever has queued up
  * (at least one item, at most `max`) when the previous one ends. Nothing waits for a batch to fill: an idle
  * batcher starts at the end of the current turn of the event loop, so the callers of one turn (the messages of one
  * socket read) share a statement rather than the first going alone and the rest waiting for it; a busy one
- * gathers while the previous batch is in flight, so a statement serves many callers. One at a time, as measured in
+ * gathers while the previous batch is in flight, so a statement serves many callers. Under load (a batch of at
+ * least `LOADED`), the next batch also rests as long as the last one took, unless a full batch waits: a statement
+ * then serves about twice the callers, and its fixed cost is paid half as often. One at a time, as measured in
  * the webhook bench: two in flight made smaller batches (more statements for the same work), for 10% fewer
  * deliveries a second. `run` returns one output per input, in order; if it fails, every caller of that batch gets
  * the failure. Kept to plain arrays and callbacks: it sits on the hot path of every delivery.
  */
-/** A batch at least this large means load: the next one waits to gather more (see `pumpAfterRest`). */
-const LOADED = 16
-
 export const batched = <I, O>(options: {
   readonly max: number
   readonly run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>>
@@ -28,8 +30,6 @@ export const batched = <I, O>(options: {
     let running = false
     let soon = false
     let resting = false
-    /** How long the last batch took (ms). */
-    let rest = 0
     const pumpSoon = () => {
       if (running || soon || resting) return
       soon = true
@@ -47,7 +47,6 @@ export const batched = <I, O>(options: {
         const fiber = runFiber(options.run(batch.map((w) => w.input)))
         fiber.addObserver((exit) => {
           running = false
-          rest = batch.length >= LOADED ? performance.now() - started : 0
           for (let i = 0; i < batch.length; i++) {
             batch[i]!.resume(
               Exit.isSuccess(exit)
@@ -57,16 +56,12 @@ export const batched = <I, O>(options: {
                 : Effect.failCause(exit.cause),
             )
           }
-          pumpAfterRest()
+          pumpAfter(batch.length >= LOADED ? performance.now() - started : 0)
         })
       }
     }
-    /**
-     * Under load (the last batch held at least `LOADED` items), the next batch starts no sooner than the last one
-     * took, unless a full batch waits: a statement then serves about twice the callers, so its fixed cost is paid
-     * half as often. A light load is not held back.
-     */
-    const pumpAfterRest = () => {
+    /** The next batch, after resting `rest` ms (a timer's resolution is 1 ms) unless a full batch waits. */
+    const pumpAfter = (rest: number) => {
       if (waiting.length >= options.max || rest < 1) return pump()
       resting = true
       setTimeout(() => {
