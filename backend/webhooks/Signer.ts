@@ -10,8 +10,11 @@ export const sign = (secret: string, timestamp: number, body: Uint8Array) =>
   createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest("hex")
 
 /** `t=<timestamp>,v1=<hex>[,v1=<hex>...]`. */
-export const signatureHeader = (secrets: ReadonlyArray<string>, timestamp: number, body: Uint8Array) =>
-  [`t=${timestamp}`, ...secrets.map((secret) => `v1=${sign(secret, timestamp, body)}`)].join(",")
+export const signatureHeader = (secrets: ReadonlyArray<string>, timestamp: number, body: Uint8Array) => {
+  let header = `t=${timestamp}`
+  for (const secret of secrets) header += `,v1=${sign(secret, timestamp, body)}`
+  return header
+}
 
 /**
  * Headers no custom header may set: the service's own (`Content-Type`, any `X-Webhook-*`) and those that
@@ -54,12 +57,17 @@ export interface SignedHeadersInput {
   readonly body: Uint8Array
 }
 
-/** Custom headers first, then the service's, which they can never override (names compared case-insensitively). */
-export const deliveryHeaders = (input: SignedHeadersInput): Record<string, string> => ({
-  ...customHeaders(input.custom),
-  "Content-Type": "application/json",
-  "X-Webhook-Event": input.event,
-  "X-Webhook-Delivery": String(input.deliveryId),
-  "X-Webhook-Timestamp": String(input.timestamp),
-  "X-Webhook-Signature": signatureHeader(input.secrets, input.timestamp, input.body),
-})
+/**
+ * Custom headers first, then the service's, which they can never override (reserved names are compared
+ * case-insensitively and never among the custom ones). Set one by one on the custom headers' object: it is made
+ * for every attempt, and spreading it into another cost a fifth of this function's time.
+ */
+export const deliveryHeaders = (input: SignedHeadersInput): Record<string, string> => {
+  const headers = customHeaders(input.custom)
+  headers["Content-Type"] = "application/json"
+  headers["X-Webhook-Event"] = input.event
+  headers["X-Webhook-Delivery"] = String(input.deliveryId)
+  headers["X-Webhook-Timestamp"] = String(input.timestamp)
+  headers["X-Webhook-Signature"] = signatureHeader(input.secrets, input.timestamp, input.body)
+  return headers
+}
