@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { appLayer } from "./App.ts"
 import { loadAppConfig } from "./platform/Config.ts"
 import { ListeningPorts } from "./platform/Http.ts"
-import { runMain } from "./platform/Main.ts"
+import { runMain } from "./platform/RunMain.ts"
 import { loggerLayer } from "./platform/Observability.ts"
 
 const SHUTDOWN_BUDGET_MS = 10_000

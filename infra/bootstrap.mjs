@@ -39,7 +39,7 @@ const TARGETS = {
   start: (args) => ["tsx", ["backend/main.ts", ...args]],
   test: (args) => ["vitest", ["run", ...args]],
   bench: (args) => ["tsx", ["test/bench/main.ts", ...args]],
-  cli: (args) => ["tsx", ["backend/cli/main.ts", ...args]],
+  cli: (args) => ["tsx", ["backend/cli/Cli.ts", ...args]],
 }
 
 /**

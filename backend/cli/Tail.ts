@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { CliUsage } from "./Usage.ts"
-import { isNotFound, type JsMsg, Nats, Streams, type StreamBase, subjectsOverlap } from "../platform/Nats.ts"
+import { type FollowedMessage, Nats, Streams, type StreamBase, subjectsOverlap } from "../platform/Nats.ts"
 
 const UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
 
@@ -24,7 +24,7 @@ const body = (data: Uint8Array) => {
 }
 
 /** One message as on-call reads it: sequence, subject, stream time, headers, then the body (pretty JSON). */
-export const formatMessage = (stream: string, subject: string, msg: JsMsg) => {
+export const formatMessage = (stream: string, subject: string, msg: FollowedMessage) => {
   const headers = [...(msg.headers?.keys() ?? [])].map((key) => `  ${key}: ${msg.headers?.get(key)}`)
   return [
     `#${msg.seq} ${subject} ${new Date(msg.info.timestampNanos / 1e6).toISOString()} [${stream}]`,
@@ -68,13 +68,7 @@ export const tail = Effect.fn("cli.tail")(function* (
     })
   }
   for (const stream of streams) {
-    const exists = yield* Effect.promise(() =>
-      nats.jsm.streams.info(stream.name).then(
-        () => true,
-        (error: unknown) => (isNotFound(error) ? false : Promise.reject(error)),
-      ),
-    )
-    if (!exists) {
+    if (!(yield* nats.streamExists(stream.name))) {
       return yield* new CliUsage({
         message: `stream ${stream.name} does not exist yet: start the service or run \`npm run cli -- migrate\` first`,
       })

@@ -16,6 +16,7 @@ import { decodeFields, joinedMessages } from "../platform/Validation.ts"
 import { ProspectInvalid } from "../prospects/Domain.ts"
 import { checkFields, type EventWrite, Prospects } from "../prospects/Prospects.ts"
 import { Sources } from "../prospects/Sources.ts"
+import { Roster } from "../roster/Roster.ts"
 import {
   type EventMapping,
   IngestEvent,
@@ -184,6 +185,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
     const repo = yield* IngestRepo
     const sources = yield* Sources
     const prospects = yield* Prospects
+    const roster = yield* Roster
     const config = yield* AppConfig
     const cached = new Map<string, { readonly at: number; readonly mapping: SourceMapping }>()
     // A change in any process (`sources mapping set`) notifies `mappings_changed` (migration 0007).
@@ -275,7 +277,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
         const [applied, owners, found] = yield* Effect.all(
           [
             repo.appliedAmong(candidates.map((c) => c.consumed.eventId)),
-            repo.ownersWithProperties([...pairs.values()]),
+            roster.ownersWithProperties([...pairs.values()]),
             Effect.forEach(codes, (code) => sources.find(code), { concurrency: "unbounded" }),
           ],
           { concurrency: "unbounded" },

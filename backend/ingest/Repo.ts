@@ -1,9 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
-import { OWNER_COLUMNS, type OwnerRow } from "../roster/Repo.ts"
 import type { IngestOutcome, SourceMapping } from "./Domain.ts"
-
-const OWNER_SELECT = OWNER_COLUMNS.map((column) => `o.${column}`).join(", ")
 
 export interface IngestLogEntry {
   readonly event_id: string
@@ -65,40 +62,6 @@ export class IngestRepo extends Context.Service<IngestRepo>()("partner-service/i
                   where event_id = any(${sql.array([...eventIds])}::text[]) and outcome in ('applied', 'stale')`,
               )
               .pipe(Effect.map((rows) => new Set(rows.map((r) => r.event_id)))),
-      /**
-       * For each (client, PMS property id) asked, the owners granted to the client that have a building with that
-       * id, by slug; keyed `JSON.stringify([clientId, pmsPropertyId])`.
-       */
-      ownersWithProperties: (
-        asked: ReadonlyArray<{ readonly clientId: string; readonly pmsPropertyId: string }>,
-      ) =>
-        asked.length === 0
-          ? Effect.succeed(new Map<string, Array<OwnerRow>>())
-          : db
-              .query(
-                (sql) => sql<
-                  Array<OwnerRow & { readonly asked_client: string; readonly asked_property: string }>
-                >`
-                  select q.client_id as asked_client, q.pms_property_id as asked_property, ${sql.unsafe(OWNER_SELECT)}
-                  from unnest(${sql.array(asked.map((a) => a.clientId))}::text[],
-                              ${sql.array(asked.map((a) => a.pmsPropertyId))}::text[]) as q(client_id, pms_property_id)
-                  join client_owner_grants g on g.client_id = q.client_id
-                    and (g.buildings is null or q.pms_property_id = any(g.buildings))
-                  join owners o on o.id = g.owner_id
-                  where exists (
-                    select 1 from properties p where p.owner_id = g.owner_id and p.pms_property_id = q.pms_property_id)
-                  order by o.slug`,
-              )
-              .pipe(
-                Effect.map((rows) => {
-                  const out = new Map<string, Array<OwnerRow>>()
-                  for (const { asked_client, asked_property, ...owner } of rows) {
-                    const key = JSON.stringify([asked_client, asked_property])
-                    out.set(key, [...(out.get(key) ?? []), owner])
-                  }
-                  return out
-                }),
-              ),
       /** Log records, written in the order given. */
       recordAll: (entries: ReadonlyArray<IngestLogEntry>) =>
         entries.length === 0

@@ -2,7 +2,7 @@ import { Cause, Data, Duration, Effect, Fiber, FiberSet, Layer, Schema, type Sco
 import { Db, type Sql } from "./Db.ts"
 import { type DurableConsumer, Nats, type PulledMessage, type StreamBase, Streams } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
-import { perTurn } from "./Turn.ts"
+import { perTurnBatch } from "./PerTurnBatch.ts"
 
 /** What a handler decided: exactly one of these settles every message. */
 export type Outcome = Data.TaggedEnum<{
@@ -86,12 +86,12 @@ const ACTOR_PRESENCE_LOCK = 7_239_301
 const decoder = new TextDecoder()
 
 /**
- * Acks and naks made in one turn of the event loop, sent together at its end (`perTurn`): one socket write for
+ * Acks and naks made in one turn of the event loop, sent together at its end (`perTurnBatch`): one socket write for
  * many settlements instead of one each. A nak's delay is in milliseconds; an ack has none (-1). `flush` sends what
  * is queued at once (an actor stopping does, before its connection may close).
  */
 const settlements = (() => {
-  const queue = perTurn<readonly [PulledMessage, number | undefined]>((items) => {
+  const queue = perTurnBatch<readonly [PulledMessage, number | undefined]>((items) => {
     for (const [msg, delay] of items) {
       if (delay === -1) msg.ack()
       else msg.nak(delay)

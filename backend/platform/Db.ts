@@ -29,8 +29,10 @@ export interface DbShape {
   readonly query: <A>(run: (sql: Sql) => Promise<A>) => Effect.Effect<A>
   /** Runs `effect` in one transaction: committed when it succeeds, rolled back when it fails. Nests. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  /** LISTEN on a channel for as long as the scope is open, on a connection of its own. */
-  /** `onListen` runs each time the listening connection (re)connects: notifications may have been missed. */
+  /**
+   * LISTEN on a channel for as long as the scope is open, on a connection of its own. `onListen` runs each time
+   * the listening connection (re)connects: notifications may have been missed.
+   */
   readonly listen: (
     channel: string,
     onNotify: (payload: string) => void,

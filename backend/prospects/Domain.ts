@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { PropertyItem, UnitItem } from "../roster/Domain.ts"
-import { ProspectStatus } from "../webhooks/Events.ts"
+import { ProspectStatus } from "../events/Catalog.ts"
 
 /** Longest string a prospect field takes (the spec leaves field sizes open). */
 export const MAX_TEXT = 255

@@ -1,8 +1,8 @@
 import { Schema } from "effect"
 import type { OutboxMessage } from "../platform/Outbox.ts"
 import { partitionedSubject } from "../platform/Partition.ts"
-import { makeEnvelope, type Payload } from "../webhooks/Events.ts"
-import { EVENT_PROPERTY_HEADER } from "../webhooks/Messages.ts"
+import type { Payload } from "../events/Catalog.ts"
+import { EVENT_PROPERTY_HEADER, eventSubject, makeEnvelope } from "../events/Envelope.ts"
 import type { ProspectRow } from "./Repo.ts"
 import type { EnrollmentFlow } from "./Sources.ts"
 
@@ -119,7 +119,7 @@ export const prospectEvent = (
   row: ProspectRow,
   urls: EnrollmentUrls = NO_URLS,
 ): OutboxMessage => ({
-  subject: `events.${slug}.${event}`,
+  subject: eventSubject(slug, event),
   key: prospectKey(row.id),
   ...(row.property_id !== null ? { headers: { [EVENT_PROPERTY_HEADER]: String(row.property_id) } } : {}),
   payload:

@@ -58,6 +58,20 @@ export const PropertyOwnerResponse = Schema.Struct({
   property_owner: PropertyOwner,
 }).annotate({ identifier: "PropertyOwnerResponse" })
 
+/** An owner as the roster stores it: what other contexts read of an owner (`Roster.ownerBySlug`). */
+export interface OwnerRow {
+  readonly id: string
+  readonly slug: string
+  readonly name: string
+  readonly external_org_id: string | null
+  readonly managed_by_service: boolean
+  readonly purchase_flow_enabled: boolean
+  readonly max_coverage_amount_cents: string | null
+  readonly embedded_frame_ancestors: Array<string>
+  readonly guarantor_coverage_capable: boolean
+  readonly default_bank_account_id: string | null
+}
+
 export const BankAccountItem = Schema.Struct({
   external_system_id: NonEmpty,
   display_name: NonEmpty,

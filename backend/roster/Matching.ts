@@ -6,9 +6,15 @@ import {
   unitLabelFromLine,
   unitLabelFromLineTwo,
 } from "./Address.ts"
-import { type PropertyItem, type PropertyType, SINGLE_UNIT_TYPES, type UnitItem } from "./Domain.ts"
+import {
+  type OwnerRow,
+  type PropertyItem,
+  type PropertyType,
+  SINGLE_UNIT_TYPES,
+  type UnitItem,
+} from "./Domain.ts"
 import type { FieldErrors } from "../platform/Validation.ts"
-import type { OwnerRow, PropertyRow, UnitRow } from "./Repo.ts"
+import type { PropertyRow, UnitRow } from "./Repo.ts"
 
 /**
  * The spec's roster rules applied to one item at a time against an owner's roster held in memory: a batch

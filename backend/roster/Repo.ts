@@ -1,23 +1,11 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
+import type { OwnerRow } from "./Domain.ts"
 
 /** Serializes roster writes per owner across processes, so a batch reads and writes a consistent roster. */
 const ROSTER_LOCK = 7_239_100
 /** Serializes the choice of a slug among owners whose names give the same one. */
 const SLUG_LOCK = 7_239_101
-
-export interface OwnerRow {
-  readonly id: string
-  readonly slug: string
-  readonly name: string
-  readonly external_org_id: string | null
-  readonly managed_by_service: boolean
-  readonly purchase_flow_enabled: boolean
-  readonly max_coverage_amount_cents: string | null
-  readonly embedded_frame_ancestors: Array<string>
-  readonly guarantor_coverage_capable: boolean
-  readonly default_bank_account_id: string | null
-}
 
 export interface BankAccountRow {
   readonly id: string
@@ -65,7 +53,7 @@ export interface UnitRow {
 }
 
 /** The columns of an `OwnerRow`. */
-export const OWNER_COLUMNS = [
+const OWNER_COLUMNS = [
   "id",
   "slug",
   "name",
@@ -77,6 +65,9 @@ export const OWNER_COLUMNS = [
   "guarantor_coverage_capable",
   "default_bank_account_id",
 ] as const
+
+/** The columns of an `OwnerRow` qualified for a query that calls the owners table `o`. */
+const OWNER_SELECT = OWNER_COLUMNS.map((column) => `o.${column}`).join(", ")
 
 /** `col = v.col, ...` for a multi-row update from a `v` row set; the columns are constants of this file. */
 const assignments = (columns: ReadonlyArray<string>) => columns.map((c) => `${c} = v.${c}`).join(", ")
@@ -151,6 +142,40 @@ export class RosterRepo extends Context.Service<RosterRepo>()("partner-service/r
               select buildings from client_owner_grants where owner_id = ${ownerId} and client_id = ${clientId}`,
           )
           .pipe(Effect.map(([row]) => row?.buildings ?? undefined)),
+      /**
+       * For each (client, PMS property id) asked, the owners granted to the client that have a building with that
+       * id, by slug; keyed `JSON.stringify([clientId, pmsPropertyId])`.
+       */
+      ownersWithProperties: (
+        asked: ReadonlyArray<{ readonly clientId: string; readonly pmsPropertyId: string }>,
+      ) =>
+        asked.length === 0
+          ? Effect.succeed(new Map<string, Array<OwnerRow>>())
+          : db
+              .query(
+                (sql) => sql<
+                  Array<OwnerRow & { readonly asked_client: string; readonly asked_property: string }>
+                >`
+                  select q.client_id as asked_client, q.pms_property_id as asked_property, ${sql.unsafe(OWNER_SELECT)}
+                  from unnest(${sql.array(asked.map((a) => a.clientId))}::text[],
+                              ${sql.array(asked.map((a) => a.pmsPropertyId))}::text[]) as q(client_id, pms_property_id)
+                  join client_owner_grants g on g.client_id = q.client_id
+                    and (g.buildings is null or q.pms_property_id = any(g.buildings))
+                  join owners o on o.id = g.owner_id
+                  where exists (
+                    select 1 from properties p where p.owner_id = g.owner_id and p.pms_property_id = q.pms_property_id)
+                  order by o.slug`,
+              )
+              .pipe(
+                Effect.map((rows) => {
+                  const out = new Map<string, Array<OwnerRow>>()
+                  for (const { asked_client, asked_property, ...owner } of rows) {
+                    const key = JSON.stringify([asked_client, asked_property])
+                    out.set(key, [...(out.get(key) ?? []), owner])
+                  }
+                  return out
+                }),
+              ),
       grant: (ownerId: string, clientId: string, buildings: ReadonlyArray<string> | null) =>
         db.query(
           (sql) => sql`

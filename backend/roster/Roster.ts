@@ -14,13 +14,14 @@ import {
   OwnerInvalid,
   OwnerManagedByService,
   OwnerNotManaged,
+  type OwnerRow,
   type PropertyOwner,
   type PropertyOwnerInput,
   PropertyItem,
   UnitItem,
 } from "./Domain.ts"
 import { applyProperty, applyUnit, type PropertyState, type UnitState } from "./Matching.ts"
-import { type OwnerRow, RosterRepo } from "./Repo.ts"
+import { RosterRepo } from "./Repo.ts"
 
 const decodeBankAccount = decodeFields(BankAccountItem)
 const decodeProperty = decodeFields(PropertyItem)
@@ -548,6 +549,11 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
       grantOwner: (ownerId: string, clientId: string, buildings: ReadonlyArray<string> | null) =>
         repo.grant(ownerId, clientId, buildings),
       ownerBySlug: repo.ownerBySlug,
+      /**
+       * For each (client, PMS property id) asked, the owners granted to the client that have a building with that
+       * id, by slug; keyed `JSON.stringify([clientId, pmsPropertyId])`.
+       */
+      ownersWithProperties: repo.ownersWithProperties,
       /** The PMS property ids of a managed owner granted to a client; undefined when every building is. */
       grantedBuildings: repo.grantedBuildings,
     }

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { EventNames } from "./Events.ts"
+import { EventNames } from "../events/Catalog.ts"
 
 /** Only `active` endpoints receive deliveries. */
 export const EndpointStatuses = ["active", "suspended", "disabled"] as const
@@ -189,3 +189,24 @@ export class WebhookCommandRejected extends Schema.TaggedError<WebhookCommandRej
   "WebhookCommandRejected",
   { message: Schema.String },
 ) {}
+
+/** Headers of every delivery, after any configured custom headers (which cannot override these). */
+export const DeliveryHeaders = {
+  "X-Webhook-Event": Schema.String.annotate({ description: "The event name, same as `event` in the body." }),
+  "X-Webhook-Delivery": Schema.String.annotate({
+    description: "Delivery id, stable across retries of one delivery: deduplicate on it.",
+  }),
+  "X-Webhook-Timestamp": Schema.String.annotate({
+    description: "Unix seconds of this attempt; equals the signature's `t`.",
+  }).check(Schema.isPattern(/^\d+$/u)),
+  "X-Webhook-Signature": Schema.String.annotate({
+    description:
+      "`t=<timestamp>,v1=<hex>`. `v1` is the lowercase hex HMAC-SHA256, keyed with the owner's signing secret, of " +
+      "the string `<timestamp>.<raw_request_body>`, where the timestamp equals `t` and `X-Webhook-Timestamp`. " +
+      "While a rotated secret is still active the header carries one `v1` per active secret, newest first " +
+      "(`t=<ts>,v1=<new>,v1=<old>`): accept the delivery when any of them matches. " +
+      "Verify over the raw body bytes, not re-serialized JSON, and compare in constant time; answer 401 when it " +
+      "does not match. The service neither rejects nor re-signs by timestamp age: a retried delivery carries a " +
+      "valid signature for its own attempt timestamp.",
+  }).check(Schema.isPattern(/^t=\d+(?:,v1=[0-9a-f]{64})+$/u)),
+} as const

@@ -21,7 +21,7 @@ import {
   type WebhookEndpoint,
 } from "./Domain.ts"
 import { isForbiddenAddress } from "./Egress.ts"
-import { isEventName } from "./Events.ts"
+import { isEventName } from "../events/Catalog.ts"
 import {
   type AttemptRow,
   type DeliveryRow,

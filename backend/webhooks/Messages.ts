@@ -2,15 +2,9 @@ import { Schema } from "effect"
 import type { DeliveryStatus } from "./Domain.ts"
 
 /**
- * The delivery engine's messages on the `WEBHOOKS` stream, and the header the router reads on `EVENTS`.
- * Subjects are DESIGN.md names without the deployment prefix.
+ * The delivery engine's messages on the `WEBHOOKS` stream. Subjects are DESIGN.md names without the deployment
+ * prefix.
  */
-
-/**
- * Header of an event on `EVENTS` naming the service id of the property the event is about (when it is about
- * one), so providers covering named properties receive it.
- */
-export const EVENT_PROPERTY_HEADER = "Event-Property-Id"
 
 /** `webhooks.attempt.<endpoint_id>`: make this attempt of this delivery, if the delivery still expects it. */
 export const AttemptMessage = Schema.Struct({

@@ -22,6 +22,7 @@ import { actorLayer } from "../../backend/platform/Actor.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats, type NatsShape } from "../../backend/platform/Nats.ts"
+import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { relayLayer } from "../../backend/platform/Outbox.ts"
 import { partitionOf } from "../../backend/platform/Partition.ts"
 import { eligibilityActor } from "../../backend/prospects/Consumer.ts"
@@ -755,6 +756,7 @@ const statusNote = (result: DriveResult) =>
 export const ingestThroughput = Effect.gen(function* () {
   const config = yield* AppConfig
   const nats = yield* Nats
+  const natsClient = yield* NatsClient
   const ingest = yield* Ingest
   const db = yield* Db
   const partner = yield* prospectPartner()
@@ -806,7 +808,7 @@ export const ingestThroughput = Effect.gen(function* () {
 
   // Raw JetStream publishes of the same bodies, no worker running either.
   const raw = yield* Effect.promise(async () => {
-    const jsm = nats.jsm
+    const jsm = natsClient.jsm
     const ingestStream = await jsm.streams.info(nats.streamName("INGEST"))
     const name = `${nats.streamName("INGEST")}_RAWBENCH`
     const subject = (partition: number) => nats.subject(`rawbench.${SOURCE}.${EVENT_TYPE}.${partition}`)

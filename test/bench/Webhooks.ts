@@ -7,7 +7,8 @@ import { Effect, Fiber, Layer } from "effect"
 import { Agent } from "undici"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
-import { makeEnvelope } from "../../backend/webhooks/Events.ts"
+import { NatsClient } from "../../backend/platform/nats/Client.ts"
+import { makeEnvelope } from "../../backend/events/Envelope.ts"
 import { actorLayer } from "../../backend/platform/Actor.ts"
 import { DeliveryRepo } from "../../backend/webhooks/DeliveryRepo.ts"
 import { EventRouter, routerActor } from "../../backend/webhooks/Router.ts"
@@ -281,6 +282,7 @@ export const webhookBench = Effect.gen(function* () {
   const deliveries = (size: number, options: { readonly profile: boolean; readonly latency: boolean }) =>
     Effect.gen(function* () {
       const nats = yield* Nats
+      const client = yield* NatsClient
       const db = yield* Db
       const slugs: Array<string> = []
       for (let e = 0; e < ENDPOINTS; e++) {
@@ -291,7 +293,7 @@ export const webhookBench = Effect.gen(function* () {
       }
       const publishEvent = (i: number) => {
         const slug = slugs[i % slugs.length]!
-        return nats.js.publish(
+        return client.js.publish(
           nats.subject(`events.${slug}.move_out.initiated`),
           Buffer.from(body(slug, i)),
           {

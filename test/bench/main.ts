@@ -8,6 +8,7 @@ import { gatewayLayer, json, ListeningPorts, type Route } from "../../backend/pl
 import { ack, type ActorDefinition, actorLayer } from "../../backend/platform/Actor.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
+import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { Outbox, relayLayer } from "../../backend/platform/Outbox.ts"
 import { partitionedSubject } from "../../backend/platform/Partition.ts"
 import { Schema } from "effect"
@@ -53,11 +54,12 @@ const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 const rawPublish = (subject: string) =>
   Effect.gen(function* () {
     const nats = yield* Nats
+    const client = yield* NatsClient
     for (let i = 0; i < N; i += 500) {
       yield* Effect.promise(() =>
         Promise.all(
           Array.from({ length: Math.min(500, N - i) }, (_, j) =>
-            nats.js.publish(nats.subject(subject), encoder.encode(JSON.stringify(payload(i + j))), {
+            client.js.publish(nats.subject(subject), encoder.encode(JSON.stringify(payload(i + j))), {
               msgID: `raw-${subject}-${i + j}`,
             }),
           ),
@@ -95,12 +97,13 @@ const Step = Schema.Struct({ key: Schema.String, n: Schema.Number, body: Schema.
 
 const actorThroughput = Effect.gen(function* () {
   const nats = yield* Nats
+  const client = yield* NatsClient
   for (let i = 0; i < N; i += 500) {
     yield* Effect.promise(() =>
       Promise.all(
         Array.from({ length: Math.min(500, N - i) }, (_, j) => {
           const p = payload(i + j)
-          return nats.js.publish(
+          return client.js.publish(
             nats.subject(partitionedSubject("eligibility.bench.actor", p.key, PARTITIONS)),
             encoder.encode(JSON.stringify(p)),
           )
@@ -144,7 +147,7 @@ const actorThroughput = Effect.gen(function* () {
   // Baseline: one plain durable consumer, no ordering guarantees, acking as fast as messages arrive.
   const stream = nats.streamName("ELIGIBILITY")
   yield* Effect.promise(() =>
-    nats.jsm.consumers.add(stream, {
+    client.jsm.consumers.add(stream, {
       durable_name: "raw",
       ack_policy: AckPolicy.Explicit,
       filter_subject: nats.subject("eligibility.bench.actor.>"),
@@ -152,7 +155,7 @@ const actorThroughput = Effect.gen(function* () {
   )
   const baseline = yield* timed(
     Effect.promise(async () => {
-      const consumer = await nats.js.consumers.get(stream, "raw")
+      const consumer = await client.js.consumers.get(stream, "raw")
       const messages = await consumer.consume({ max_messages: 1000 })
       let n = 0
       for await (const msg of messages) {
@@ -268,7 +271,7 @@ const formatLatency = (rows: ReadonlyArray<LatencyRow>) =>
 const program = Effect.gen(function* () {
   const rows: Array<Row> = []
   const benches: ReadonlyArray<
-    [string, Effect.Effect<Row | ReadonlyArray<Row>, unknown, Db | Nats | Outbox | AppConfig>]
+    [string, Effect.Effect<Row | ReadonlyArray<Row>, unknown, Db | Nats | NatsClient | Outbox | AppConfig>]
   > = [
     ["relay", outboxRelay],
     ["actor", actorThroughput],

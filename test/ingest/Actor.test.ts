@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import type { IngestEvent } from "../../backend/ingest/Domain.ts"
 import { Ingest } from "../../backend/ingest/Ingest.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
+import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { ingestClient, postEvent, prospectUpdate } from "../support/Ingest.ts"
 import {
   awaitProspect,
@@ -316,13 +317,14 @@ describe("ingest actor", () => {
           // one-second window; the repeat is then POSTed until JetStream stores it a second time, as it would
           // store a partner's retry made after the real window.
           const nats = yield* Nats
+          const client = yield* NatsClient
           const stream = nats.streamName("INGEST")
-          const info = yield* Effect.promise(() => nats.jsm.streams.info(stream))
+          const info = yield* Effect.promise(() => client.jsm.streams.info(stream))
           yield* Effect.promise(() =>
-            nats.jsm.streams.update(stream, { ...info.config, duplicate_window: 1_000_000_000 }),
+            client.jsm.streams.update(stream, { ...info.config, duplicate_window: 1_000_000_000 }),
           )
           yield* Effect.addFinalizer(() =>
-            Effect.promise(() => nats.jsm.streams.update(stream, info.config)).pipe(Effect.ignore),
+            Effect.promise(() => client.jsm.streams.update(stream, info.config)).pipe(Effect.ignore),
           )
           yield* eventually(
             Effect.andThen(send(setUp, event), sourceMessages(source)),

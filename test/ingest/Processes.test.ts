@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Fiber, Ref, type Scope } from "effect"
 import { Nats } from "../../backend/platform/Nats.ts"
+import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { partitionOf } from "../../backend/platform/Partition.ts"
 import { authEnv, authService } from "../support/Auth.ts"
 import { type RunningProcess, spawnProcess } from "../support/ChildProcess.ts"
@@ -195,13 +196,14 @@ describe("ingest workers in two processes", () => {
           // Both processes run the actor; each partition's leader (one of them) keeps a pull waiting on its consumer,
           // and the other takes the partition over when the leader stops.
           const nats = yield* Nats
+          const client = yield* NatsClient
           const stream = nats.streamName("INGEST")
           yield* eventually(
             Effect.forEach(
               Array.from({ length: 16 }, (_, p) => p),
               (p) =>
                 Effect.promise(() =>
-                  nats.jsm.consumers.info(stream, `ingest_p${p}`).then(
+                  client.jsm.consumers.info(stream, `ingest_p${p}`).then(
                     (info) => info.num_waiting,
                     () => 0,
                   ),
@@ -321,12 +323,13 @@ describe("ingest workers in two processes", () => {
           const source = "stopping-worker"
           const setUp = yield* ingestSetUp("org-stopping-worker", source)
           const nats = yield* Nats
+          const client = yield* NatsClient
           const stream = nats.streamName("INGEST")
           const consumers = Effect.forEach(
             Array.from({ length: 16 }, (_, p) => p),
             (p) =>
               Effect.promise(() =>
-                nats.jsm.consumers.info(stream, `ingest_p${p}`).then(
+                client.jsm.consumers.info(stream, `ingest_p${p}`).then(
                   (info) => info,
                   () => undefined,
                 ),
@@ -374,7 +377,7 @@ describe("ingest workers in two processes", () => {
             const held = (yield* consumers).filter((info) => info !== undefined && info.num_ack_pending > 0)
             const stuck: Array<string> = []
             for (const info of held) {
-              const consumer = yield* Effect.promise(() => nats.js.consumers.get(stream, info!.name))
+              const consumer = yield* Effect.promise(() => client.js.consumers.get(stream, info!.name))
               const redelivered = yield* Effect.promise(() => consumer.next({ expires: 15_000 }))
               if (redelivered === null) {
                 stuck.push(`${info!.name}: stream_seq ${info!.delivered.stream_seq} delivered, not settled`)

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto"
 import { Effect } from "effect"
 import { Nats } from "../../backend/platform/Nats.ts"
+import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { partitionOf } from "../../backend/platform/Partition.ts"
 import { ingestClient, type IngestClient, PROSPECT_UPDATE_MAPPING, setMapping } from "../support/Ingest.ts"
 import { issueSource, prospectPartner, provisionedOwner } from "../support/Prospects.ts"
@@ -19,12 +20,13 @@ export interface RawMessage {
 /** Every message INGEST holds now, in stream order, raw. */
 export const ingestStream = Effect.gen(function* () {
   const nats = yield* Nats
+  const client = yield* NatsClient
   const stream = nats.streamName("INGEST")
-  const info = yield* Effect.promise(() => nats.jsm.streams.info(stream))
+  const info = yield* Effect.promise(() => client.jsm.streams.info(stream))
   const out: Array<RawMessage> = []
   if (info.state.messages === 0) return out
   for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-    const msg = yield* Effect.promise(() => nats.jsm.streams.getMessage(stream, { seq }))
+    const msg = yield* Effect.promise(() => client.jsm.streams.getMessage(stream, { seq }))
     if (msg === null) continue
     const headers: Record<string, string> = {}
     for (const key of msg.header.keys()) headers[key] = msg.header.get(key)

@@ -10,6 +10,7 @@ import {
 } from "../../backend/platform/Actor.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
+import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { registry } from "../../backend/platform/Observability.ts"
 import { partitionedSubject } from "../../backend/platform/Partition.ts"
 import { eventually } from "../support/Streams.ts"
@@ -55,10 +56,11 @@ const deadLetters = (actor: string) =>
 const ackPending = (actor: string) =>
   Effect.gen(function* () {
     const nats = yield* Nats
+    const client = yield* NatsClient
     let pending = 0
     for (let p = 0; p < PARTITIONS; p++) {
       const info = yield* Effect.promise(() =>
-        nats.jsm.consumers.info(nats.streamName("ELIGIBILITY"), `${actor}_p${p}`),
+        client.jsm.consumers.info(nats.streamName("ELIGIBILITY"), `${actor}_p${p}`),
       )
       pending += info.num_ack_pending + info.num_pending
     }
@@ -354,6 +356,7 @@ describe("Actor", () => {
           partitions: 0,
         }
         const nats = yield* Nats
+        const client = yield* NatsClient
         yield* Effect.scoped(
           Effect.gen(function* () {
             yield* runtime(actor)
@@ -371,7 +374,7 @@ describe("Actor", () => {
         )
         assert.deepStrictEqual(handled, ["a", "b", "c"])
         const info = yield* Effect.promise(() =>
-          nats.jsm.consumers.info(nats.streamName("ELIGIBILITY"), "unpartitioned_p0"),
+          client.jsm.consumers.info(nats.streamName("ELIGIBILITY"), "unpartitioned_p0"),
         )
         assert.strictEqual(info.config.filter_subject, nats.subject("eligibility.unpartitioned.*"))
       }),
@@ -389,6 +392,7 @@ describe("Actor", () => {
             partitions: 0,
           })
           const nats = yield* Nats
+          const client = yield* NatsClient
           const stream = nats.streamName("ROSTER")
           // As an earlier version made it: filtered on the stream's whole subject.
           yield* nats.ensureConsumer({
@@ -416,9 +420,9 @@ describe("Actor", () => {
             }),
           )
           assert.deepStrictEqual(handled.toSorted(), ["a", "a", "b", "b"])
-          const whole = yield* Effect.promise(() => nats.jsm.consumers.info(stream, "whole_p0"))
+          const whole = yield* Effect.promise(() => client.jsm.consumers.info(stream, "whole_p0"))
           assert.isUndefined(whole.config.filter_subject)
-          const older = yield* Effect.promise(() => nats.jsm.consumers.info(stream, "older_p0"))
+          const older = yield* Effect.promise(() => client.jsm.consumers.info(stream, "older_p0"))
           assert.strictEqual(older.config.filter_subject, nats.subject("roster.>"))
         }),
     )

@@ -5,12 +5,9 @@ import path from "node:path"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Cause, type Duration, Effect, Fiber, Layer, Logger } from "effect"
 import { AppConfig } from "../../backend/platform/Config.ts"
-import {
-  type DurableConsumer,
-  Nats,
-  type PulledMessage,
-  recountsPendingPerDelivery,
-} from "../../backend/platform/Nats.ts"
+import { type DurableConsumer, Nats, type PulledMessage } from "../../backend/platform/Nats.ts"
+import { NatsClient } from "../../backend/platform/nats/Client.ts"
+import { recountsPendingPerDelivery } from "../../backend/platform/nats/ServerVersion.ts"
 import { eventually } from "../support/Streams.ts"
 import { answers, freePort } from "../support/Net.ts"
 import { isolatedEnv, testPlatform } from "../support/TestPlatform.ts"
@@ -25,15 +22,16 @@ describe("Nats", () => {
       () =>
         Effect.gen(function* () {
           const nats = yield* Nats
+          const client = yield* NatsClient
           const names = ["INGEST", "ROSTER", "ELIGIBILITY", "EVENTS", "WEBHOOKS"] as const
           for (const base of names) {
-            const info = yield* Effect.promise(() => nats.jsm.streams.info(nats.streamName(base)))
+            const info = yield* Effect.promise(() => client.jsm.streams.info(nats.streamName(base)))
             assert.deepStrictEqual(info.config.subjects, [nats.subject(`${base.toLowerCase()}.>`)])
             assert.isTrue(info.config.name.startsWith(`${nats.prefix.toUpperCase()}_`))
           }
-          const before = yield* Effect.promise(() => nats.jsm.streams.info(nats.streamName("EVENTS")))
+          const before = yield* Effect.promise(() => client.jsm.streams.info(nats.streamName("EVENTS")))
           yield* nats.ensureStreams
-          const after = yield* Effect.promise(() => nats.jsm.streams.info(nats.streamName("EVENTS")))
+          const after = yield* Effect.promise(() => client.jsm.streams.info(nats.streamName("EVENTS")))
           assert.deepStrictEqual(after.config, before.config)
         }),
     )
@@ -41,13 +39,14 @@ describe("Nats", () => {
     it.effect("updates a stream whose configuration drifted", () =>
       Effect.gen(function* () {
         const nats = yield* Nats
+        const client = yield* NatsClient
         const name = nats.streamName("ROSTER")
-        const info = yield* Effect.promise(() => nats.jsm.streams.info(name))
+        const info = yield* Effect.promise(() => client.jsm.streams.info(name))
         yield* Effect.promise(() =>
-          nats.jsm.streams.update(name, { ...info.config, max_age: 3600 * 1_000_000_000 }),
+          client.jsm.streams.update(name, { ...info.config, max_age: 3600 * 1_000_000_000 }),
         )
         yield* nats.ensureStreams
-        const repaired = yield* Effect.promise(() => nats.jsm.streams.info(name))
+        const repaired = yield* Effect.promise(() => client.jsm.streams.info(name))
         assert.strictEqual(repaired.config.max_age, info.config.max_age)
       }),
     )
@@ -57,6 +56,7 @@ describe("Nats", () => {
       () =>
         Effect.gen(function* () {
           const nats = yield* Nats
+          const client = yield* NatsClient
           const subject = nats.subject("events.acme.prospect.created")
           const body = new TextEncoder().encode('{"n":1}')
           const id = `ack-test-${Date.now()}`
@@ -64,7 +64,7 @@ describe("Nats", () => {
           assert.strictEqual(first.stream, nats.streamName("EVENTS"))
           assert.isFalse(first.duplicate)
           const stored = yield* Effect.promise(() =>
-            nats.jsm.streams.getMessage(first.stream, { seq: first.seq }),
+            client.jsm.streams.getMessage(first.stream, { seq: first.seq }),
           )
           assert.isNotNull(stored)
           assert.strictEqual(stored!.header.get("X-Test"), "1")
@@ -94,15 +94,16 @@ describe("Nats", () => {
       () =>
         Effect.gen(function* () {
           const nats = yield* Nats
+          const client = yield* NatsClient
           const subject = nats.subject("events.acme.publish_all")
           const stream = nats.streamName("EVENTS")
           const bodies = Array.from({ length: 40 }, (_, i) => new TextEncoder().encode(`{"n":${i}}`))
-          const before = yield* Effect.promise(() => nats.jsm.streams.info(stream))
+          const before = yield* Effect.promise(() => client.jsm.streams.info(stream))
           yield* nats.publishAll(bodies.map((data) => ({ subject, data })))
-          const after = yield* Effect.promise(() => nats.jsm.streams.info(stream))
+          const after = yield* Effect.promise(() => client.jsm.streams.info(stream))
           assert.strictEqual(after.state.last_seq - before.state.last_seq, 40)
           const last = yield* Effect.promise(() =>
-            nats.jsm.streams.getMessage(stream, { seq: after.state.last_seq }),
+            client.jsm.streams.getMessage(stream, { seq: after.state.last_seq }),
           )
           assert.strictEqual(new TextDecoder().decode(last!.data), '{"n":39}')
           yield* nats.publishAll([])
@@ -122,6 +123,7 @@ describe("Nats", () => {
       () =>
         Effect.gen(function* () {
           const nats = yield* Nats
+          const client = yield* NatsClient
           const stream = nats.streamName("ELIGIBILITY")
           const consumer: DurableConsumer = {
             stream,
@@ -186,14 +188,14 @@ describe("Nats", () => {
           assert.strictEqual(pulled[0]!.info.deliveryCount, 2)
           pulled[0]!.ack()
           yield* eventually(
-            Effect.promise(() => nats.jsm.consumers.info(stream, consumer.name)),
+            Effect.promise(() => client.jsm.consumers.info(stream, consumer.name)),
             (info) => info.num_ack_pending === 0 && info.num_pending === 0,
           )
 
           // The consumer deleted under a waiting pull: a failure, not an empty pull.
           const doomed = yield* Effect.forkChild(puller.pull(1, 5000, collect).pipe(Effect.flip))
           yield* Effect.sleep("100 millis")
-          yield* Effect.promise(() => nats.jsm.consumers.delete(stream, consumer.name))
+          yield* Effect.promise(() => client.jsm.consumers.delete(stream, consumer.name))
           const failed = yield* Fiber.join(doomed)
           assert.strictEqual(failed._tag, "PullFailed")
           assert.match(failed.message, /409/)

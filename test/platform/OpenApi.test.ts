@@ -5,7 +5,7 @@ import { Scopes } from "../../backend/auth/Scopes.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { json, ListeningPorts, type Route } from "../../backend/platform/Http.ts"
 import { openApiDocument, type OpenApiOptions, openApiPath } from "../../backend/platform/OpenApi.ts"
-import { EventCatalog, EventNames } from "../../backend/webhooks/Events.ts"
+import { EventCatalog, EventNames } from "../../backend/events/Catalog.ts"
 import { at, resolveRef, validateOpenApi } from "../support/OpenApi.ts"
 import { isolatedEnv, isolationLayer } from "../support/TestPlatform.ts"
 

@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { Envelopes, type EventName } from "../../backend/webhooks/Events.ts"
+import type { EventName } from "../../backend/events/Catalog.ts"
+import { Envelopes } from "../../backend/events/Envelope.ts"
 import {
   awaitProspect,
   completeProspect,

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { Nats, type StreamBase } from "../../backend/platform/Nats.ts"
+import { NatsClient } from "../../backend/platform/nats/Client.ts"
 
 export interface StoredMessage {
   readonly seq: number
@@ -12,11 +13,12 @@ export interface StoredMessage {
 export const readStream = (base: StreamBase) =>
   Effect.gen(function* () {
     const nats = yield* Nats
+    const client = yield* NatsClient
     const stream = nats.streamName(base)
-    const info = yield* Effect.promise(() => nats.jsm.streams.info(stream))
+    const info = yield* Effect.promise(() => client.jsm.streams.info(stream))
     const out: Array<StoredMessage> = []
     for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-      const msg = yield* Effect.promise(() => nats.jsm.streams.getMessage(stream, { seq }))
+      const msg = yield* Effect.promise(() => client.jsm.streams.getMessage(stream, { seq }))
       if (msg === null) continue
       out.push({
         seq,

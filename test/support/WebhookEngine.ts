@@ -6,15 +6,10 @@ import { AppConfig } from "../../backend/platform/Config.ts"
 import { Crypto } from "../../backend/platform/Crypto.ts"
 import { Db, type Sql } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
+import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { PlatformLayer } from "../../backend/platform/Platform.ts"
-import {
-  encodeEnvelope,
-  EventCatalog,
-  type EventName,
-  makeEnvelope,
-  type Payload,
-} from "../../backend/webhooks/Events.ts"
-import { EVENT_PROPERTY_HEADER } from "../../backend/webhooks/Messages.ts"
+import { EventCatalog, type EventName, type Payload } from "../../backend/events/Catalog.ts"
+import { encodeEnvelope, EVENT_PROPERTY_HEADER, makeEnvelope } from "../../backend/events/Envelope.ts"
 import type { AttemptRow } from "../../backend/webhooks/Repo.ts"
 import { spawnProcess } from "./ChildProcess.ts"
 import { startReceiver, testCa } from "./Receiver.ts"
@@ -265,9 +260,10 @@ export const workerProcess = (env: Record<string, string>) =>
 /** Two processes (at least) pull the router's and the delivery actor's consumers. */
 export const bothPulling = Effect.gen(function* () {
   const nats = yield* Nats
+  const client = yield* NatsClient
   const waiting = (stream: "EVENTS" | "WEBHOOKS", name: string) =>
     Effect.promise(() =>
-      nats.jsm.consumers.info(nats.streamName(stream), name).then(
+      client.jsm.consumers.info(nats.streamName(stream), name).then(
         (info) => info.num_waiting,
         () => 0,
       ),

@@ -1,18 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Schema } from "effect"
 import {
-  DeliveryHeaders,
   EventCatalog,
   EventNames,
-  Envelopes,
-  encodeEnvelope,
   type EventName,
   InsurancePolicy,
   isEventName,
-  makeEnvelope,
   type Payload,
   ThirdPartyProspect,
-} from "../../backend/webhooks/Events.ts"
+} from "../../backend/events/Catalog.ts"
+import { Envelopes, encodeEnvelope, makeEnvelope } from "../../backend/events/Envelope.ts"
+import { DeliveryHeaders } from "../../backend/webhooks/Domain.ts"
 
 const readyProspect = {
   id: "tpp_8f2c",

@@ -2,8 +2,10 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Crypto } from "../../backend/platform/Crypto.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
+import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { DeliveryRepo, type EventToRoute } from "../../backend/webhooks/DeliveryRepo.ts"
-import { EventNames, makeEnvelope } from "../../backend/webhooks/Events.ts"
+import { EventNames } from "../../backend/events/Catalog.ts"
+import { makeEnvelope } from "../../backend/events/Envelope.ts"
 import { attemptSubject, encodeAttempt, type StatusMessage } from "../../backend/webhooks/Messages.ts"
 import { EventRouter } from "../../backend/webhooks/Router.ts"
 import {
@@ -321,11 +323,14 @@ describe("event router", () => {
 const statusMessages = (endpointId: number) =>
   Effect.gen(function* () {
     const nats = yield* Nats
+    const client = yield* NatsClient
     const stream = nats.streamName("WEBHOOKS")
-    const info = yield* Effect.promise(() => nats.jsm.streams.info(stream))
+    const info = yield* Effect.promise(() => client.jsm.streams.info(stream))
     const out: Array<StatusMessage> = []
     for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-      const msg = yield* Effect.promise(() => nats.jsm.streams.getMessage(stream, { seq }).catch(() => null))
+      const msg = yield* Effect.promise(() =>
+        client.jsm.streams.getMessage(stream, { seq }).catch(() => null),
+      )
       if (msg === null || nats.unprefixed(msg.subject) !== `webhooks.status.${endpointId}`) continue
       out.push(msg.json<StatusMessage>())
     }

@@ -1,10 +1,9 @@
 /**
  * Items queued during one turn of the event loop, handed to `send` together at its end (`setImmediate`). The NATS
- * client writes to its socket once per turn of its own, so messages sent together share one write: on this kind
- * of machine a socket write costs more than the rest of a publish or an ack. `flush` hands over what is queued at
- * once (before a connection may close).
+ * client writes to its socket once per turn of its own, so messages sent together share one socket write instead
+ * of one each. `flush` hands over what is queued at once (before a connection may close).
  */
-export const perTurn = <T>(send: (items: ReadonlyArray<T>) => void) => {
+export const perTurnBatch = <T>(send: (items: ReadonlyArray<T>) => void) => {
   let queued: Array<T> = []
   const flush = () => {
     const items = queued

@@ -1,8 +1,9 @@
 import { Schema } from "effect"
 
 /**
- * The outbound webhook events: one schema per payload, the body envelope and the catalog of event names.
- * Optional fields are `optionalKey`: omitted, never null. The only nulls are the two enrollment URLs.
+ * The partner events: one schema per payload and the catalog of event names, for every context that emits them,
+ * the webhook router that delivers them, and the API reference that documents them. Optional fields are
+ * `optionalKey`: omitted, never null. The only nulls are the two enrollment URLs.
  */
 
 const prefixedId = (prefix: string, description: string) =>
@@ -384,77 +385,3 @@ export const isEventName = (value: string): value is EventName => Object.hasOwn(
 
 export type DataKey<E extends EventName> = (typeof EventCatalog)[E]["dataKey"]
 export type Payload<E extends EventName> = (typeof EventCatalog)[E]["payload"]["Type"]
-
-/** The body of a delivery: exactly `event`, `property_owner_slug` and `data` with one key named for the subject. */
-export interface Envelope<E extends EventName = EventName> {
-  readonly event: E
-  readonly property_owner_slug: string
-  readonly data: { readonly [K in DataKey<E>]: Payload<E> }
-}
-
-const OwnerSlug = text("The owner the event belongs to; on a multi-owner endpoint route on it.")
-
-/** `prospect.created` -> `ProspectCreatedEvent`, a readable component name. */
-const envelopeIdentifier = (name: string) =>
-  `${name
-    .split(/[._]/)
-    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
-    .join("")}Event`
-
-const envelopeSchema = <E extends EventName>(name: E): Schema.Codec<Envelope<E>> => {
-  const { dataKey, payload, emittedWhen, example } = EventCatalog[name]
-  return Schema.Struct({
-    event: Schema.Literal(name).annotate({ description: "The event name, also sent as `X-Webhook-Event`." }),
-    property_owner_slug: OwnerSlug,
-    data: Schema.Struct({ [dataKey]: payload }).annotate({
-      description: `One key, \`${dataKey}\`, holding the payload.`,
-    }),
-  }).annotate({
-    identifier: envelopeIdentifier(name),
-    title: name,
-    description: `Body of \`${name}\`, emitted when ${emittedWhen}.`,
-    examples: [{ event: name, property_owner_slug: "acme-properties", data: { [dataKey]: example } }],
-  }) as unknown as Schema.Codec<Envelope<E>>
-}
-
-/** The envelope schema of each event, to encode bodies and to document them. */
-export const Envelopes = Object.fromEntries(EventNames.map((name) => [name, envelopeSchema(name)])) as {
-  readonly [E in EventName]: Schema.Codec<Envelope<E>>
-}
-
-/** The body of `event` for `ownerSlug`; the payload's type follows from the event name. */
-export const makeEnvelope = <E extends EventName>(
-  event: E,
-  ownerSlug: string,
-  payload: Payload<E>,
-): Envelope<E> =>
-  ({
-    event,
-    property_owner_slug: ownerSlug,
-    data: { [EventCatalog[event].dataKey]: payload },
-  }) as Envelope<E>
-
-/** The JSON value sent for an envelope; fails if the payload breaks its event's rules. */
-export const encodeEnvelope = <E extends EventName>(envelope: Envelope<E>) =>
-  Schema.encodeEffect(Envelopes[envelope.event] as Schema.Codec<Envelope<E>>)(envelope)
-
-/** Headers of every delivery, after any configured custom headers (which cannot override these). */
-export const DeliveryHeaders = {
-  "X-Webhook-Event": Schema.String.annotate({ description: "The event name, same as `event` in the body." }),
-  "X-Webhook-Delivery": Schema.String.annotate({
-    description: "Delivery id, stable across retries of one delivery: deduplicate on it.",
-  }),
-  "X-Webhook-Timestamp": Schema.String.annotate({
-    description: "Unix seconds of this attempt; equals the signature's `t`.",
-  }).check(Schema.isPattern(/^\d+$/u)),
-  "X-Webhook-Signature": Schema.String.annotate({
-    description:
-      "`t=<timestamp>,v1=<hex>`. `v1` is the lowercase hex HMAC-SHA256, keyed with the owner's signing secret, of " +
-      "the string `<timestamp>.<raw_request_body>`, where the timestamp equals `t` and `X-Webhook-Timestamp`. " +
-      "While a rotated secret is still active the header carries one `v1` per active secret, newest first " +
-      "(`t=<ts>,v1=<new>,v1=<old>`): accept the delivery when any of them matches. " +
-      "Verify over the raw body bytes, not re-serialized JSON, and compare in constant time; answer 401 when it " +
-      "does not match. The service neither rejects nor re-signs by timestamp age: a retried delivery carries a " +
-      "valid signature for its own attempt timestamp.",
-  }).check(Schema.isPattern(/^t=\d+(?:,v1=[0-9a-f]{64})+$/u)),
-} as const
