@@ -14,6 +14,28 @@ export default tseslint.config(
   },
   {
     files: ["backend/**/*.ts"],
+    ignores: ["backend/platform/**"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [{ name: "postgres", message: "Only platform/Db.ts talks to postgres.js." }],
+          patterns: [
+            {
+              group: ["@nats-io/*"],
+              message: "Only backend/platform/ talks to nats.js: use platform/Nats.ts.",
+            },
+            {
+              group: ["**/platform/nats/*"],
+              message: "The JetStream protocol code is the platform's own: use platform/Nats.ts.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["backend/platform/**/*.ts"],
     ignores: ["backend/platform/Db.ts"],
     rules: {
       "no-restricted-imports": [
