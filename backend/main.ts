@@ -11,7 +11,7 @@ let stopping = false
 
 /**
  * NodeRuntime interrupts on SIGINT/SIGTERM and the layers drain; this bounds how long that may take. It stays
- * listening: a second signal (a supervisor signalling the whole process group, tsx relaying it again) must not
+ * listening: a second signal (a supervisor signalling the whole process group, npm and the bootstrap relaying it again) must not
  * kill the process mid-drain, as Node's default action would once no listener is left.
  */
 const forceExitLater = () => {

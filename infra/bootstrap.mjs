@@ -1,7 +1,9 @@
-// Development/CI entry point: makes sure dependencies, PostgreSQL and NATS JetStream are available,
-// then runs the requested target. Node builtins only: this runs before node_modules exists.
+// Development/CI entry point: makes sure dependencies (with the pinned Node), PostgreSQL and NATS JetStream are
+// available, then runs the requested target on the pinned Node. Node builtins only: this runs before node_modules
+// exists, on whatever Node the machine has.
 //
 //   node infra/bootstrap.mjs start|test|bench|cli [args...]   ensure everything, then run the target
+//   node infra/bootstrap.mjs install                          install dependencies (npm ci) on the pinned Node
 //   node infra/bootstrap.mjs services                         ensure both servers, print their URLs as JSON
 //   node infra/bootstrap.mjs stop                             stop the project-local servers of the data folder
 import { spawn, spawnSync } from "node:child_process"
@@ -12,6 +14,7 @@ import {
   openSync,
   readFileSync,
   readdirSync,
+  renameSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -19,8 +22,9 @@ import {
 import net from "node:net"
 import os from "node:os"
 import path from "node:path"
+import { clearInterval, setInterval } from "node:timers"
 import { setTimeout as sleep } from "node:timers/promises"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const DATA_DIR = path.resolve(ROOT, process.env.PARTNER_DATA_DIR || ".data")
@@ -35,12 +39,16 @@ const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"])
 const WAIT_MS = 60_000
 const IS_ROOT = process.getuid?.() === 0
 
+/** The pinned Node (the `node` package in devDependencies) runs every target; TypeScript runs type-stripped. */
+const NODE = path.join(ROOT, "node_modules", ".bin", "node")
 const TARGETS = {
-  start: (args) => ["tsx", ["backend/main.ts", ...args]],
-  test: (args) => ["vitest", ["run", ...args]],
-  bench: (args) => ["tsx", ["test/bench/main.ts", ...args]],
-  cli: (args) => ["tsx", ["backend/cli/Cli.ts", ...args]],
+  start: (args) => ["backend/main.ts", ...args],
+  test: (args) => ["node_modules/vitest/vitest.mjs", "run", ...args],
+  bench: (args) => ["test/bench/main.ts", ...args],
+  cli: (args) => ["backend/cli/Cli.ts", ...args],
 }
+const wantsHelp = (args) =>
+  args.length === 0 || args[0] === "help" || args.some((arg) => arg === "--help" || arg === "-h")
 
 /**
  * The service's processes (and the bench, which runs the service in its own process) get a 64 MB young-generation
@@ -54,6 +62,9 @@ const withServiceHeap = (nodeOptions = "") =>
 
 class BootstrapError extends Error {}
 const say = (line) => console.error(line)
+/** The CLI's callers read its output, not the bootstrap's: lines saying nothing was needed are left out for it. */
+let quiet = false
+const note = (line) => quiet || say(line)
 const shortPath = (p) => (p.startsWith(ROOT + path.sep) ? path.relative(ROOT, p) : p)
 const shellQuote = (s) => `'${String(s).replaceAll("'", `'\\''`)}'`
 
@@ -147,14 +158,73 @@ async function withLock(fn) {
   }
 }
 
-function ensureDependencies() {
+/** The Node version package-lock.json pins (the `node` package), or undefined when it pins none. */
+function pinnedNodeVersion() {
+  const lock = path.join(ROOT, "package-lock.json")
+  if (!existsSync(lock)) return undefined
+  return JSON.parse(readFileSync(lock, "utf8")).packages?.["node_modules/node"]?.version
+}
+
+function installedNodeVersion() {
+  if (!existsSync(NODE)) return undefined
+  const result = spawnSync(NODE, ["--version"], { encoding: "utf8" })
+  return result.status === 0 ? result.stdout.trim().replace(/^v/, "") : undefined
+}
+
+/**
+ * A directory whose `node` is the pinned version, for running npm itself on it: npm checks every package's
+ * `engines` against the Node it runs on, so an install run by an older system Node warns about dependencies
+ * that the pinned Node satisfies. The binary comes from the npm registry (`node-<os>-<arch>`, the package the
+ * `node` package installs) and is kept in the data folder.
+ */
+function pinnedRuntimeBin(version) {
+  if (process.versions.node === version) return path.dirname(process.execPath)
+  const dir = path.join(DATA_DIR, "runtime", `node-v${version}-${process.platform}-${process.arch}`)
+  const bin = path.join(dir, "bin")
+  if (existsSync(path.join(bin, "node"))) return bin
+  say(`runtime: fetching Node ${version} from the npm registry`)
+  const staging = `${dir}.${process.pid}`
+  rmSync(staging, { recursive: true, force: true })
+  mkdirSync(staging, { recursive: true })
+  const packed = run(
+    "npm",
+    ["pack", `node-${process.platform}-${process.arch}@${version}`, "--pack-destination", staging],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+      encoding: "utf8",
+    },
+  )
+  const tarball = path.join(staging, packed.stdout.trim().split("\n").pop())
+  run("tar", ["-xzf", tarball, "-C", staging, "--strip-components=1", "package/bin/node"])
+  rmSync(tarball, { force: true })
+  try {
+    renameSync(staging, dir)
+  } catch (error) {
+    rmSync(staging, { recursive: true, force: true })
+    if (!existsSync(path.join(bin, "node"))) throw error
+  }
+  return bin
+}
+
+function ensureDependencies({ force = false } = {}) {
   const lock = path.join(ROOT, "package-lock.json")
   const installed = path.join(ROOT, "node_modules", ".package-lock.json")
   const hasLock = existsSync(lock)
-  if (existsSync(installed) && (!hasLock || statSync(installed).mtimeMs >= statSync(lock).mtimeMs)) return
+  const pinned = pinnedNodeVersion()
+  const upToDate =
+    existsSync(installed) &&
+    (!hasLock || statSync(installed).mtimeMs >= statSync(lock).mtimeMs) &&
+    (pinned === undefined || installedNodeVersion() === pinned)
+  if (upToDate && !force) return
   const args = [hasLock ? "ci" : "install", "--no-audit", "--no-fund"]
-  say(`dependencies: running npm ${args.join(" ")}`)
-  run("npm", args)
+  const env = { ...process.env }
+  if (pinned !== undefined) env.PATH = `${pinnedRuntimeBin(pinned)}${path.delimiter}${env.PATH ?? ""}`
+  say(`dependencies: running npm ${args.join(" ")}${pinned ? ` on Node ${pinned}` : ""}`)
+  run("npm", args, { env })
+  if (pinned !== undefined && installedNodeVersion() !== pinned)
+    throw new BootstrapError(
+      `dependencies: node_modules/.bin/node is not Node ${pinned} after npm ${args[0]} (was the \`node\` package's install script allowed? see allowScripts in package.json)`,
+    )
 }
 
 function installPackage(debianPackage, name) {
@@ -214,7 +284,7 @@ function preparePostgresDir(bin) {
 async function ensurePostgres() {
   const target = endpoint(DATABASE_URL, 5432)
   if (!target.host) return say("postgres: DATABASE_URL has no TCP host; using it as given")
-  if (await probe(target)) return say(`postgres: reusing ${target.label}`)
+  if (await probe(target)) return note(`postgres: reusing ${target.label}`)
   if (!LOOPBACK.has(target.host))
     throw new BootstrapError(
       `postgres: nothing answers at ${target.label}; only a loopback host (127.0.0.1, localhost, ::1) can be started locally. Check DATABASE_URL.`,
@@ -224,7 +294,7 @@ async function ensurePostgres() {
   if (!bin) {
     installPackage("postgresql", "postgres")
     // Debian's package creates and may start its own cluster; it serves us only if it is our URL.
-    if (await probe(target)) return say(`postgres: reusing ${target.label}`)
+    if (await probe(target)) return note(`postgres: reusing ${target.label}`)
     bin = findPostgresBin()
     if (!bin)
       throw new BootstrapError(
@@ -289,7 +359,7 @@ async function ensureNats() {
       : info.jetstream
         ? ""
         : " (warning: the server does not advertise JetStream)"
-    return say(`nats: reusing ${target.label}${warning}`)
+    return (warning ? say : note)(`nats: reusing ${target.label}${warning}`)
   }
   if (!LOOPBACK.has(target.host))
     throw new BootstrapError(
@@ -350,20 +420,31 @@ async function stopNats() {
   say(`nats: stopped project-local server (pid ${pid})`)
 }
 
-function runTarget(bin, args, env) {
+/**
+ * Runs the target as the one child of this process and passes SIGINT/SIGTERM on to it, so a signal to npm (which
+ * forwards it here), to this process or to the target itself stops the whole tree; this process then exits with
+ * the target's status.
+ */
+function runTarget(args, env) {
   return new Promise((resolve) => {
-    const child = spawn(path.join(ROOT, "node_modules", ".bin", bin), args, {
-      stdio: "inherit",
-      cwd: ROOT,
-      env,
-    })
-    const forward = (signal) => child.kill(signal)
-    process.on("SIGINT", forward).on("SIGTERM", forward)
-    child.on("error", (error) => (say(`bootstrap: cannot run ${bin}: ${error.message}`), resolve(127)))
+    const child = spawn(NODE, args, { stdio: "inherit", cwd: ROOT, env })
+    stopTarget = (signal) => child.kill(signal)
+    // Whoever started us (npm) is gone if we were handed to another parent: nobody is left to stop the target.
+    const parent = process.ppid
+    const orphaned = setInterval(() => process.ppid !== parent && stopTarget("SIGTERM"), 1000).unref()
+    child.on("exit", () => clearInterval(orphaned))
+    child.on("error", (error) => (say(`bootstrap: cannot run ${NODE}: ${error.message}`), resolve(127)))
     child.on("exit", (code, signal) =>
       resolve(signal ? 128 + (os.constants.signals[signal] ?? 0) : (code ?? 1)),
     )
   })
+}
+
+/** Set once the target runs; until then a signal ends the bootstrap itself (its servers are meant to outlive it). */
+let stopTarget
+const onSignal = (signal) => {
+  if (stopTarget) stopTarget(signal)
+  else process.exit(128 + (os.constants.signals[signal] ?? 0))
 }
 
 async function ensureServices() {
@@ -376,33 +457,45 @@ async function stopServices() {
   await stopNats()
 }
 
-async function main([command, ...args]) {
+export async function main([command, ...args]) {
+  process.on("SIGINT", onSignal).on("SIGTERM", onSignal)
   if (command === "stop") {
     await (existsSync(DATA_DIR) ? withLock(stopServices) : stopServices())
     return 0
   }
+  if (command === "install") {
+    ensureDependencies({ force: args.includes("--force") })
+    return 0
+  }
   if (command !== "services" && !TARGETS[command]) {
-    say("usage: node infra/bootstrap.mjs start|test|bench|cli|services|stop [args...]")
+    say("usage: node infra/bootstrap.mjs start|test|bench|cli|install|services|stop [args...]")
     return 2
   }
+  quiet = command === "cli"
   if (command !== "services") ensureDependencies()
-  await withLock(ensureServices)
+  if (!(command === "cli" && wantsHelp(args))) await withLock(ensureServices)
   const env = { ...process.env, DATABASE_URL, NATS_URL }
   if (command === "start" || command === "bench") env.NODE_OPTIONS = withServiceHeap(env.NODE_OPTIONS)
+  // Node keeps the code it compiled (type-stripped TypeScript included) here, so later starts skip compiling.
+  env.NODE_COMPILE_CACHE ||= path.join(DATA_DIR, "compile-cache")
   if (command === "services") {
     console.log(JSON.stringify({ DATABASE_URL, NATS_URL }))
     return 0
   }
-  const [bin, binArgs] = TARGETS[command](args)
-  return runTarget(bin, binArgs, env)
+  return runTarget(TARGETS[command](args), env)
 }
 
-// Should the event loop ever drain before main settles, that is a bug, not a success.
-process.exitCode = 70
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (error) => {
-    say(error instanceof BootstrapError ? error.message : `bootstrap: ${error.stack ?? error}`)
-    process.exit(1)
-  },
-)
+/** Runs `main` as the process: its status becomes the exit code; a failure is reported on stderr. */
+export function runAsProcess(argv) {
+  // Should the event loop ever drain before main settles, that is a bug, not a success.
+  process.exitCode = 70
+  main(argv).then(
+    (code) => process.exit(code),
+    (error) => {
+      say(error instanceof BootstrapError ? error.message : `bootstrap: ${error.stack ?? error}`)
+      process.exit(1)
+    },
+  )
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) runAsProcess(process.argv.slice(2))

@@ -21,7 +21,10 @@ const CurrentTransaction = Context.Reference<Sql | undefined>(
 )
 
 class Rollback {
-  constructor(readonly exit: Exit.Exit<unknown, unknown>) {}
+  readonly exit: Exit.Exit<unknown, unknown>
+  constructor(exit: Exit.Exit<unknown, unknown>) {
+    this.exit = exit
+  }
 }
 
 export interface DbShape {

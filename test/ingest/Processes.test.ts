@@ -40,7 +40,7 @@ const privateNats = (port: number, dir: string) =>
 /** A service process (`backend/main.ts`) with `env`, once it has logged that it started. */
 const serviceProcess = (env: Record<string, string>) =>
   Effect.gen(function* () {
-    const child = yield* spawnProcess(process.execPath, ["--import", "tsx", "backend/main.ts"], {
+    const child = yield* spawnProcess(process.execPath, ["backend/main.ts"], {
       cwd: root,
       env: { ...env, LOG_LEVEL: "info" },
     })

@@ -190,7 +190,7 @@ describe("AppConfig", () => {
     Effect.gen(function* () {
       const env = isolatedEnv({ PARTNER_API_PORT: "abc", LOG_LEVEL: "info" })
       yield* Effect.addFinalizer(() => Effect.promise(() => dropIsolated(env)))
-      const service = yield* spawnProcess(`${root}node_modules/.bin/tsx`, ["backend/main.ts"], {
+      const service = yield* spawnProcess(process.execPath, ["backend/main.ts"], {
         cwd: root,
         env,
       })

@@ -13,8 +13,8 @@ describe("service shutdown", () => {
       Effect.gen(function* () {
         const env = isolatedEnv({ ROLES: "partner-api,workers", PARTNER_API_PORT: "0", LOG_LEVEL: "info" })
         yield* Effect.addFinalizer(() => Effect.promise(() => dropIsolated(env)))
-        // One node process (tsx as a loader, not as a wrapper that relays signals), so every signal is its own.
-        const service = yield* spawnProcess(process.execPath, ["--import", "tsx", "backend/main.ts"], {
+        // One node process, so every signal is its own.
+        const service = yield* spawnProcess(process.execPath, ["backend/main.ts"], {
           cwd: root,
           env,
         })

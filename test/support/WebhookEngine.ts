@@ -249,7 +249,7 @@ const root = fileURLToPath(new URL("../..", import.meta.url))
 /** A service process (`backend/main.ts`) with only the workers role, once it has logged that it started. */
 export const workerProcess = (env: Record<string, string>) =>
   Effect.gen(function* () {
-    const child = yield* spawnProcess(process.execPath, ["--import", "tsx", "backend/main.ts"], {
+    const child = yield* spawnProcess(process.execPath, ["backend/main.ts"], {
       cwd: root,
       env: { ...env, ROLES: "workers", LOG_LEVEL: "info" },
     })

@@ -41,7 +41,9 @@ const PULL_GRACE_MS = 100
 class Pulled implements PulledMessage {
   readonly seq: number
   readonly info: PulledMessage["info"]
-  constructor(private readonly msg: Msg) {
+  private readonly msg: Msg
+  constructor(msg: Msg) {
+    this.msg = msg
     const tokens = msg.reply!.split(".")
     const at = deliveredToken(tokens.length)
     this.info = { deliveryCount: Number(tokens[at]), pending: Number(tokens[at + 4]) }
