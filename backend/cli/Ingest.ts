@@ -1,17 +1,12 @@
 import { Effect } from "effect"
 import type { IngestOutcome } from "../ingest/Domain.ts"
 import { Ingest } from "../ingest/Ingest.ts"
-import { CliUsage, parse } from "./Usage.ts"
+import type { Input } from "./CommandLine.ts"
+import { CliIo } from "./Io.ts"
+import { CliUsage } from "./Usage.ts"
 
-const LOG_USAGE =
-  "usage: ingest log [--source CODE] [--prospect SOURCE_PROSPECT_ID] " +
-  "[--outcome applied|stale|duplicate|ignored] [--limit N]"
-
-const OUTCOMES: ReadonlyArray<IngestOutcome> = ["applied", "stale", "duplicate", "ignored"]
 const DEFAULT_LIMIT = 50
 const MAX_LIMIT = 1000
-
-const isOutcome = (value: string): value is IngestOutcome => OUTCOMES.includes(value as IngestOutcome)
 
 /** `--limit`: a whole number from 1 to MAX_LIMIT, DEFAULT_LIMIT when absent. */
 const limitOf = (value: string | undefined) =>
@@ -24,36 +19,14 @@ const limitOf = (value: string | undefined) =>
         )
 
 /** `ingest log`: what became of each inbound event (applied, or why not), newest first, one JSON per line. */
-export const ingest = (args: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const [command, ...rest] = args
-    const service = yield* Ingest
-    switch (command) {
-      case "log": {
-        const { values, positionals } = yield* parse(rest, {
-          source: { type: "string" },
-          prospect: { type: "string" },
-          outcome: { type: "string" },
-          limit: { type: "string" },
-        })
-        if (positionals.length > 0) return yield* new CliUsage({ message: LOG_USAGE })
-        const outcome = values.outcome
-        if (outcome !== undefined && !isOutcome(outcome)) {
-          return yield* new CliUsage({
-            message: `--outcome must be ${OUTCOMES.join(", ")}, not '${outcome}'`,
-          })
-        }
-        const records = yield* service.log({
-          source: values.source,
-          sourceProspectId: values.prospect,
-          outcome,
-          limit: yield* limitOf(values.limit),
-        })
-        return yield* Effect.sync(() =>
-          process.stdout.write(records.map((record) => `${JSON.stringify(record)}\n`).join("")),
-        )
-      }
-      default:
-        return yield* new CliUsage({ message: `unknown ingest command: ${command ?? "(none)"}` })
-    }
+export const ingestLog = Effect.fn("cli.ingest.log")(function* (input: Input<"ingest log">) {
+  const { options } = input
+  const records = yield* (yield* Ingest).log({
+    source: options.source,
+    sourceProspectId: options.prospect,
+    outcome: options.outcome as IngestOutcome | undefined,
+    limit: yield* limitOf(options.limit),
   })
+  const io = yield* CliIo
+  io.stdout(records.map((record) => `${JSON.stringify(record)}\n`).join(""))
+})

@@ -1,4 +1,6 @@
 import { Clock, Effect } from "effect"
+import type { Input } from "./CommandLine.ts"
+import { CliIo } from "./Io.ts"
 import { CliUsage } from "./Usage.ts"
 import { type FollowedMessage, Nats, Streams, type StreamBase, subjectsOverlap } from "../platform/Nats.ts"
 
@@ -38,10 +40,10 @@ export const formatMessage = (stream: string, subject: string, msg: FollowedMess
  * Prints every message matching `pattern` (a DESIGN.md subject pattern, without the deployment prefix) from
  * every stream that can hold one, or from `--stream`, and follows new ones until interrupted.
  */
-export const tail = Effect.fn("cli.tail")(function* (
-  pattern: string,
-  options: { readonly since?: string | undefined; readonly stream?: string | undefined },
-) {
+export const tail = Effect.fn("cli.tail")(function* (input: Input<"tail">) {
+  const [pattern] = input.args
+  const { options } = input
+  const io = yield* CliIo
   const nats = yield* Nats
   const subject = nats.subject(pattern)
   const since =
@@ -76,10 +78,10 @@ export const tail = Effect.fn("cli.tail")(function* (
   }
   for (const stream of streams) {
     yield* nats.follow(stream.name, subject, since, (msg) =>
-      process.stdout.write(`${formatMessage(stream.name, nats.unprefixed(msg.subject), msg)}\n`),
+      io.stdout(`${formatMessage(stream.name, nats.unprefixed(msg.subject), msg)}\n`),
     )
   }
-  process.stderr.write(
+  io.stderr(
     `tailing ${pattern} on ${streams.map((s) => s.name).join(", ")}${since ? ` since ${since.toISOString()}` : ""}; ctrl-C to stop\n`,
   )
   return yield* Effect.never

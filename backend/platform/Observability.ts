@@ -73,12 +73,12 @@ export const metrics = {
 
 const levels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
 
-/** JSON lines at the configured level: on stdout for the service, on stderr for the CLI (stdout is its output). */
-export const loggerLayer = (
-  config: Pick<AppConfigShape, "logLevel">,
-  stream: "stdout" | "stderr" = "stdout",
-) =>
+/**
+ * JSON lines at the configured level: on stdout for the service, or to `write` (the CLI's stderr, since its stdout
+ * is its result).
+ */
+export const loggerLayer = (config: Pick<AppConfigShape, "logLevel">, write?: (line: string) => void) =>
   Layer.mergeAll(
-    Logger.layer([stream === "stdout" ? Logger.consoleJson : Logger.withConsoleError(Logger.formatJson)]),
+    Logger.layer([write === undefined ? Logger.consoleJson : Logger.map(Logger.formatJson, write)]),
     Layer.succeed(References.MinimumLogLevel, levels[config.logLevel]),
   )

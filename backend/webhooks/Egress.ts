@@ -1,16 +1,17 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from "node:dns"
-import { readFileSync } from "node:fs"
+import { readFileSync, statSync } from "node:fs"
 import type { IncomingHttpHeaders } from "node:http"
 import { BlockList, isIP, type LookupFunction } from "node:net"
 import { createSecureContext, rootCertificates } from "node:tls"
 import { Context, Effect, Layer, Option } from "effect"
-import { Agent, type Dispatcher } from "undici"
+import { join } from "node:path"
+import { Agent, buildConnector, type Dispatcher } from "undici"
 import { AppConfig } from "../platform/Config.ts"
 
 /**
  * Outbound HTTPS for deliveries: one keep-alive agent per process (no TLS handshake per attempt), a deadline
- * covering connect, headers and body, no redirects followed, the extra CA of `WEBHOOK_EXTRA_CA_FILE` trusted,
- * and unless `WEBHOOK_ALLOW_PRIVATE_DESTINATIONS`, destinations resolving to internal addresses refused: the
+ * covering connect, headers and body, no redirects followed, the extra CA of `WEBHOOK_EXTRA_CA_FILE` trusted
+ * (and outside production the test receiver's CA, see `testReceiverCaFile`), and unless `WEBHOOK_ALLOW_PRIVATE_DESTINATIONS`, destinations resolving to internal addresses refused: the
  * address checked at resolution is the one connected to, so a second DNS answer cannot slip past the check.
  */
 
@@ -136,11 +137,12 @@ class AttemptRequest implements Dispatcher.DispatchHandler {
   private retryAfter: string | undefined
   private readonly chunks: Array<Buffer> = []
   private size = 0
+  private readonly timeoutMs: number
+  private readonly onResult: (result: PostResult) => void
 
-  constructor(
-    private readonly timeoutMs: number,
-    private readonly onResult: (result: PostResult) => void,
-  ) {
+  constructor(timeoutMs: number, onResult: (result: PostResult) => void) {
+    this.timeoutMs = timeoutMs
+    this.onResult = onResult
     this.timer = setTimeout(() => this.expire(), timeoutMs)
   }
 
@@ -218,6 +220,42 @@ class AttemptRequest implements Dispatcher.DispatchHandler {
   }
 }
 
+/**
+ * Where `webhooks test-receiver` keeps the CA that signs its certificates. Outside production the service trusts
+ * it as soon as the file appears or changes (read again at most once a second, when a connection is made), so a
+ * receiver started after the service needs no restart.
+ */
+export const testReceiverCaFile = (dataDir: string) => join(dataDir, "test-receiver", "ca.pem")
+
+const RELOAD_CHECK_MS = 1000
+
+/** The PEM in `file` as it is now, looked at no more than once a second; undefined while there is none. */
+const watchedPem = (file: string) => {
+  let checkedAt = Number.NEGATIVE_INFINITY
+  let modifiedAt: number | undefined
+  let pem: string | undefined
+  return () => {
+    const now = performance.now()
+    if (now - checkedAt < RELOAD_CHECK_MS) return pem
+    checkedAt = now
+    let modified: number | undefined
+    try {
+      modified = statSync(file).mtimeMs
+    } catch {
+      modified = undefined
+    }
+    if (modified !== modifiedAt) {
+      modifiedAt = modified
+      try {
+        pem = modified === undefined ? undefined : readFileSync(file, "utf8")
+      } catch {
+        pem = undefined
+      }
+    }
+    return pem
+  }
+}
+
 export interface EgressShape {
   /** POSTs `body` to `url` with `headers`; never fails: a refusal or an error is a `NoResponse`. */
   readonly post: (
@@ -231,9 +269,38 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
   static readonly layer = Layer.effect(
     Egress,
     Effect.gen(function* () {
-      const config = (yield* AppConfig).webhook
+      const appConfig = yield* AppConfig
+      const config = appConfig.webhook
       const timeoutMs = config.timeoutMs
-      const extraCa = Option.map(config.extraCaFile, (file) => readFileSync(file, "utf8"))
+      const extraCa = Option.match(config.extraCaFile, {
+        onNone: () => [],
+        onSome: (file) => [readFileSync(file, "utf8")],
+      })
+      const receiverCa =
+        appConfig.serviceEnv === "production"
+          ? () => undefined
+          : watchedPem(testReceiverCaFile(appConfig.dataDir))
+      // One connector per set of trusted CAs: a secure context per connection would parse every root certificate again.
+      const connectorFor = (cas: ReadonlyArray<string>) =>
+        buildConnector({
+          timeout: timeoutMs,
+          ...(cas.length > 0
+            ? { secureContext: createSecureContext({ ca: [...rootCertificates, ...cas] }) }
+            : {}),
+          ...(config.allowPrivateDestinations ? {} : { lookup: guardedLookup }),
+        })
+      let trusted:
+        { readonly receiverCa: string | undefined; readonly connector: buildConnector.connector } | undefined
+      const connect: buildConnector.connector = (options, callback) => {
+        const receiver = receiverCa()
+        if (trusted === undefined || receiver !== trusted.receiverCa) {
+          trusted = {
+            receiverCa: receiver,
+            connector: connectorFor(receiver === undefined ? extraCa : [...extraCa, receiver]),
+          }
+        }
+        return trusted.connector(options, callback)
+      }
       const agent = yield* Effect.acquireRelease(
         Effect.sync(
           () =>
@@ -242,14 +309,7 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
               headersTimeout: timeoutMs,
               bodyTimeout: timeoutMs,
               connections: 64,
-              connect: {
-                timeout: timeoutMs,
-                // Parsed once: a context per connection would parse every root certificate again.
-                ...(Option.isSome(extraCa)
-                  ? { secureContext: createSecureContext({ ca: [...rootCertificates, extraCa.value] }) }
-                  : {}),
-                ...(config.allowPrivateDestinations ? {} : { lookup: guardedLookup }),
-              },
+              connect,
             }),
         ),
         (a) => Effect.promise(() => a.close()).pipe(Effect.timeout("5 seconds"), Effect.ignore),

@@ -206,6 +206,16 @@ export class WebhooksRepo extends Context.Service<WebhooksRepo>()("partner-servi
             where subscriber_id = ${subscriberId} and (expires_at is null or expires_at > now())
             order by created_at desc, id desc`,
         ),
+      /** The active secrets of the subscriber a delivery goes to (none for an unknown delivery). */
+      activeSecretsOfDelivery: (deliveryId: string) =>
+        db.query(
+          (sql) => sql<Array<Pick<SecretRow, "secret_sealed">>>`
+            select s.secret_sealed
+            from webhook_deliveries d
+            join webhook_endpoints e on e.id = d.endpoint_id
+            join webhook_secrets s on s.subscriber_id = e.subscriber_id
+            where d.id = ${deliveryId} and (s.expires_at is null or s.expires_at > now())`,
+        ),
       /** Every active secret but `keepId` expires after `overlapMs` (never later than it already would). */
       expireOtherSecrets: (subscriberId: string, keepId: string, overlapMs: number) =>
         db

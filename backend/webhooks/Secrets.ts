@@ -11,6 +11,7 @@ import {
   WebhookCommandRejected,
 } from "./Domain.ts"
 import { type ProviderRow, type SecretRow, WebhooksRepo } from "./Repo.ts"
+import { verifySignature } from "./Signer.ts"
 
 /**
  * A signing secret as shared with partners: `whsec_` and the base64 of 32 random bytes. The HMAC key is this
@@ -318,9 +319,28 @@ export class Secrets extends Context.Service<Secrets>()("partner-service/webhook
       )
     })
 
+    /**
+     * Whether a delivery's `X-Webhook-Signature` signs `body` with one of the current secrets of the owner or
+     * provider it went to: what a partner's receiver checks (the test receiver's answer). An id that names no
+     * delivery verifies nothing.
+     */
+    const verifyDelivery = Effect.fn("Secrets.verifyDelivery")(function* (
+      deliveryId: string,
+      signature: string,
+      body: Uint8Array,
+    ) {
+      if (!/^[1-9][0-9]{0,17}$/.test(deliveryId)) return false
+      const rows = yield* repo.activeSecretsOfDelivery(deliveryId)
+      const secrets = yield* Effect.forEach(rows, (row) =>
+        Effect.map(crypto.open(row.secret_sealed), (bytes) => bytes.toString("utf8")),
+      )
+      return verifySignature(signature, body, secrets)
+    })
+
     return {
       subscriber,
       show,
+      verifyDelivery,
       rotate,
       headers,
       setHeaders,

@@ -1,4 +1,4 @@
-import { createHmac } from "node:crypto"
+import { createHmac, timingSafeEqual } from "node:crypto"
 
 /**
  * Signing and headers of a delivery. The signature is the lowercase hex HMAC-SHA256, keyed with the signing
@@ -14,6 +14,23 @@ export const signatureHeader = (secrets: ReadonlyArray<string>, timestamp: numbe
   let header = `t=${timestamp}`
   for (const secret of secrets) header += `,v1=${sign(secret, timestamp, body)}`
   return header
+}
+
+/**
+ * Whether `header` (`t=<timestamp>,v1=<hex>[,v1=...]`) holds a signature of `body` by one of `secrets`, compared
+ * in constant time: what a receiver checks.
+ */
+export const verifySignature = (header: string, body: Uint8Array, secrets: ReadonlyArray<string>) => {
+  const parts = header.split(",").map((part) => part.trim())
+  const timestamp = parts.find((part) => part.startsWith("t="))?.slice(2)
+  if (timestamp === undefined || !/^\d{1,12}$/.test(timestamp)) return false
+  const signatures = parts
+    .filter((part) => part.startsWith("v1=") && /^[0-9a-f]{64}$/.test(part.slice(3)))
+    .map((part) => Buffer.from(part.slice(3), "hex"))
+  return secrets.some((secret) => {
+    const expected = Buffer.from(sign(secret, Number(timestamp), body), "hex")
+    return signatures.some((signature) => timingSafeEqual(signature, expected))
+  })
 }
 
 /**

@@ -11,7 +11,7 @@ import {
   obtainToken,
   UNAUTHORIZED,
 } from "../support/Auth.ts"
-import { runCli } from "../support/ChildProcess.ts"
+import { runCli } from "../support/Cli.ts"
 
 const service = authService()
 

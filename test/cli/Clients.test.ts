@@ -4,7 +4,7 @@ import { Auth } from "../../backend/auth/Auth.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { PlatformLayer } from "../../backend/platform/Platform.ts"
 import { authEnv, createClient, createOwner } from "../support/Auth.ts"
-import { runCli } from "../support/ChildProcess.ts"
+import { runCli } from "../support/Cli.ts"
 import { isolationLayer } from "../support/TestPlatform.ts"
 
 const env = authEnv()
@@ -19,7 +19,7 @@ const platform = Layer.effectDiscard(Effect.all([createOwner(OWNER), createOwner
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
 )
 
-/** `npm run cli -- ...` on this file's database. */
+/** `npm run cli -- ...` on this file's database, run in this process through the CLI's entry function. */
 const cli = (...args: ReadonlyArray<string>) => runCli(env, ...args)
 
 interface Created {
@@ -170,7 +170,7 @@ describe("npm run cli -- clients / keys", () => {
       {
         name: "a missing --gateway",
         args: ["clients", "create", "--name", "N"],
-        message: /--gateway partner\|ingest is required/,
+        message: /usage: clients create --gateway partner\|ingest --name NAME/,
       },
       {
         name: "an unknown option",

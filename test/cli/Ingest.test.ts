@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { afterAll, assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Ingest } from "../../backend/ingest/Ingest.ts"
-import { runCli } from "../support/ChildProcess.ts"
+import { runCli } from "../support/Cli.ts"
 import {
   type IngestClient,
   ingestClient,
@@ -20,7 +20,7 @@ import { eventually } from "../support/Streams.ts"
 /** The gateways and the workers (the ingest actor among them) on this file's database. */
 const service = prospectService()
 
-/** `npm run cli -- ...` on this file's database. */
+/** `npm run cli -- ...` on this file's database, run in this process through the CLI's entry function. */
 const cli = (...args: ReadonlyArray<string>) => runCli(service.env, ...args)
 
 const files = mkdtempSync(join(tmpdir(), "ingest-cli-"))
@@ -232,23 +232,19 @@ describe("npm run cli -- sources mapping / ingest log", () => {
       },
     ]
 
-    it.effect(
-      "sources mapping set exits 2, naming the problem, and changes nothing on a refused file",
-      () =>
-        Effect.gen(function* () {
-          yield* issueSource({ code: "map-refused", clients: [] })
-          yield* setMapping("map-refused", EXAMPLE_MAPPING)
-          let written = 0
-          const file = (content: unknown) => mappingFile(`refused-${written++}.json`, content)
-          for (const { name, args, message } of rejected) {
-            const run = yield* cli("sources", "mapping", "set", ...args(file))
-            assertRefused(run, message)
-            assert.notInclude(run.stderr, "usage:", name)
-            assert.deepStrictEqual(yield* storedMapping("map-refused"), EXAMPLE_MAPPING, name)
-          }
-        }),
-      // Eight CLI runs, each starting npm and tsx.
-      120_000,
+    it.effect("sources mapping set exits 2, naming the problem, and changes nothing on a refused file", () =>
+      Effect.gen(function* () {
+        yield* issueSource({ code: "map-refused", clients: [] })
+        yield* setMapping("map-refused", EXAMPLE_MAPPING)
+        let written = 0
+        const file = (content: unknown) => mappingFile(`refused-${written++}.json`, content)
+        for (const { name, args, message } of rejected) {
+          const run = yield* cli("sources", "mapping", "set", ...args(file))
+          assertRefused(run, message)
+          assert.notInclude(run.stderr, "usage:", name)
+          assert.deepStrictEqual(yield* storedMapping("map-refused"), EXAMPLE_MAPPING, name)
+        }
+      }),
     )
 
     it.effect("sources mapping show exits 2 for an unknown source", () =>
@@ -324,8 +320,7 @@ describe("npm run cli -- sources mapping / ingest log", () => {
         Effect.gen(function* () {
           const run = yield* cli(...args)
           assertRefused(run, message)
-          assert.include(run.stderr, "sources mapping set CODE --file mapping.json")
-          assert.include(run.stderr, "ingest log [--source CODE] [--prospect SOURCE_PROSPECT_ID]")
+          assert.match(run.stderr, /^usage: /m, "how the command is used")
         }),
       )
     }
@@ -389,8 +384,6 @@ describe("npm run cli -- sources mapping / ingest log", () => {
           assert.deepStrictEqual(yield* ingestLog("--source", "never-issued"), [])
           assert.deepStrictEqual(yield* ingestLog("--source", source, "--outcome", "duplicate"), [])
         }),
-      // A dozen CLI runs, each starting npm and tsx.
-      180_000,
     )
 
     it.effect(

@@ -2,12 +2,12 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { normalizeStreetLine } from "../../backend/roster/Address.ts"
 import { authService, FORBIDDEN } from "../support/Auth.ts"
-import { runCli } from "../support/ChildProcess.ts"
+import { runCli } from "../support/Cli.ts"
 import { postBatch, postJson, postOwner, query, rosterPartner } from "../support/Roster.ts"
 
 const service = authService()
 
-/** `npm run cli -- ...` on this file's database. */
+/** `npm run cli -- ...` on this file's database, run in this process through the CLI's entry function. */
 const cli = (...args: ReadonlyArray<string>) => runCli(service.env, ...args)
 
 const createManaged = (name: string, externalOrgId: string) =>

@@ -2,7 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, References } from "effect"
 import { PlatformLayer } from "../../backend/platform/Platform.ts"
 import { createOwner } from "../support/Auth.ts"
-import { runCli } from "../support/ChildProcess.ts"
+import { runCli } from "../support/Cli.ts"
 import { isolatedEnv, isolationLayer } from "../support/TestPlatform.ts"
 import { query } from "../support/Webhooks.ts"
 
@@ -29,9 +29,6 @@ const platform = Layer.effectDiscard(
   Layer.provideMerge(isolationLayer(env)),
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
 )
-
-/** Tests that run the CLI several times: each run starts npm and tsx, a few seconds on a loaded machine. */
-const SLOW = 150_000
 
 const cli = (...args: ReadonlyArray<string>) => runCli(env, ...args)
 
@@ -60,7 +57,7 @@ const snapshot = query(
 ).pipe(Effect.map(([row]) => row!.state))
 
 describe("npm run cli -- providers", () => {
-  layer(platform, { excludeTestServices: true, timeout: 120_000 })((it) => {
+  layer(platform, { excludeTestServices: true })((it) => {
     it.effect(
       "providers create provisions the provider, its subscriber and first secret; rerunning replaces coverage",
       () =>
@@ -118,34 +115,30 @@ describe("npm run cli -- providers", () => {
             { actor: "cli:provider-tests", action: "providers.update" },
           ])
         }),
-      SLOW,
     )
 
-    it.effect(
-      "providers list prints every provider with its coverage",
-      () =>
-        Effect.gen(function* () {
-          for (const [name, owners] of [
-            ["list-b", "prov-b"],
-            ["list-a", "prov-a,prov-c"],
-          ] as const) {
-            const run = yield* cli("providers", "create", name, "--owners", owners)
-            assert.strictEqual(run.code, 0, run.stderr)
-          }
-          const run = yield* cli("providers", "list")
+    it.effect("providers list prints every provider with its coverage", () =>
+      Effect.gen(function* () {
+        for (const [name, owners] of [
+          ["list-b", "prov-b"],
+          ["list-a", "prov-a,prov-c"],
+        ] as const) {
+          const run = yield* cli("providers", "create", name, "--owners", owners)
           assert.strictEqual(run.code, 0, run.stderr)
-          const listed = (JSON.parse(run.stdout) as Array<Printed>).filter((p) =>
-            p.provider.startsWith("list-"),
-          )
-          assert.deepStrictEqual(
-            listed.map(({ created_at: _, ...rest }) => rest),
-            [
-              { provider: "list-a", owners: ["prov-a", "prov-c"], properties: [] },
-              { provider: "list-b", owners: ["prov-b"], properties: [] },
-            ],
-          )
-        }),
-      SLOW,
+        }
+        const run = yield* cli("providers", "list")
+        assert.strictEqual(run.code, 0, run.stderr)
+        const listed = (JSON.parse(run.stdout) as Array<Printed>).filter((p) =>
+          p.provider.startsWith("list-"),
+        )
+        assert.deepStrictEqual(
+          listed.map(({ created_at: _, ...rest }) => rest),
+          [
+            { provider: "list-a", owners: ["prov-a", "prov-c"], properties: [] },
+            { provider: "list-b", owners: ["prov-b"], properties: [] },
+          ],
+        )
+      }),
     )
 
     const badInput: ReadonlyArray<{ name: string; args: ReadonlyArray<string>; message: RegExp }> = [

@@ -7,7 +7,7 @@ import { Crypto } from "../../backend/platform/Crypto.ts"
 import { PlatformLayer } from "../../backend/platform/Platform.ts"
 import { Secrets } from "../../backend/webhooks/Secrets.ts"
 import { createOwner } from "../support/Auth.ts"
-import { runCli } from "../support/ChildProcess.ts"
+import { runCli } from "../support/Cli.ts"
 import { isolatedEnv, isolationLayer } from "../support/TestPlatform.ts"
 import { provisionProvider, query } from "../support/Webhooks.ts"
 
@@ -27,9 +27,6 @@ const platform = Layer.effectDiscard(
   Layer.provideMerge(isolationLayer(env)),
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
 )
-
-/** Tests that run the CLI several times: each run starts npm and tsx, a few seconds on a loaded machine. */
-const SLOW = 150_000
 
 const cli = (...args: ReadonlyArray<string>) => runCli(env, ...args)
 
@@ -72,44 +69,41 @@ const storedHeaders = (slug: string) =>
   ).pipe(Effect.map(([row]) => row?.custom_headers))
 
 describe("npm run cli -- secrets", () => {
-  layer(platform, { excludeTestServices: true, timeout: 180_000 })((it) => {
-    it.effect(
-      "secrets show prints the owner's secret as sealed in the database, and is audited",
-      () =>
-        Effect.gen(function* () {
-          yield* firstEndpointOf("sec-a")
-          const secrets = yield* show("--owner", "sec-a")
-          assert.strictEqual(secrets.length, 1)
-          assert.match(secrets[0]!.secret, SECRET)
-          assert.isNull(secrets[0]!.expires_at)
-          const [stored] = yield* query(
-            (sql) => sql<Array<{ secret_sealed: Buffer; created_at: Date }>>`
+  layer(platform, { excludeTestServices: true })((it) => {
+    it.effect("secrets show prints the owner's secret as sealed in the database, and is audited", () =>
+      Effect.gen(function* () {
+        yield* firstEndpointOf("sec-a")
+        const secrets = yield* show("--owner", "sec-a")
+        assert.strictEqual(secrets.length, 1)
+        assert.match(secrets[0]!.secret, SECRET)
+        assert.isNull(secrets[0]!.expires_at)
+        const [stored] = yield* query(
+          (sql) => sql<Array<{ secret_sealed: Buffer; created_at: Date }>>`
             select w.secret_sealed, w.created_at from webhook_secrets w
             join webhook_subscribers s on s.id = w.subscriber_id join owners o on o.id = s.owner_id
             where o.slug = 'sec-a'`,
-          )
-          const opened = yield* Effect.flatMap(Effect.service(Crypto), (crypto) =>
-            crypto.open(stored!.secret_sealed),
-          )
-          assert.strictEqual(
-            opened.toString("utf8"),
-            secrets[0]!.secret,
-            "the HMAC key is the string's UTF-8 bytes",
-          )
-          assert.strictEqual(secrets[0]!.created_at, stored!.created_at.toISOString())
+        )
+        const opened = yield* Effect.flatMap(Effect.service(Crypto), (crypto) =>
+          crypto.open(stored!.secret_sealed),
+        )
+        assert.strictEqual(
+          opened.toString("utf8"),
+          secrets[0]!.secret,
+          "the HMAC key is the string's UTF-8 bytes",
+        )
+        assert.strictEqual(secrets[0]!.created_at, stored!.created_at.toISOString())
 
-          const audit = yield* auditOf("owner:sec-a")
-          assert.deepStrictEqual(
-            [...audit],
-            [{ actor: "cli:alice", action: "webhook_secrets.show", details: { secrets_shown: 1 } }],
-          )
-          assert.notInclude(JSON.stringify(audit), "whsec_")
+        const audit = yield* auditOf("owner:sec-a")
+        assert.deepStrictEqual(
+          [...audit],
+          [{ actor: "cli:alice", action: "webhook_secrets.show", details: { secrets_shown: 1 } }],
+        )
+        assert.notInclude(JSON.stringify(audit), "whsec_")
 
-          const provider = yield* show("--provider", "sec-co")
-          assert.strictEqual(provider.length, 1)
-          assert.notStrictEqual(provider[0]!.secret, secrets[0]!.secret, "one secret per subscriber")
-        }),
-      SLOW,
+        const provider = yield* show("--provider", "sec-co")
+        assert.strictEqual(provider.length, 1)
+        assert.notStrictEqual(provider[0]!.secret, secrets[0]!.secret, "one secret per subscriber")
+      }),
     )
 
     it.effect(
@@ -170,30 +164,26 @@ describe("npm run cli -- secrets", () => {
           )
           assert.isTrue(audit.every((a) => a.actor === "cli:alice"))
         }),
-      SLOW,
     )
 
-    it.effect(
-      "secrets rotate overlaps 24 hours by default, and issues an owner's first secret",
-      () =>
-        Effect.gen(function* () {
-          const none = yield* cli("secrets", "show", "--owner", "sec-new")
-          assert.strictEqual(none.code, 2)
-          assert.match(none.stderr, /owner:sec-new has no signing secret yet/)
-          const first = yield* cli("secrets", "rotate", "--owner", "sec-new")
-          assert.strictEqual(first.code, 0, first.stderr)
-          assert.isNull(
-            (JSON.parse(first.stdout) as { previous_secrets_expire_at: null }).previous_secrets_expire_at,
-          )
-          const second = yield* cli("secrets", "rotate", "--owner", "sec-new")
-          const printed = JSON.parse(second.stdout) as PrintedSecret & { previous_secrets_expire_at: string }
-          assert.approximately(
-            Date.parse(printed.previous_secrets_expire_at) - Date.parse(printed.created_at),
-            24 * 3600_000,
-            60_000,
-          )
-        }),
-      SLOW,
+    it.effect("secrets rotate overlaps 24 hours by default, and issues an owner's first secret", () =>
+      Effect.gen(function* () {
+        const none = yield* cli("secrets", "show", "--owner", "sec-new")
+        assert.strictEqual(none.code, 2)
+        assert.match(none.stderr, /owner:sec-new has no signing secret yet/)
+        const first = yield* cli("secrets", "rotate", "--owner", "sec-new")
+        assert.strictEqual(first.code, 0, first.stderr)
+        assert.isNull(
+          (JSON.parse(first.stdout) as { previous_secrets_expire_at: null }).previous_secrets_expire_at,
+        )
+        const second = yield* cli("secrets", "rotate", "--owner", "sec-new")
+        const printed = JSON.parse(second.stdout) as PrintedSecret & { previous_secrets_expire_at: string }
+        assert.approximately(
+          Date.parse(printed.previous_secrets_expire_at) - Date.parse(printed.created_at),
+          24 * 3600_000,
+          60_000,
+        )
+      }),
     )
 
     const badSecrets: ReadonlyArray<{ name: string; args: ReadonlyArray<string>; message: RegExp }> = [
@@ -236,50 +226,47 @@ describe("npm run cli -- secrets", () => {
       )
     }
 
-    it.effect(
-      "webhooks headers set stores the operator's headers and show prints them",
-      () =>
-        Effect.gen(function* () {
-          const headers = { "X-Api-Key": "k-123", Authorization: "Bearer partner-token" }
-          const set = yield* cli(
-            "webhooks",
-            "headers",
-            "set",
-            "--owner",
-            "hdr-new",
-            "--file",
-            file("ok.json", JSON.stringify(headers)),
-          )
-          assert.strictEqual(set.code, 0, set.stderr)
-          assert.deepStrictEqual(JSON.parse(set.stdout), { headers })
-          assert.deepStrictEqual(
-            yield* storedHeaders("hdr-new"),
-            headers,
-            "the owner's subscriber is made for them",
-          )
-          const shown = yield* cli("webhooks", "headers", "show", "--owner", "hdr-new")
-          assert.deepStrictEqual(JSON.parse(shown.stdout), { headers })
-          const replaced = yield* cli(
-            "webhooks",
-            "headers",
-            "set",
-            "--owner",
-            "hdr-new",
-            "--file",
-            file("empty.json", "{}"),
-          )
-          assert.strictEqual(replaced.code, 0, replaced.stderr)
-          assert.deepStrictEqual(yield* storedHeaders("hdr-new"), {})
-          const provider = yield* cli("webhooks", "headers", "show", "--provider", "sec-co")
-          assert.deepStrictEqual(JSON.parse(provider.stdout), { headers: {} })
-          const audit = yield* auditOf("owner:hdr-new")
-          assert.deepStrictEqual(
-            audit.map((a) => a.details),
-            [{ names: ["X-Api-Key", "Authorization"] }, { names: [] }],
-            "names only: values may be credentials",
-          )
-        }),
-      SLOW,
+    it.effect("webhooks headers set stores the operator's headers and show prints them", () =>
+      Effect.gen(function* () {
+        const headers = { "X-Api-Key": "k-123", Authorization: "Bearer partner-token" }
+        const set = yield* cli(
+          "webhooks",
+          "headers",
+          "set",
+          "--owner",
+          "hdr-new",
+          "--file",
+          file("ok.json", JSON.stringify(headers)),
+        )
+        assert.strictEqual(set.code, 0, set.stderr)
+        assert.deepStrictEqual(JSON.parse(set.stdout), { headers })
+        assert.deepStrictEqual(
+          yield* storedHeaders("hdr-new"),
+          headers,
+          "the owner's subscriber is made for them",
+        )
+        const shown = yield* cli("webhooks", "headers", "show", "--owner", "hdr-new")
+        assert.deepStrictEqual(JSON.parse(shown.stdout), { headers })
+        const replaced = yield* cli(
+          "webhooks",
+          "headers",
+          "set",
+          "--owner",
+          "hdr-new",
+          "--file",
+          file("empty.json", "{}"),
+        )
+        assert.strictEqual(replaced.code, 0, replaced.stderr)
+        assert.deepStrictEqual(yield* storedHeaders("hdr-new"), {})
+        const provider = yield* cli("webhooks", "headers", "show", "--provider", "sec-co")
+        assert.deepStrictEqual(JSON.parse(provider.stdout), { headers: {} })
+        const audit = yield* auditOf("owner:hdr-new")
+        assert.deepStrictEqual(
+          audit.map((a) => a.details),
+          [{ names: ["X-Api-Key", "Authorization"] }, { names: [] }],
+          "names only: values may be credentials",
+        )
+      }),
     )
 
     const badHeaders: ReadonlyArray<{ name: string; content: string; message: RegExp }> = [

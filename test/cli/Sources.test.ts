@@ -4,7 +4,7 @@ import { Auth } from "../../backend/auth/Auth.ts"
 import { PlatformLayer } from "../../backend/platform/Platform.ts"
 import { Sources } from "../../backend/prospects/Sources.ts"
 import { createClient } from "../support/Auth.ts"
-import { runCli } from "../support/ChildProcess.ts"
+import { runCli } from "../support/Cli.ts"
 import { isolatedEnv, isolationLayer } from "../support/TestPlatform.ts"
 
 const env = isolatedEnv()
@@ -16,7 +16,7 @@ const platform = Layer.mergeAll(Sources.layer, Auth.layer).pipe(
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
 )
 
-/** `npm run cli -- ...` on this file's database. */
+/** `npm run cli -- ...` on this file's database, run in this process through the CLI's entry function. */
 const cli = (...args: ReadonlyArray<string>) => runCli(env, ...args)
 
 interface Printed {

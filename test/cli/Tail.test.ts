@@ -4,6 +4,7 @@ import { Effect, Layer } from "effect"
 import { parseSince } from "../../backend/cli/Tail.ts"
 import { Nats, Streams, type StreamBase, subjectsOverlap } from "../../backend/platform/Nats.ts"
 import { spawnProcess } from "../support/ChildProcess.ts"
+import { startCli } from "../support/Cli.ts"
 import { eventually } from "../support/Streams.ts"
 import { isolatedEnv, isolationLayer } from "../support/TestPlatform.ts"
 
@@ -16,9 +17,8 @@ const streams = Layer.effectDiscard(Effect.flatMap(Effect.service(Nats), (nats) 
   Layer.provideMerge(isolationLayer(env)),
 )
 
-/** `npm run cli -- tail ...` as on-call runs it; it and whatever it started are killed when the test ends. */
-const tailCli = (...args: ReadonlyArray<string>) =>
-  spawnProcess("npm", ["run", "--silent", "cli", "--", "tail", ...args], { cwd: root, env })
+/** `npm run cli -- tail ...`, in this process through the CLI's entry function; stopped when the test ends. */
+const tailCli = (...args: ReadonlyArray<string>) => startCli(env, "tail", ...args)
 
 const publishJson = (subject: string, body: unknown, msgID: string) =>
   Effect.gen(function* () {
@@ -38,24 +38,37 @@ const headline = (seq: number, subject: string, stream: string) =>
 
 describe("npm run cli -- tail", () => {
   layer(streams, { excludeTestServices: true })((it) => {
+    it.effect("prints a new message with its stream sequence, subject, Nats-Msg-Id and pretty JSON", () =>
+      Effect.gen(function* () {
+        const tail = yield* tailCli("events.>")
+        yield* tail.waitFor("stderr", /tailing events\.> on /)
+        const body = { prospect_id: "p-1", status: "ready", units: [1, 2] }
+        const ack = yield* publishJson("events.acme.prospect.ready.1", body, "tail-msg-1")
+        assert.strictEqual(ack.seq, 1)
+        yield* tail.waitFor("stdout", /"units"/)
+
+        const output = tail.stdout()
+        assert.match(output, headline(1, "events.acme.prospect.ready.1", yield* streamName("EVENTS")))
+        assert.include(output, "\n  Nats-Msg-Id: tail-msg-1\n")
+        assert.include(output, JSON.stringify(body, null, 2))
+        assert.strictEqual(yield* tail.stop, 0)
+      }),
+    )
+
     it.effect(
-      "prints a new message with its stream sequence, subject, Nats-Msg-Id and pretty JSON, and stops on ctrl-C",
+      "run as on-call runs it (npm run -s cli), stops on ctrl-C with status 0 and leaves nothing running",
       () =>
         Effect.gen(function* () {
-          const tail = yield* tailCli("events.>")
+          const tail = yield* spawnProcess("npm", ["run", "--silent", "cli", "--", "tail", "events.>"], {
+            cwd: root,
+            env,
+          })
           yield* tail.waitFor("stderr", /tailing events\.> on /)
-          const body = { prospect_id: "p-1", status: "ready", units: [1, 2] }
-          const ack = yield* publishJson("events.acme.prospect.ready.1", body, "tail-msg-1")
-          assert.strictEqual(ack.seq, 1)
-          yield* tail.waitFor("stdout", /"units"/)
-
-          const output = tail.stdout()
-          assert.match(output, headline(1, "events.acme.prospect.ready.1", yield* streamName("EVENTS")))
-          assert.include(output, "\n  Nats-Msg-Id: tail-msg-1\n")
-          assert.include(output, JSON.stringify(body, null, 2))
-
+          yield* publishJson("events.spawned.prospect.ready.1", { spawned: true }, "tail-spawned-1")
+          yield* tail.waitFor("stdout", /"spawned": true/)
+          assert.notInclude(tail.stdout(), "postgres:", "the bootstrap's lines go to stderr")
           yield* tail.signal("SIGINT")
-          yield* tail.exited
+          assert.deepStrictEqual(yield* tail.exited, { code: 0, signal: null }, tail.stderr())
           yield* eventually(tail.groupRunning, (running) => !running)
         }),
     )
@@ -96,8 +109,7 @@ describe("npm run cli -- tail", () => {
           ["events.>", "--stream", "NOPE"],
         ]) {
           const tail = yield* tailCli(...args)
-          const exit = yield* tail.exited
-          assert.notStrictEqual(exit.code, 0, args.join(" "))
+          assert.strictEqual(yield* tail.exited, 2, args.join(" "))
           assert.include(tail.stderr(), `matching ${args[0]}`)
           for (const base of Object.keys(Streams) as Array<StreamBase>) {
             assert.include(tail.stderr(), `${nats.streamName(base)} (${Streams[base]}.>)`, args.join(" "))

@@ -1,5 +1,4 @@
 import { spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 
 export interface Exit {
@@ -91,13 +90,3 @@ export const spawnProcess = (
       }
     }),
   )
-
-const root = fileURLToPath(new URL("../..", import.meta.url))
-
-/** `npm run cli -- ...args` as an operator runs it, with `env`, to the end; whatever it started is killed after. */
-export const runCli = (env: Record<string, string | undefined>, ...args: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const child = yield* spawnProcess("npm", ["run", "--silent", "cli", "--", ...args], { cwd: root, env })
-    const exit = yield* child.exited
-    return { code: exit.code, stdout: child.stdout(), stderr: child.stderr() }
-  }).pipe(Effect.scoped)

@@ -1,0 +1,338 @@
+import { parseArgs } from "node:util"
+
+/**
+ * Every CLI command in one table: its positional arguments, its options, the synopsis its usage shows and what
+ * it does. The parser, the usage lines and `--help` all read this table, so they cannot disagree. Nothing here
+ * imports Effect: `--help` and a mistyped command line are answered before the rest of the CLI loads.
+ */
+
+interface OptionSpec {
+  readonly type: "string" | "boolean"
+  readonly required?: true
+  /** The values the option takes; anything else is refused with them listed. */
+  readonly choices?: ReadonlyArray<string>
+}
+
+interface CommandSpec {
+  /** Names of the positional arguments, all required. */
+  readonly args: ReadonlyArray<string>
+  readonly options: Readonly<Record<string, OptionSpec>>
+  /** What follows the command's name in its usage line. */
+  readonly synopsis: string
+  /** One line for the command list. */
+  readonly summary: string
+  /** More lines for the command's own `--help`. */
+  readonly details?: string
+}
+
+const string = { type: "string" } as const
+const required = { type: "string", required: true } as const
+const flag = { type: "boolean" } as const
+const target = { owner: string, provider: string } as const
+
+export const COMMANDS = {
+  migrate: {
+    args: [],
+    options: {},
+    synopsis: "",
+    summary: "create the database if missing, apply migrations, provision the streams",
+  },
+  tail: {
+    args: ["SUBJECT_PATTERN"],
+    options: { since: string, stream: string },
+    synopsis: "SUBJECT_PATTERN [--since 10m] [--stream NAME]",
+    summary: "print messages on matching subjects (e.g. 'events.acme.>'), then follow new ones until ctrl-C",
+    details:
+      "--since takes a duration back from now (90s, 10m, 2h, 1d) or an ISO time; --stream limits it to one stream.",
+  },
+  "clients create": {
+    args: [],
+    options: {
+      gateway: { type: "string", required: true, choices: ["partner", "ingest"] },
+      name: required,
+      scopes: string,
+      owners: string,
+      provider: string,
+      source: string,
+    },
+    synopsis:
+      '--gateway partner|ingest --name NAME [--scopes "s1 s2"] [--owners slug1,slug2] [--provider NAME] [--source CODE]',
+    summary: "create an API client; prints its id and secret (shown only here), audience and token URL",
+    details: "Without --scopes the client gets every scope of its gateway.",
+  },
+  "clients list": {
+    args: [],
+    options: {},
+    synopsis: "",
+    summary:
+      "every client with its gateway, scopes, owners, provider, source and revocation (never a secret)",
+  },
+  "clients grant": {
+    args: ["CLIENT_ID"],
+    options: { owners: required },
+    synopsis: "CLIENT_ID --owners slug1,slug2",
+    summary: "let a client act for more owners",
+  },
+  "clients revoke": {
+    args: ["CLIENT_ID"],
+    options: {},
+    synopsis: "CLIENT_ID",
+    summary: "refuse the client's credentials and tokens from now on",
+  },
+  "keys rotate": {
+    args: [],
+    options: {},
+    synopsis: "",
+    summary: "sign new tokens with a new key (tokens signed before stay valid until they expire)",
+  },
+  "owners create-managed": {
+    args: [],
+    options: { name: required, "external-org-id": required },
+    synopsis: "--name NAME --external-org-id ID",
+    summary: "an owner with an existing relationship with the service (created active)",
+  },
+  "owners grant": {
+    args: [],
+    options: { owner: required, client: required, buildings: string },
+    synopsis: "--owner SLUG --client CLIENT_ID [--buildings PMS_PROPERTY_ID,...]",
+    summary: "grant an owner, or only named buildings of it, to a client",
+  },
+  "sources create": {
+    args: [],
+    options: {
+      code: required,
+      flow: required,
+      "optional-ingest-fields": flag,
+      "redirect-domains": string,
+      clients: string,
+    },
+    synopsis:
+      "--code CODE --flow embedded|expedited [--optional-ingest-fields] [--redirect-domains a.com,b.com] [--clients CLIENT_ID,...]",
+    summary: "issue a source code, or update it",
+    details:
+      "Each run sets the flow and whether ingest fields are optional; a list given replaces the stored one ('' empties it), an omitted one is kept.",
+  },
+  "sources list": {
+    args: [],
+    options: {},
+    synopsis: "",
+    summary: "every source with its flow, redirect domains and clients",
+  },
+  "sources mapping set": {
+    args: ["CODE"],
+    options: { file: required },
+    synopsis: "CODE --file mapping.json",
+    summary: "where each field of the source's inbound events is (replaces every mapping of the source)",
+    details: "The file is a JSON object of event types to {field: JSON Pointer}.",
+  },
+  "sources mapping show": {
+    args: ["CODE"],
+    options: {},
+    synopsis: "CODE",
+    summary: "the source's mappings by event type ({} when none)",
+  },
+  "ingest log": {
+    args: [],
+    options: {
+      source: string,
+      prospect: string,
+      outcome: { type: "string", choices: ["applied", "stale", "duplicate", "ignored"] },
+      limit: string,
+    },
+    synopsis:
+      "[--source CODE] [--prospect SOURCE_PROSPECT_ID] [--outcome applied|stale|duplicate|ignored] [--limit N]",
+    summary: "what became of each inbound event, newest first, one JSON object a line",
+    details: "50 records unless --limit, at most 1000.",
+  },
+  "prospects show": {
+    args: [],
+    options: { source: required, id: required },
+    synopsis: "--source CODE --id SOURCE_PROSPECT_ID",
+    summary: "the prospect as the API shows it, with its owner and, in status error, the error_reason",
+  },
+  "prospects recheck": {
+    args: [],
+    options: { source: required, id: required },
+    synopsis: "--source CODE --id SOURCE_PROSPECT_ID",
+    summary: "decide a complete prospect again (it goes to processing and the workers decide it)",
+  },
+  "providers create": {
+    args: ["NAME"],
+    options: { owners: string, properties: string },
+    synopsis: "NAME --owners slug1,slug2 | --properties OWNER_SLUG/PROPERTY_EXTERNAL_ID,...",
+    summary: "provision a platform provider's webhook subscriber covering those owners or buildings",
+    details: "Run it again to replace the coverage.",
+  },
+  "providers list": {
+    args: [],
+    options: {},
+    synopsis: "",
+    summary: "every provider with what it covers",
+  },
+  "secrets show": {
+    args: [],
+    options: target,
+    synopsis: "--owner SLUG|--provider NAME",
+    summary: "the active webhook signing secrets, newest first (audited)",
+  },
+  "secrets rotate": {
+    args: [],
+    options: { ...target, overlap: string },
+    synopsis: "--owner SLUG|--provider NAME [--overlap 24h]",
+    summary: "a new signing secret; the older ones keep signing for the overlap (default 24h) (audited)",
+  },
+  "webhooks headers set": {
+    args: [],
+    options: { ...target, file: required },
+    synopsis: "--owner SLUG|--provider NAME --file headers.json",
+    summary: "static headers sent with every delivery (a JSON object; not Content-Type nor X-Webhook-*)",
+  },
+  "webhooks headers show": {
+    args: [],
+    options: target,
+    synopsis: "--owner SLUG|--provider NAME",
+    summary: "the static headers of an owner's or provider's deliveries",
+  },
+  "webhooks test-receiver": {
+    args: [],
+    options: { port: string, host: string },
+    synopsis: "[--port N] [--host 127.0.0.1]",
+    summary:
+      "a local HTTPS receiver printing each delivery and whether its signature is valid (not in production)",
+    details:
+      "Prints the https:// URL to register, then one line per delivery: event, delivery id, signature valid|invalid. " +
+      "Its certificate is signed by a CA kept in the data folder, which the service trusts outside production.",
+  },
+} as const satisfies Readonly<Record<string, CommandSpec>>
+
+export type CommandName = keyof typeof COMMANDS
+
+type Spec<N extends CommandName> = (typeof COMMANDS)[N]
+
+type OptionValues<O> = {
+  readonly [K in keyof O]: O[K] extends { readonly type: "boolean" }
+    ? boolean | undefined
+    : O[K] extends { readonly required: true }
+      ? string
+      : string | undefined
+}
+
+type Strings<T> = { readonly [I in keyof T]: string }
+
+/** What a command receives: its positional arguments by position and its options by name, already checked. */
+export interface Input<N extends CommandName> {
+  readonly args: Strings<Spec<N>["args"]>
+  readonly options: OptionValues<Spec<N>["options"]>
+}
+
+export type CommandLine =
+  | { readonly _tag: "Help"; readonly text: string }
+  | { readonly _tag: "Usage"; readonly message: string; readonly command?: CommandName }
+  | {
+      readonly [N in CommandName]: { readonly _tag: "Command"; readonly name: N; readonly input: Input<N> }
+    }[CommandName]
+
+const names = Object.keys(COMMANDS) as Array<CommandName>
+
+export const PROGRAM = "npm run -s cli --"
+
+/** `usage: clients grant CLIENT_ID --owners slug1,slug2`, as a refused command line shows it. */
+export const usageOf = (name: CommandName) => `usage: ${`${name} ${COMMANDS[name].synopsis}`.trim()}`
+
+/** Every command with its arguments, and what it does on the line below. */
+export const usage = () =>
+  `usage: ${PROGRAM} <command> [options]\n\ncommands:\n` +
+  names
+    .map((name) => `  ${`${name} ${COMMANDS[name].synopsis}`.trim()}\n      ${COMMANDS[name].summary}\n`)
+    .join("") +
+  `\n${PROGRAM} <command> --help says more about one command.\n`
+
+/** What a refused command line prints: the problem, then how the command is used (or every command). */
+export const refusal = (message: string, command: CommandName | undefined) =>
+  command === undefined
+    ? `${message}\n\n${usage()}`
+    : message.startsWith("usage:")
+      ? `${message}\n`
+      : `${message}\n${usageOf(command)}\n`
+
+const commandHelp = (name: CommandName) => {
+  const spec: CommandSpec = COMMANDS[name]
+  return `${usageOf(name)}\n\n${spec.summary}\n${spec.details ? `${spec.details}\n` : ""}`
+}
+
+const isHelp = (arg: string) => arg === "--help" || arg === "-h"
+
+/** The command whose name is the longest run of leading words, and what follows it. */
+const matchCommand = (argv: ReadonlyArray<string>) => {
+  for (let length = Math.min(argv.length, 3); length > 0; length--) {
+    const name = argv.slice(0, length).join(" ")
+    if (Object.hasOwn(COMMANDS, name)) return { name: name as CommandName, rest: argv.slice(length) }
+  }
+  return undefined
+}
+
+/** `unknown sources mapping command: delete`: named after the longest group of commands the words start. */
+const unknownCommand = (argv: ReadonlyArray<string>) => {
+  for (let length = Math.min(argv.length, 2); length > 0; length--) {
+    const group = argv.slice(0, length).join(" ")
+    if (names.some((name) => name.startsWith(`${group} `))) {
+      return `unknown ${group} command: ${argv[length] ?? "(none)"}`
+    }
+  }
+  return `unknown command: ${argv[0]}`
+}
+
+/** Reads a command line against the table: a command with its input, a request for help, or a usage error. */
+export const parseCommandLine = (argv: ReadonlyArray<string>): CommandLine => {
+  if (argv.length === 0 || argv[0] === "help" || isHelp(argv[0]!)) return { _tag: "Help", text: usage() }
+  const matched = matchCommand(argv)
+  if (matched === undefined) {
+    return argv.some(isHelp)
+      ? { _tag: "Help", text: usage() }
+      : { _tag: "Usage", message: unknownCommand(argv) }
+  }
+  const { name, rest } = matched
+  const spec: CommandSpec = COMMANDS[name]
+  if (rest.some(isHelp)) return { _tag: "Help", text: commandHelp(name) }
+  let parsed: ReturnType<typeof parseArgs>
+  try {
+    const options = Object.fromEntries(
+      Object.entries(spec.options).map(([option, o]) => [option, { type: o.type }]),
+    )
+    parsed = parseArgs({ args: [...rest], options, allowPositionals: true, strict: true })
+  } catch (error) {
+    return { _tag: "Usage", message: (error as Error).message, command: name }
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>
+  const missing = Object.entries(spec.options).some(
+    ([option, o]) => o.required && (values[option] === undefined || values[option] === ""),
+  )
+  if (missing || parsed.positionals.length !== spec.args.length) {
+    return { _tag: "Usage", message: usageOf(name), command: name }
+  }
+  for (const [option, o] of Object.entries(spec.options)) {
+    const value = values[option]
+    if (o.choices && typeof value === "string" && !o.choices.includes(value)) {
+      return {
+        _tag: "Usage",
+        message: `--${option} must be ${o.choices.join(", ")}, not '${value}'`,
+        command: name,
+      }
+    }
+  }
+  // The values were checked against the command's table entry just above, which is what its `Input` says.
+  return {
+    _tag: "Command",
+    name,
+    input: { args: parsed.positionals, options: values },
+  } as unknown as CommandLine
+}
+
+/** A comma-separated option as a list; absent stays absent. */
+export const list = (value: string | undefined) =>
+  value === undefined
+    ? undefined
+    : value
+        .split(/[,\s]+/)
+        .map((item) => item.trim())
+        .filter((item) => item !== "")

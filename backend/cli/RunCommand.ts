@@ -1,0 +1,156 @@
+import { Cause, Effect, Exit, Layer } from "effect"
+import { Auth } from "../auth/Auth.ts"
+import type { ClientCommandRejected } from "../auth/Domain.ts"
+import type { MappingRejected } from "../ingest/Domain.ts"
+import { Ingest } from "../ingest/Ingest.ts"
+import { AppConfig, type ConfigInvalid } from "../platform/Config.ts"
+import { Nats } from "../platform/Nats.ts"
+import { loggerLayer } from "../platform/Observability.ts"
+import { PlatformLayer } from "../platform/Platform.ts"
+import type { ProspectIncomplete, ProspectNotFound } from "../prospects/Domain.ts"
+import { Prospects } from "../prospects/Prospects.ts"
+import { type SourceCommandRejected, Sources } from "../prospects/Sources.ts"
+import type { OwnerNotManaged } from "../roster/Domain.ts"
+import { Roster } from "../roster/Roster.ts"
+import type { OwnerUnknown, ProviderNotProvisioned, WebhookCommandRejected } from "../webhooks/Domain.ts"
+import { Secrets } from "../webhooks/Secrets.ts"
+import { createClient, grantClient, listClients, revokeClient, rotateKeys } from "./Clients.ts"
+import { type CommandLine, type CommandName, type Input, refusal } from "./CommandLine.ts"
+import { ingestLog } from "./Ingest.ts"
+import { CliIo, type CliIoShape, printLine } from "./Io.ts"
+import { createManagedOwner, grantOwner } from "./Owners.ts"
+import { recheckProspect, showProspect } from "./Prospects.ts"
+import { createProvider, listProviders } from "./Providers.ts"
+import { createSource, listSources, setMapping, showMapping } from "./Sources.ts"
+import { tail } from "./Tail.ts"
+import type { CliUsage } from "./Usage.ts"
+import { rotateSecrets, setHeaders, showHeaders, showSecrets } from "./Webhooks.ts"
+
+/** Failures a command reports as a message (exit status 2) rather than a crash. */
+type CommandFailure =
+  | CliUsage
+  | ClientCommandRejected
+  | OwnerNotManaged
+  | SourceCommandRejected
+  | MappingRejected
+  | ProspectNotFound
+  | ProspectIncomplete
+  | WebhookCommandRejected
+  | OwnerUnknown
+  | ProviderNotProvisioned
+
+type Handler<N extends CommandName> = (
+  input: Input<N>,
+) => Effect.Effect<unknown, CommandFailure, AppConfig | CliIo>
+
+/** The platform and authentication, for commands that manage clients. */
+const withAuth = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(Effect.provide(Auth.layer), Effect.provide(PlatformLayer))
+
+/** Sources and ingestion: the ingest service and what it needs (prospects, roster, sources, the platform). */
+const withIngest = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(
+    Effect.provide(Ingest.layer),
+    Effect.provide(Prospects.layer),
+    Effect.provide(Layer.mergeAll(Roster.layer, Sources.layer)),
+    Effect.provide(PlatformLayer),
+  )
+
+/** Webhook subscribers, their secrets and custom headers. */
+const withSecrets = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(Effect.provide(Secrets.layer), Effect.provide(PlatformLayer))
+
+const withRoster = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(Effect.provide(Roster.layer), Effect.provide(PlatformLayer))
+
+const withProspects = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(
+    Effect.provide(Prospects.layer),
+    Effect.provide(Roster.layer),
+    Effect.provide(PlatformLayer),
+  )
+
+const handlers: { readonly [N in CommandName]: Handler<N> } = {
+  migrate: () =>
+    Effect.scoped(Layer.build(PlatformLayer)).pipe(
+      Effect.andThen(printLine("database migrated and streams provisioned")),
+    ),
+  // Only NATS: tailing must work while Postgres is down.
+  tail: (input) => Effect.scoped(tail(input)).pipe(Effect.provide(Nats.layer)),
+  "clients create": (input) => withAuth(createClient(input)),
+  "clients list": () => withAuth(listClients()),
+  "clients grant": (input) => withAuth(grantClient(input)),
+  "clients revoke": (input) => withAuth(revokeClient(input)),
+  "keys rotate": () => withAuth(rotateKeys()),
+  "owners create-managed": (input) => withRoster(createManagedOwner(input)),
+  "owners grant": (input) => withRoster(grantOwner(input)),
+  "sources create": (input) => withIngest(createSource(input)),
+  "sources list": () => withIngest(listSources()),
+  "sources mapping set": (input) => withIngest(setMapping(input)),
+  "sources mapping show": (input) => withIngest(showMapping(input)),
+  "ingest log": (input) => withIngest(ingestLog(input)),
+  "prospects show": (input) => withProspects(showProspect(input)),
+  "prospects recheck": (input) => withProspects(recheckProspect(input)),
+  "providers create": (input) => withSecrets(createProvider(input)),
+  "providers list": () => withSecrets(listProviders()),
+  "secrets show": (input) => withSecrets(showSecrets(input)),
+  "secrets rotate": (input) => withSecrets(rotateSecrets(input)),
+  "webhooks headers set": (input) => withSecrets(setHeaders(input)),
+  "webhooks headers show": (input) => withSecrets(showHeaders(input)),
+  // Loaded on use: certificate generation is needed by this command alone.
+  "webhooks test-receiver": (input) =>
+    withSecrets(
+      Effect.flatMap(
+        Effect.promise(() => import("./TestReceiver.ts")),
+        (module) => module.testReceiver(input),
+      ),
+    ),
+}
+
+const refuse = (message: string) =>
+  CliIo.use((io) =>
+    Effect.sync(() => {
+      io.stderr(`${message}\n`)
+      return 2
+    }),
+  )
+
+/**
+ * Runs one parsed command with the configuration of `io.env`, its logs as JSON lines on stderr (warnings and
+ * worse unless LOG_LEVEL asks for more detail), and its result on stdout. The exit status: 0 when it succeeded or
+ * was stopped, 2 when it was refused (with the message on stderr), 1 on a crash (reported on stderr too, so
+ * stdout only ever holds a result).
+ */
+export const runCommand = async (line: Extract<CommandLine, { _tag: "Command" }>, io: CliIoShape) => {
+  const handler = handlers[line.name] as Handler<CommandName>
+  const program = Effect.gen(function* () {
+    const config = yield* AppConfig
+    const logLevel = config.logLevel === "info" ? "warn" : config.logLevel
+    yield* handler(line.input).pipe(
+      Effect.provide(loggerLayer({ logLevel }, (text) => io.stderr(`${text}\n`))),
+    )
+    return 0
+  }).pipe(
+    Effect.provide(AppConfig.layerFrom(io.env)),
+    Effect.catchTags({
+      ConfigInvalid: (error: ConfigInvalid) => refuse(error.message),
+      CliUsage: (error) => refuse(refusal(error.message, line.name).trimEnd()),
+      ClientCommandRejected: (error) => refuse(error.message),
+      OwnerNotManaged: (error) => refuse(error.message),
+      SourceCommandRejected: (error) => refuse(error.message),
+      MappingRejected: (error) => refuse(error.message),
+      ProspectNotFound: (error) => refuse(error.message),
+      ProspectIncomplete: (error) => refuse(error.message),
+      WebhookCommandRejected: (error) => refuse(error.message),
+      OwnerUnknown: (error) => refuse(`no owner ${error.slug}`),
+      ProviderNotProvisioned: (error) =>
+        refuse(`provider ${error.provider} is not provisioned: run providers create ${error.provider} first`),
+    }),
+    Effect.provide(Layer.succeed(CliIo, io)),
+  )
+  const exit = await Effect.runPromiseExit(program, { signal: io.signal })
+  if (Exit.isSuccess(exit)) return exit.value
+  if (Cause.hasInterruptsOnly(exit.cause)) return 0
+  io.stderr(`${Cause.pretty(exit.cause)}\n`)
+  return 1
+}
