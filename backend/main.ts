@@ -28,7 +28,11 @@ const main = Effect.gen(function* () {
   yield* Effect.gen(function* () {
     const ports = Context.get(yield* Layer.build(appLayer(config)), ListeningPorts)
     yield* Effect.logInfo("started").pipe(
-      Effect.annotateLogs({ roles: config.roles.join(","), ports: Object.fromEntries(ports) }),
+      Effect.annotateLogs({
+        roles: config.roles.join(","),
+        ports: Object.fromEntries(ports),
+        node: process.versions.node,
+      }),
     )
     process.on("SIGINT", forceExitLater).on("SIGTERM", forceExitLater)
     return yield* Effect.never
