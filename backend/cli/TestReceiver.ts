@@ -35,8 +35,9 @@ const pem = (label: string, der: ArrayBuffer) =>
     .replace(/(.{64})/g, "$1\n")
     .trimEnd()}\n-----END ${label}-----\n`
 
+/** The CA's certificate and key, failing when the data folder has none yet. */
 const readCa = (caFile: string) =>
-  Effect.promise(async (): Promise<Ca> => {
+  Effect.tryPromise(async (): Promise<Ca> => {
     const keyPem = readFileSync(join(dirname(caFile), "ca.key"), "utf8")
     const der = Buffer.from(keyPem.replace(/-----[^-]+-----/g, "").replace(/\s+/g, ""), "base64")
     return {
@@ -75,7 +76,7 @@ const ensureCa = (caFile: string, now: number) =>
     } catch {
       rmSync(staging, { recursive: true, force: true })
     }
-    return yield* readCa(caFile)
+    return yield* readCa(caFile).pipe(Effect.orDie)
   })
 
 /** A certificate for `host` (and 127.0.0.1, localhost), signed by the CA, with its private key. */
