@@ -16,6 +16,7 @@ import { eventually } from "../support/Streams.ts"
 import { type LatencyRow, rosterBatches } from "./Roster.ts"
 import { ingestThroughput } from "./Ingest.ts"
 import { prospectReadyLatency } from "./Prospects.ts"
+import { startupLatencies } from "./Startup.ts"
 import { webhookBench } from "./Webhooks.ts"
 import { prospectService } from "../support/Prospects.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
@@ -32,7 +33,7 @@ const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
 
 /**
  * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, roster, prospects, ingest,
- * webhooks) runs only those benchmarks; unset runs all of them.
+ * webhooks, startup) runs only those benchmarks; unset runs all of them.
  */
 const only = process.env.BENCH_ONLY?.split(",")
   .map((name) => name.trim())
@@ -327,6 +328,11 @@ const program = Effect.gen(function* () {
     rows.push(...webhooks.rows)
     latencies.push(...webhooks.latencies)
     notes.push(...webhooks.notes)
+  }
+  if (selected("startup")) {
+    const startup = yield* startupLatencies
+    latencies.push(...startup.rows)
+    notes.push(...startup.notes)
   }
   const tables = [
     ...(rows.length > 0 ? [format(rows)] : []),
