@@ -36,6 +36,8 @@ export const COMMANDS = {
     options: {},
     synopsis: "",
     summary: "create the database if missing, apply migrations, provision the streams",
+    details:
+      "Every other command that uses the database brings it to the current schema first, as npm start does.",
   },
   tail: {
     args: ["SUBJECT_PATTERN"],
@@ -43,7 +45,10 @@ export const COMMANDS = {
     synopsis: "SUBJECT_PATTERN [--since 10m] [--stream NAME]",
     summary: "print messages on matching subjects (e.g. 'events.acme.>'), then follow new ones until ctrl-C",
     details:
-      "--since takes a duration back from now (90s, 10m, 2h, 1d) or an ISO time; --stream limits it to one stream.",
+      "The pattern is a subject of the catalog without the deployment prefix (events.acme.>, webhooks.status.*); " +
+      "every stream that can hold a matching subject is followed, or only --stream (EVENTS or its prefixed name). " +
+      "Each message: stream sequence, subject, stream time, headers, then the body (pretty JSON). " +
+      "--since takes 90s, 10m, 2h, 1d or an ISO time; without it only new messages are shown.",
   },
   "clients create": {
     args: [],
@@ -58,7 +63,9 @@ export const COMMANDS = {
     synopsis:
       '--gateway partner|ingest --name NAME [--scopes "s1 s2"] [--owners slug1,slug2] [--provider NAME] [--source CODE]',
     summary: "create an API client; prints its id and secret (shown only here), audience and token URL",
-    details: "Without --scopes the client gets every scope of its gateway.",
+    details:
+      "Without --scopes the client gets every scope of its gateway. Prints " +
+      '{"client_id", "client_secret", "audience", "token_url"}; the secret is shown only here.',
   },
   "clients list": {
     args: [],
@@ -78,24 +85,31 @@ export const COMMANDS = {
     options: {},
     synopsis: "CLIENT_ID",
     summary: "refuse the client's credentials and tokens from now on",
+    details: "Refused at /token and its unexpired tokens at the gateways at once, in every process.",
   },
   "keys rotate": {
     args: [],
     options: {},
     synopsis: "",
     summary: "sign new tokens with a new key (tokens signed before stay valid until they expire)",
+    details:
+      "Every process signs with the new key within 30 s; tokens signed by the previous key stay valid until they expire.",
   },
   "owners create-managed": {
     args: [],
     options: { name: required, "external-org-id": required },
     synopsis: "--name NAME --external-org-id ID",
     summary: "an owner with an existing relationship with the service (created active)",
+    details:
+      'Its purchase flow and coverage ceiling stay service-owned; prints {"owner_slug", "name", "external_org_id"}. ' +
+      "Refused for an external_org_id that a partner-created owner already has.",
   },
   "owners grant": {
     args: [],
     options: { owner: required, client: required, buildings: string },
     synopsis: "--owner SLUG --client CLIENT_ID [--buildings PMS_PROPERTY_ID,...]",
     summary: "grant an owner, or only named buildings of it, to a client",
+    details: "With --buildings, any other building of the owner fails the client's items.",
   },
   "sources create": {
     args: [],
@@ -110,7 +124,9 @@ export const COMMANDS = {
       "--code CODE --flow embedded|expedited [--optional-ingest-fields] [--redirect-domains a.com,b.com] [--clients CLIENT_ID,...]",
     summary: "issue a source code, or update it",
     details:
-      "Each run sets the flow and whether ingest fields are optional; a list given replaces the stored one ('' empties it), an omitted one is kept.",
+      "Sets the source's enrollment flow, whether screening_result, employment_status and yearly_income are " +
+      "optional, the domains allowed in redirect_url and the clients that may submit for it. Each run states the " +
+      "flow and the optional fields; a list given replaces the stored one ('' empties it), an omitted one is kept.",
   },
   "sources list": {
     args: [],
@@ -123,7 +139,10 @@ export const COMMANDS = {
     options: { file: required },
     synopsis: "CODE --file mapping.json",
     summary: "where each field of the source's inbound events is (replaces every mapping of the source)",
-    details: "The file is a JSON object of event types to {field: JSON Pointer}.",
+    details:
+      "The file is a JSON object of event types to {field: JSON Pointer}; it replaces every mapping of the source " +
+      "and the stored mappings are printed. A file with any problem (a required field unmapped, a bad pointer, an " +
+      "unknown field; every problem is named) is refused and changes nothing.",
   },
   "sources mapping show": {
     args: ["CODE"],
@@ -142,26 +161,35 @@ export const COMMANDS = {
     synopsis:
       "[--source CODE] [--prospect SOURCE_PROSPECT_ID] [--outcome applied|stale|duplicate|ignored] [--limit N]",
     summary: "what became of each inbound event, newest first, one JSON object a line",
-    details: "50 records unless --limit, at most 1000.",
+    details:
+      "Fields: id, event_id, received_at, source, event_type, source_prospect_id, occurred_at, outcome, reason " +
+      "(why one was ignored, such as unknown pms_property_id prop-9), prospect_id, stream_seq. 50 records unless " +
+      "--limit, at most 1000.",
   },
   "prospects show": {
     args: [],
     options: { source: required, id: required },
     synopsis: "--source CODE --id SOURCE_PROSPECT_ID",
     summary: "the prospect as the API shows it, with its owner and, in status error, the error_reason",
+    details: 'Prints {"owner_slug", "prospect"}; error_reason says why eligibility could not finish.',
   },
   "prospects recheck": {
     args: [],
     options: { source: required, id: required },
     synopsis: "--source CODE --id SOURCE_PROSPECT_ID",
     summary: "decide a complete prospect again (it goes to processing and the workers decide it)",
+    details:
+      "After fixing what put it in error, or after a roster change: prints it in status processing and the workers " +
+      "decide it. An unknown or incomplete prospect is refused.",
   },
   "providers create": {
     args: ["NAME"],
     options: { owners: string, properties: string },
     synopsis: "NAME --owners slug1,slug2 | --properties OWNER_SLUG/PROPERTY_EXTERNAL_ID,...",
     summary: "provision a platform provider's webhook subscriber covering those owners or buildings",
-    details: "Run it again to replace the coverage.",
+    details:
+      "NAME is 1-63 lowercase letters, digits, '-' or '_'. Makes the provider's webhook subscriber and first signing " +
+      "secret; run again, it replaces the whole coverage. Unknown owners or properties refuse the whole command. Audited.",
   },
   "providers list": {
     args: [],
@@ -174,18 +202,29 @@ export const COMMANDS = {
     options: target,
     synopsis: "--owner SLUG|--provider NAME",
     summary: "the active webhook signing secrets, newest first (audited)",
+    details:
+      'Prints {"secrets": [{"secret", "created_at", "expires_at"}]} (expires_at null on the current one). ' +
+      "Audited with the count, never a secret. An owner has none until its first endpoint.",
   },
   "secrets rotate": {
     args: [],
     options: { ...target, overlap: string },
     synopsis: "--owner SLUG|--provider NAME [--overlap 24h]",
     summary: "a new signing secret; the older ones keep signing for the overlap (default 24h) (audited)",
+    details:
+      "The new secret signs from now on and is printed; the older ones keep signing (a second v1 in " +
+      "X-Webhook-Signature) until the overlap ends: 30m, 24h, 2d, at most 30d; 0s ends them now. A later rotation " +
+      "never lengthens an overlap already running. Audited.",
   },
   "webhooks headers set": {
     args: [],
     options: { ...target, file: required },
     synopsis: "--owner SLUG|--provider NAME --file headers.json",
     summary: "static headers sent with every delivery (a JSON object; not Content-Type nor X-Webhook-*)",
+    details:
+      "A JSON object of at most 20 names to visible-ASCII values (at most 4,096 characters); Content-Type, any " +
+      "X-Webhook-* and connection headers (Host, Content-Length, ...) are refused. Replaces the stored set. Audited " +
+      "(names only).",
   },
   "webhooks headers show": {
     args: [],
@@ -255,9 +294,22 @@ export const refusal = (message: string, command: CommandName | undefined) =>
       ? `${message}\n`
       : `${message}\n${usageOf(command)}\n`
 
+/** `text` broken into lines of at most `width` characters, at spaces. */
+const wrap = (text: string, width = 100) =>
+  text
+    .split(" ")
+    .reduce<Array<string>>((lines, word) => {
+      const last = lines.at(-1)
+      if (last !== undefined && last.length + 1 + word.length <= width)
+        lines[lines.length - 1] = `${last} ${word}`
+      else lines.push(word)
+      return lines
+    }, [])
+    .join("\n")
+
 const commandHelp = (name: CommandName) => {
   const spec: CommandSpec = COMMANDS[name]
-  return `${usageOf(name)}\n\n${spec.summary}\n${spec.details ? `${spec.details}\n` : ""}`
+  return `${usageOf(name)}\n\n${wrap(spec.summary)}\n${spec.details ? `${wrap(spec.details)}\n` : ""}`
 }
 
 const isHelp = (arg: string) => arg === "--help" || arg === "-h"
