@@ -188,7 +188,13 @@ function pinnedRuntimeBin(version) {
   mkdirSync(staging, { recursive: true })
   const packed = run(
     "npm",
-    ["pack", `node-${process.platform}-${process.arch}@${version}`, "--pack-destination", staging],
+    [
+      "pack",
+      `node-${process.platform}-${process.arch}@${version}`,
+      "--pack-destination",
+      staging,
+      "--loglevel=warn",
+    ],
     {
       stdio: ["ignore", "pipe", "inherit"],
       encoding: "utf8",
