@@ -165,10 +165,11 @@ function pinnedNodeVersion() {
   return JSON.parse(readFileSync(lock, "utf8")).packages?.["node_modules/node"]?.version
 }
 
+/** The version of the `node` package in node_modules, whose install script put the binary at NODE. */
 function installedNodeVersion() {
-  if (!existsSync(NODE)) return undefined
-  const result = spawnSync(NODE, ["--version"], { encoding: "utf8" })
-  return result.status === 0 ? result.stdout.trim().replace(/^v/, "") : undefined
+  const manifest = path.join(ROOT, "node_modules", "node", "package.json")
+  if (!existsSync(NODE) || !existsSync(manifest)) return undefined
+  return JSON.parse(readFileSync(manifest, "utf8")).version
 }
 
 /**
