@@ -1,18 +1,12 @@
 import { Schema } from "effect"
+import { limitedText } from "../platform/FieldLimits.ts"
 import { PropertyItem, UnitItem } from "../roster/Domain.ts"
 import { ProspectStatus } from "../events/Catalog.ts"
 
-/** Longest string a prospect field takes (the spec leaves field sizes open). */
-export const MAX_TEXT = 255
 export const MAX_AUTHORIZED_MEMBERS = 20
 
 /** Omitted: keep the stored value; `null`: clear it. */
 const Clearable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))
-
-const Text = Schema.String.check(
-  Schema.isMinLength(1, { message: "can't be blank" }),
-  Schema.isMaxLength(MAX_TEXT, { message: `is longer than ${MAX_TEXT} characters` }),
-)
 
 const isCalendarDate = (value: string) => {
   const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value)
@@ -50,7 +44,7 @@ const Phone = Schema.String.annotate({
   description: "Exactly 10 digits, no country code, no punctuation.",
 }).check(Schema.isPattern(/^\d{10}$/, { message: "Phone is not valid" }))
 
-const Email = Text.check(
+const Email = limitedText("email").check(
   Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: "is not a valid email address" }),
 )
 
@@ -65,8 +59,8 @@ export const EmploymentStatuses = [
 ] as const
 
 export const AuthorizedMember = Schema.Struct({
-  first_name: Text,
-  last_name: Text,
+  first_name: limitedText("first_name"),
+  last_name: limitedText("last_name"),
   email: Clearable(Email),
   phone: Clearable(Phone),
 }).annotate({
@@ -76,12 +70,14 @@ export const AuthorizedMember = Schema.Struct({
 
 /** The prospect's own fields, as a partner sends them; nested roster items are decoded by the roster. */
 export const prospectFields = {
-  source: Text.annotate({ description: "The source code issued to the partner." }),
-  source_prospect_id: Text.annotate({ description: "The partner's prospect identifier." }),
+  source: limitedText("source").annotate({ description: "The source code issued to the partner." }),
+  source_prospect_id: limitedText("source_prospect_id").annotate({
+    description: "The partner's prospect identifier.",
+  }),
   email: Clearable(Email),
   phone: Clearable(Phone),
-  first_name: Clearable(Text),
-  last_name: Clearable(Text),
+  first_name: Clearable(limitedText("first_name")),
+  last_name: Clearable(limitedText("last_name")),
   birthdate: Clearable(CalendarDate),
   lease_start_date: Clearable(CalendarDate),
   lease_end_date: Clearable(CalendarDate),
@@ -116,14 +112,18 @@ export const prospectFields = {
   ),
   guarantor_coverage: Schema.optional(Schema.Boolean),
   pms_type: Clearable(Schema.Literal("yardi")),
-  pms_property_id: Clearable(Text),
-  pms_unit_id: Clearable(Text),
-  pms_prospect_id: Clearable(Text),
+  pms_property_id: Clearable(limitedText("pms_property_id")),
+  pms_unit_id: Clearable(limitedText("pms_unit_id")),
+  pms_prospect_id: Clearable(limitedText("pms_prospect_id")),
   property_external_id: Clearable(
-    Text.annotate({ description: "The partner's `external_system_id` of the property." }),
+    limitedText("property_external_id").annotate({
+      description: "The partner's `external_system_id` of the property.",
+    }),
   ),
   unit_external_id: Clearable(
-    Text.annotate({ description: "The partner's `external_system_id` of the unit." }),
+    limitedText("unit_external_id").annotate({
+      description: "The partner's `external_system_id` of the unit.",
+    }),
   ),
 }
 

@@ -1,13 +1,13 @@
 import { Schema } from "effect"
+import { limitedText } from "../platform/FieldLimits.ts"
 
 /** Batches hold at most this many items; a larger one is refused whole before any item runs. */
 export const MAX_BATCH = 500
 
-const NonEmpty = Schema.String.check(Schema.isMinLength(1, { message: "can't be blank" }))
 /** Omitted: keep the stored value; `null`: clear it (only optional fields). */
 const Clearable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))
 
-const httpsOrigin = Schema.String.check(
+const httpsOrigin = limitedText("embedded_frame_ancestors").check(
   Schema.makeFilter((value: string) => {
     const parsed = URL.canParse(value) ? new URL(value) : undefined
     return parsed?.protocol === "https:" && parsed.origin === value.replace(/\/$/, "")
@@ -29,12 +29,18 @@ export const DefaultCoverage = Schema.Struct({
   ),
 }).annotate({ identifier: "DefaultCoverage", description: "Coverage as a multiple of monthly rent." })
 
+/** Marks a field that an update may omit but a creation must carry. */
+const requiredToCreate = <S extends Schema.Top>(schema: S) =>
+  Schema.optional(
+    schema.annotate({ description: "Required to create; an update may omit it (kept as stored)." }),
+  )
+
 export const PropertyOwnerInput = Schema.Struct({
-  external_org_id: NonEmpty,
-  name: Schema.optional(NonEmpty),
+  external_org_id: limitedText("external_org_id"),
+  name: requiredToCreate(limitedText("name")),
   purchase_flow_enabled: Schema.optional(Schema.Boolean),
   max_coverage_amount_cents: Clearable(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-  embedded_frame_ancestors: Schema.optional(Schema.Array(httpsOrigin)),
+  embedded_frame_ancestors: Clearable(Schema.Array(httpsOrigin)),
   guarantor_coverage_capable: Schema.optional(Schema.Boolean),
 }).annotate({ identifier: "PropertyOwnerInput" })
 export type PropertyOwnerInput = typeof PropertyOwnerInput.Type
@@ -73,11 +79,13 @@ export interface OwnerRow {
 }
 
 export const BankAccountItem = Schema.Struct({
-  external_system_id: NonEmpty,
-  display_name: NonEmpty,
-  routing_number: Schema.String.check(Schema.isPattern(/^\d{9}$/, { message: "must be 9 digits" })),
-  account_number: Schema.String.check(
-    Schema.isPattern(/^\d{1,20}$/, { message: "must be at most 20 digits" }),
+  external_system_id: limitedText("external_system_id"),
+  display_name: requiredToCreate(limitedText("display_name")),
+  routing_number: requiredToCreate(
+    Schema.String.check(Schema.isPattern(/^\d{9}$/, { message: "must be 9 digits" })),
+  ),
+  account_number: requiredToCreate(
+    Schema.String.check(Schema.isPattern(/^\d{1,20}$/, { message: "must be at most 20 digits" })),
   ),
   default: Schema.optional(Schema.Boolean),
 }).annotate({ identifier: "BankAccountItem" })
@@ -95,43 +103,52 @@ export const SINGLE_UNIT_TYPES: ReadonlyArray<PropertyType> = ["single_family", 
 
 export const PmsTypes = ["yardi", "realpage"] as const
 
+const Zip = Schema.Union([limitedText("zip", { blankAllowed: true }), Schema.Int])
+
+/** Sent whole: an address replaces the stored one, so its required parts are required every time it is sent. */
 export const PropertyAddress = Schema.Struct({
-  line_one: NonEmpty,
-  line_two: Clearable(Schema.String),
-  city: NonEmpty,
-  state: NonEmpty,
-  zip: Schema.Union([Schema.String, Schema.Int]),
-  country: Clearable(Schema.String),
+  line_one: limitedText("line_one"),
+  line_two: Clearable(limitedText("line_two", { blankAllowed: true })),
+  city: limitedText("city"),
+  state: limitedText("state"),
+  zip: Zip,
+  country: Clearable(limitedText("country", { blankAllowed: true })),
 }).annotate({ identifier: "PropertyAddress" })
 
 export const PropertyItem = Schema.Struct({
-  external_system_id: NonEmpty,
-  building_name: NonEmpty,
-  address: PropertyAddress,
+  external_system_id: limitedText("external_system_id"),
+  building_name: requiredToCreate(limitedText("building_name")),
+  address: requiredToCreate(PropertyAddress),
   type: Schema.optional(Schema.Literals(PropertyTypes)),
-  policy_holder_name: Clearable(NonEmpty),
+  policy_holder_name: Clearable(
+    limitedText("policy_holder_name").annotate({
+      description: "Default (and what `null` restores): the owner's name followed by `, LLC`.",
+    }),
+  ),
   pms_type: Clearable(Schema.Literals(PmsTypes)),
-  pms_property_id: Clearable(NonEmpty),
+  pms_property_id: Clearable(limitedText("pms_property_id")),
   default_coverage: Clearable(DefaultCoverage),
-  bank_account_external_id: Clearable(NonEmpty),
+  bank_account_external_id: Clearable(limitedText("bank_account_external_id")),
   active: Schema.optional(Schema.Boolean),
 }).annotate({ identifier: "PropertyItem" })
 export type PropertyItem = typeof PropertyItem.Type
 
 export const UnitAddress = Schema.Struct({
-  line_one: Schema.optional(Schema.String),
-  line_two: Clearable(Schema.String),
-  city: Schema.optional(Schema.String),
-  state: Schema.optional(Schema.String),
-  zip: Schema.optional(Schema.Union([Schema.String, Schema.Int])),
+  line_one: Schema.optional(limitedText("line_one", { blankAllowed: true })),
+  line_two: Clearable(limitedText("line_two", { blankAllowed: true })),
+  city: Schema.optional(limitedText("city", { blankAllowed: true })),
+  state: Schema.optional(limitedText("state", { blankAllowed: true })),
+  zip: Schema.optional(Zip),
 }).annotate({ identifier: "UnitAddress" })
 
 export const UnitItem = Schema.Struct({
-  external_system_id: NonEmpty,
-  property_external_id: NonEmpty,
-  name: Clearable(NonEmpty),
+  external_system_id: limitedText("external_system_id"),
+  property_external_id: limitedText("property_external_id").annotate({
+    description: "The building's `external_system_id`; with the unit's own, the unit's key, so always sent.",
+  }),
+  name: Clearable(limitedText("name")),
   address: Clearable(UnitAddress),
-  pms_unit_id: Clearable(NonEmpty),
+  pms_unit_id: Clearable(limitedText("pms_unit_id")),
   default_coverage: Clearable(DefaultCoverage),
 }).annotate({ identifier: "UnitItem" })
 export type UnitItem = typeof UnitItem.Type

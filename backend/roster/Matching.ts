@@ -32,10 +32,29 @@ export interface UnitState extends Omit<UnitRow, "id"> {
   readonly id?: string
 }
 
+/** The default `policy_holder_name` of an owner's buildings (spec: the owner name followed by `, LLC`). */
+export const defaultPolicyHolder = (owner: OwnerRow) => `${owner.name}, LLC`
+
+/** A property item's address, normalized, or its field errors. */
+const normalizedAddress = (address: NonNullable<PropertyItem["address"]>) => {
+  const street = normalizeStreetLine(address.line_one)
+  const state = normalizeState(address.state)
+  const zip = normalizeZip(address.zip)
+  const errors: FieldErrors = {}
+  if (state === undefined)
+    errors["address.state"] = ["is not a US state, territory or military state (two letters or full name)"]
+  if (zip === undefined) errors["address.zip"] = ["must be a five-digit ZIP code (ZIP+4 is accepted)"]
+  return state === undefined || zip === undefined
+    ? { errors }
+    : { street, state, zip, city: address.city.trim() }
+}
+
 /**
  * One property item against the owner's buildings (mutated in place on success): the spec's matching rules in
  * order — linked identifier, then (pms_type, pms_property_id) with building_name choosing among several, then
- * building_name + normalized street + zip, then create.
+ * building_name + normalized street + zip, then create. The item writes only the fields it carries: an update
+ * may omit anything but its identifier, while a creation needs `building_name` and `address`; the rule that
+ * needs the address runs only for an item that carries one.
  */
 export const applyProperty = (
   item: PropertyItem,
@@ -44,13 +63,8 @@ export const applyProperty = (
   owner: OwnerRow,
   granted: ReadonlyArray<string> | undefined,
 ): { readonly errors: FieldErrors } | { readonly state: PropertyState; readonly created: boolean } => {
-  const errors: FieldErrors = {}
-  const street = normalizeStreetLine(item.address.line_one)
-  const state = normalizeState(item.address.state)
-  const zip = normalizeZip(item.address.zip)
-  if (state === undefined)
-    errors["address.state"] = ["is not a US state, territory or military state (two letters or full name)"]
-  if (zip === undefined) errors["address.zip"] = ["must be a five-digit ZIP code (ZIP+4 is accepted)"]
+  const address = item.address === undefined ? undefined : normalizedAddress(item.address)
+  const errors: FieldErrors = address !== undefined && "errors" in address ? { ...address.errors } : {}
   const bankAccountId =
     item.bank_account_external_id === undefined || item.bank_account_external_id === null
       ? item.bank_account_external_id
@@ -59,12 +73,20 @@ export const applyProperty = (
     errors.bank_account_external_id = ["is not a registered bank account of this owner: register it first"]
   }
   if (Object.keys(errors).length > 0) return { errors }
+  const sent = address !== undefined && !("errors" in address) ? address : undefined
 
   let target = model.find((p) => p.external_system_id === item.external_system_id)
   if (target === undefined && item.pms_type && item.pms_property_id) {
     const samePms = model.filter(
       (p) => p.pms_type === item.pms_type && p.pms_property_id === item.pms_property_id,
     )
+    if (samePms.length > 1 && item.building_name === undefined) {
+      return {
+        errors: {
+          building_name: [`is required to choose among the ${samePms.length} buildings of this PMS property`],
+        },
+      }
+    }
     const candidates =
       samePms.length > 1 ? samePms.filter((p) => sameText(p.building_name, item.building_name)) : samePms
     if (candidates.length > 1) {
@@ -78,9 +100,12 @@ export const applyProperty = (
     }
     target = candidates[0]
   }
-  if (target === undefined) {
+  if (target === undefined && sent !== undefined && item.building_name !== undefined) {
     const candidates = model.filter(
-      (p) => sameText(p.building_name, item.building_name) && p.street_key === street.key && p.zip === zip,
+      (p) =>
+        sameText(p.building_name, item.building_name) &&
+        p.street_key === sent.street.key &&
+        p.zip === sent.zip,
     )
     if (candidates.length > 1) {
       return {
@@ -111,15 +136,23 @@ export const applyProperty = (
   ) {
     return { errors: { pms_property_id: ["is not a building granted to these credentials"] } }
   }
+  if (target === undefined && (item.building_name === undefined || sent === undefined)) {
+    return {
+      errors: {
+        ...(item.building_name === undefined ? { building_name: ["is required"] } : {}),
+        ...(sent === undefined ? { address: ["is required"] } : {}),
+      },
+    }
+  }
 
   const base: PropertyState = target ?? {
     external_system_id: null,
-    building_name: item.building_name,
-    street_key: street.key,
-    street: street.display,
-    city: item.address.city.trim(),
-    state: state!,
-    zip: zip!,
+    building_name: item.building_name!,
+    street_key: sent!.street.key,
+    street: sent!.street.display,
+    city: sent!.city,
+    state: sent!.state,
+    zip: sent!.zip,
     type: "multifamily",
     policy_holder_name: null,
     pms_type: null,
@@ -136,19 +169,21 @@ export const applyProperty = (
   const next: PropertyState = {
     ...base,
     external_system_id: item.external_system_id,
-    building_name: item.building_name,
-    ...(base.address_locked
+    building_name: item.building_name ?? base.building_name,
+    ...(base.address_locked || sent === undefined
       ? {}
       : {
           // Once units derived the street, the seed sent again does not replace it.
-          ...(base.street_derived ? {} : { street_key: street.key, street: street.display }),
-          city: item.address.city.trim(),
-          state: state!,
-          zip: zip!,
+          ...(base.street_derived ? {} : { street_key: sent.street.key, street: sent.street.display }),
+          city: sent.city,
+          state: sent.state,
+          zip: sent.zip,
         }),
     type: (item.type as PropertyType | undefined) ?? base.type,
+    // Omitted keeps what is stored; `null` restores the default, which a building without one also gets.
     policy_holder_name:
-      item.policy_holder_name === undefined ? base.policy_holder_name : item.policy_holder_name,
+      (item.policy_holder_name === undefined ? base.policy_holder_name : item.policy_holder_name) ??
+      defaultPolicyHolder(owner),
     pms_type: item.pms_type === undefined ? base.pms_type : item.pms_type,
     pms_property_id: item.pms_property_id === undefined ? base.pms_property_id : item.pms_property_id,
     ...(item.default_coverage === undefined
@@ -167,9 +202,23 @@ export const applyProperty = (
   return { state: next, created: target === undefined }
 }
 
+/** A unit's label derived from its address and PMS code, in the spec's order; undefined when none is. */
+const deriveUnitName = (
+  lineOne: string | null | undefined,
+  lineTwo: string | null | undefined,
+  pmsUnitId: string | null | undefined,
+  buildingStreet: string,
+) =>
+  (lineOne && (unitLabelFromLine(lineOne) ?? remainderAfterStreet(lineOne, buildingStreet))) ||
+  (lineTwo && unitLabelFromLineTwo(lineTwo)) ||
+  pmsUnitId ||
+  undefined
+
 /**
  * One unit item within its building (`siblings`, its units, mutated on success): matched by linked identifier, then
- * `pms_unit_id`, then name ignoring case; its name sent, or derived in the spec's order.
+ * `pms_unit_id`, then name ignoring case; its name sent, or derived in the spec's order. An update writes only the
+ * fields it carries: a name the partner sent stays until it sends another (or `null`), while a derived one follows
+ * the unit's address as stored after the update.
  */
 export const applyUnit = (
   item: UnitItem,
@@ -178,20 +227,19 @@ export const applyUnit = (
   siblings: Array<UnitState>,
 ): { readonly errors: FieldErrors } | { readonly state: UnitState; readonly created: boolean } => {
   const address = item.address ?? undefined
-  const lineOne = address?.line_one
-  const lineTwo = address?.line_two ?? undefined
   const single = SINGLE_UNIT_TYPES.includes(property.type as PropertyType)
-  const derivedName =
-    (lineOne && (unitLabelFromLine(lineOne) ?? remainderAfterStreet(lineOne, buildingStreet))) ||
-    (lineTwo && unitLabelFromLineTwo(lineTwo)) ||
-    item.pms_unit_id ||
-    undefined
+  const derivedFromItem = deriveUnitName(
+    address?.line_one,
+    address?.line_two,
+    item.pms_unit_id,
+    buildingStreet,
+  )
 
   let target = siblings.find((u) => u.external_system_id === item.external_system_id)
   if (target === undefined && item.pms_unit_id)
     target = siblings.find((u) => u.pms_unit_id === item.pms_unit_id)
   // A single-unit building's unit is named 1 by default, so an item without a name matches it by that name.
-  const nameForMatch = item.name ?? derivedName ?? (single ? "1" : undefined)
+  const nameForMatch = item.name ?? derivedFromItem ?? (single ? "1" : undefined)
   if (target === undefined && nameForMatch) target = siblings.find((u) => sameText(u.name, nameForMatch))
   const linkedElsewhere =
     target !== undefined &&
@@ -216,13 +264,12 @@ export const applyUnit = (
       },
     }
   }
-  const name = item.name ?? derivedName ?? target?.name ?? (single ? "1" : undefined)
-  if (name === undefined) return { errors: { name: ["unit name required and not derivable"] } }
 
   const base: UnitState = target ?? {
     property_id: property.id,
     external_system_id: null,
-    name,
+    name: "",
+    name_derived: true,
     line_one: null,
     line_two: null,
     city: null,
@@ -232,20 +279,19 @@ export const applyUnit = (
     default_coverage_type: null,
     default_coverage_value: null,
   }
-  const next: UnitState = {
+  const merged: UnitState = {
     ...base,
     external_system_id: item.external_system_id,
-    name,
     ...(item.address === undefined
       ? {}
       : item.address === null
         ? { line_one: null, line_two: null, city: null, state: null, zip: null }
         : {
-            line_one: address?.line_one ?? base.line_one,
-            line_two: address?.line_two === undefined ? base.line_two : address.line_two,
-            city: address?.city ?? base.city,
-            state: address?.state ?? base.state,
-            zip: address?.zip === undefined ? base.zip : String(address.zip),
+            line_one: item.address.line_one ?? base.line_one,
+            line_two: item.address.line_two === undefined ? base.line_two : item.address.line_two,
+            city: item.address.city ?? base.city,
+            state: item.address.state ?? base.state,
+            zip: item.address.zip === undefined ? base.zip : String(item.address.zip),
           }),
     pms_unit_id: item.pms_unit_id === undefined ? base.pms_unit_id : item.pms_unit_id,
     ...(item.default_coverage === undefined
@@ -257,6 +303,16 @@ export const applyUnit = (
             default_coverage_value: String(item.default_coverage.value),
           }),
   }
+  const keepsSentName = target !== undefined && !target.name_derived && item.name === undefined
+  const name =
+    item.name ??
+    (keepsSentName
+      ? target!.name
+      : (deriveUnitName(merged.line_one, merged.line_two, merged.pms_unit_id, buildingStreet) ??
+        target?.name ??
+        (single ? "1" : undefined)))
+  if (name === undefined) return { errors: { name: ["unit name required and not derivable"] } }
+  const next: UnitState = { ...merged, name, name_derived: typeof item.name !== "string" && !keepsSentName }
   if (target === undefined) siblings.push(next)
   else siblings[siblings.indexOf(target)] = next
   return { state: next, created: target === undefined }

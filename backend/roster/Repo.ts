@@ -42,6 +42,8 @@ export interface UnitRow {
   readonly property_id: string
   readonly external_system_id: string | null
   readonly name: string
+  /** The service derived the name (from the address or PMS code); false when the partner sent it. */
+  readonly name_derived: boolean
   readonly line_one: string | null
   readonly line_two: string | null
   readonly city: string | null
@@ -209,9 +211,10 @@ export class RosterRepo extends Context.Service<RosterRepo>()("partner-service/r
                 )}
                 returning id, external_system_id`,
             ),
+      /** Each account's fields; an account whose `account_number_sealed` is undefined keeps its stored number. */
       updateBankAccounts: (
         rows: ReadonlyArray<
-          Omit<BankAccountRow, "external_system_id"> & { readonly account_number_sealed: Buffer }
+          Omit<BankAccountRow, "external_system_id"> & { readonly account_number_sealed: Buffer | undefined }
         >,
       ) =>
         rows.length === 0
@@ -219,14 +222,14 @@ export class RosterRepo extends Context.Service<RosterRepo>()("partner-service/r
           : db.query(
               (sql) => sql`
                 update bank_accounts b set display_name = v.display_name, routing_number = v.routing_number,
-                  account_number_sealed = decode(v.sealed, 'base64'), account_number_last4 = v.last4,
-                  updated_at = now()
+                  account_number_sealed = coalesce(decode(nullif(v.sealed, ''), 'base64'), b.account_number_sealed),
+                  account_number_last4 = v.last4, updated_at = now()
                 from (values ${sql(
                   rows.map((r) => [
                     r.id,
                     r.display_name,
                     r.routing_number,
-                    r.account_number_sealed.toString("base64"),
+                    r.account_number_sealed?.toString("base64") ?? "",
                     r.account_number_last4,
                   ]),
                 )}) as v (id, display_name, routing_number, sealed, last4)
@@ -283,8 +286,8 @@ export class RosterRepo extends Context.Service<RosterRepo>()("partner-service/r
           ? Effect.succeed([] as Array<UnitRow>)
           : db.query(
               (sql) => sql<Array<UnitRow>>`
-                select id, property_id, external_system_id, name, line_one, line_two, city, state, zip, pms_unit_id,
-                       default_coverage_type, default_coverage_value
+                select id, property_id, external_system_id, name, name_derived, line_one, line_two, city, state, zip,
+                       pms_unit_id, default_coverage_type, default_coverage_value
                 from units where property_id = any(${sql.array([...propertyIds.map(Number)])}::bigint[]) order by id`,
             ),
       upsertUnits: (rows: ReadonlyArray<Omit<UnitRow, "id"> & { readonly id?: string }>) =>
@@ -297,6 +300,7 @@ export class RosterRepo extends Context.Service<RosterRepo>()("partner-service/r
                 "property_id",
                 "external_system_id",
                 "name",
+                "name_derived",
                 "line_one",
                 "line_two",
                 "city",

@@ -73,6 +73,15 @@ const rosterEvents = (slug: string, kind: Kind, results: ReadonlyArray<ItemResul
     .filter((r) => r.action !== "failed")
     .map((r) => ({ subject: `roster.${slug}.${kind}.${r.action}`, key: slug, payload: r }))
 
+/** A bank account as a batch leaves it; `sealed` undefined keeps the stored account number. */
+interface AccountWrite {
+  readonly external_system_id: string
+  readonly display_name: string
+  readonly routing_number: string
+  readonly account_number_last4: string
+  readonly sealed: Buffer | undefined
+}
+
 /** The street a building's units' address lines share, or undefined when they share none (or have none). */
 const sharedStreet = (lines: ReadonlyArray<string | null | undefined>) => {
   const present = lines.filter((line): line is string => typeof line === "string" && line.trim() !== "")
@@ -171,9 +180,11 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
                 : input.max_coverage_amount_cents === null
                   ? null
                   : String(input.max_coverage_amount_cents),
-            embedded_frame_ancestors: input.embedded_frame_ancestors
-              ? [...input.embedded_frame_ancestors]
-              : existing.embedded_frame_ancestors,
+            // Replaces the whole array when present; `null` empties it.
+            embedded_frame_ancestors:
+              input.embedded_frame_ancestors === undefined
+                ? existing.embedded_frame_ancestors
+                : [...(input.embedded_frame_ancestors ?? [])],
             guarantor_coverage_capable:
               input.guarantor_coverage_capable ?? existing.guarantor_coverage_capable,
           }
@@ -228,7 +239,10 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
         )
       })
 
-    /** `POST /partners/{owner_slug}/bank_accounts`. */
+    /**
+     * `POST /partners/{owner_slug}/bank_accounts`. An item writes only the fields it carries: creating an account
+     * needs `display_name`, `routing_number` and `account_number`; an update may omit any of them.
+     */
     const upsertBankAccounts = Effect.fn("Roster.upsertBankAccounts")(function* (
       slug: string,
       body: unknown,
@@ -240,8 +254,9 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
           let defaultExternalId = stored.find(
             (a) => a.id === owner.default_bank_account_id,
           )?.external_system_id
-          // The last item of each identifier wins; earlier ones of it report as updates of it.
-          const pending = new Map<string, { readonly item: BankAccountItem; readonly sealed: Buffer }>()
+          // Each identifier's account as this batch leaves it; the last item of each identifier wins, and earlier
+          // ones of it report as updates of it. `sealed` undefined keeps the stored account number.
+          const pending = new Map<string, AccountWrite>()
           const results: Array<ItemResult> = []
           for (const raw of items) {
             const decoded = decodeBankAccount(raw)
@@ -250,6 +265,21 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
               continue
             }
             const item = decoded.value
+            const base = pending.get(item.external_system_id) ?? byExternalId.get(item.external_system_id)
+            if (base === undefined) {
+              const missing = (["display_name", "routing_number", "account_number"] as const).filter(
+                (field) => item[field] === undefined,
+              )
+              if (missing.length > 0) {
+                results.push(
+                  failed(
+                    item.external_system_id,
+                    Object.fromEntries(missing.map((f) => [f, ["is required"]])),
+                  ),
+                )
+                continue
+              }
+            }
             if (item.default === false && defaultExternalId === item.external_system_id) {
               results.push(
                 failed(item.external_system_id, {
@@ -260,37 +290,39 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
               )
               continue
             }
-            const created =
-              !byExternalId.has(item.external_system_id) && !pending.has(item.external_system_id)
+            const sealed =
+              item.account_number === undefined
+                ? (pending.get(item.external_system_id)?.sealed ?? undefined)
+                : yield* crypto.seal(new TextEncoder().encode(item.account_number))
             pending.set(item.external_system_id, {
-              item,
-              sealed: yield* crypto.seal(new TextEncoder().encode(item.account_number)),
+              external_system_id: item.external_system_id,
+              display_name: item.display_name ?? base!.display_name,
+              routing_number: item.routing_number ?? base!.routing_number,
+              account_number_last4: item.account_number?.slice(-4) ?? base!.account_number_last4,
+              sealed,
             })
             // The owner's first account becomes the default; `default: true` moves it.
             if (item.default === true || defaultExternalId === undefined)
               defaultExternalId = item.external_system_id
             results.push({
               external_system_id: item.external_system_id,
-              action: created ? "created" : "updated",
+              action: base === undefined ? "created" : "updated",
             })
           }
 
-          const rows = [...pending.values()].map(({ item, sealed }) => ({
-            external_system_id: item.external_system_id,
-            display_name: item.display_name,
-            routing_number: item.routing_number,
-            account_number_sealed: sealed,
-            account_number_last4: item.account_number.slice(-4),
-          }))
+          const rows = [...pending.values()]
           const inserted = yield* repo.insertBankAccounts(
             owner.id,
-            rows.filter((r) => !byExternalId.has(r.external_system_id)),
+            rows
+              .filter((r) => !byExternalId.has(r.external_system_id))
+              .map(({ sealed, ...r }) => ({ ...r, account_number_sealed: sealed! })),
           )
           yield* repo.updateBankAccounts(
             rows
               .filter((r) => byExternalId.has(r.external_system_id))
-              .map(({ external_system_id, ...r }) => ({
+              .map(({ external_system_id, sealed, ...r }) => ({
                 ...r,
+                account_number_sealed: sealed,
                 id: byExternalId.get(external_system_id)!.id,
               })),
           )
@@ -302,18 +334,17 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
           if (defaultId !== owner.default_bank_account_id) {
             yield* repo.updateOwner({ ...owner, default_bank_account_id: defaultId })
           }
-          const finished = results.map((result) => {
+          return results.map((result) => {
             if (result.action === "failed") return result
-            const { item } = pending.get(result.external_system_id)!
+            const account = pending.get(result.external_system_id)!
             return {
               ...result,
-              display_name: item.display_name,
-              routing_number: item.routing_number,
-              account_number_last4: item.account_number.slice(-4),
+              display_name: account.display_name,
+              routing_number: account.routing_number,
+              account_number_last4: account.account_number_last4,
               default: result.external_system_id === defaultExternalId,
             }
           })
-          return finished
         }),
       )
     })

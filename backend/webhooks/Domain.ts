@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { EventNames } from "../events/Catalog.ts"
+import { FIELD_LIMITS, limitedText } from "../platform/FieldLimits.ts"
 
 /** Only `active` endpoints receive deliveries. */
 export const EndpointStatuses = ["active", "suspended", "disabled"] as const
@@ -25,8 +26,8 @@ export const DeliveryStatus = Schema.Literals(DeliveryStatuses).annotate({
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
 /** Bounds of what an endpoint stores. */
-export const MAX_NAME_LENGTH = 255
-export const MAX_URL_LENGTH = 2048
+export const MAX_NAME_LENGTH = FIELD_LIMITS.name
+export const MAX_URL_LENGTH = FIELD_LIMITS.destination_url
 /** Delivery list paging: the published `page` / `per_page` parameters. */
 export const DEFAULT_PER_PAGE = 25
 export const MAX_PER_PAGE = 100
@@ -68,10 +69,10 @@ export const EndpointListResponse = Schema.Struct({
   endpoints: Schema.Array(WebhookEndpoint),
 }).annotate({ identifier: "WebhookEndpointListResponse" })
 
-const EndpointName = Schema.String.annotate({
+const EndpointName = limitedText("name").annotate({
   description: `A label, 1 to ${MAX_NAME_LENGTH} characters.`,
 })
-const DestinationUrl = Schema.String.annotate({
+const DestinationUrl = limitedText("destination_url").annotate({
   description: `An https URL with a host and no credentials, at most ${MAX_URL_LENGTH} characters.`,
 })
 const Events = Schema.Array(EventName).annotate({

@@ -1,6 +1,7 @@
 import { isIP } from "node:net"
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
+import { CONTROL_CHARACTER } from "../platform/FieldLimits.ts"
 import { Db } from "../platform/Db.ts"
 import {
   DEFAULT_PER_PAGE,
@@ -35,9 +36,8 @@ type Fields = Record<string, string>
 
 /** Ids are positive integers that JSON carries exactly; anything else names no record (404). */
 const ID = /^[1-9]\d{0,14}$/
-/** C0 controls and DEL: nothing a label or URL means, and Postgres cannot store NUL. */
-const hasControl = (text: string) =>
-  Array.from(text).some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f)
+/** Control characters: nothing a label or URL means, and Postgres cannot store NUL. */
+const hasControl = (text: string) => CONTROL_CHARACTER.test(text)
 /** Unknown event names quoted back in a message, at most this many. */
 const MAX_NAMED_UNKNOWN = 10
 

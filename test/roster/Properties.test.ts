@@ -22,12 +22,10 @@ const ownerWithPartner = (extra: Record<string, unknown> = {}) =>
     const partner = yield* rosterPartner()
     owners++
     const externalOrgId = `org-property-${owners}`
-    const slug = yield* createOwnerThroughApi(partner, {
-      external_org_id: externalOrgId,
-      name: `Property Owner ${owners}`,
-      ...extra,
-    })
-    return { partner, slug, externalOrgId }
+    const owner = { external_org_id: externalOrgId, name: `Property Owner ${owners}`, ...extra }
+    const slug = yield* createOwnerThroughApi(partner, owner)
+    // The default policy holder of the owner's buildings.
+    return { partner, slug, externalOrgId, policyHolder: `${String(owner.name)}, LLC` }
   })
 
 const MAIN_ADDRESS = {
@@ -156,7 +154,7 @@ describe("POST /partners/{owner_slug}/properties", () => {
 
       it.effect("keeps the stored value of an omitted field and clears an optional field sent as null", () =>
         Effect.gen(function* () {
-          const { partner, slug } = yield* ownerWithPartner()
+          const { partner, slug, policyHolder } = yield* ownerWithPartner()
           yield* postBatch(partner, slug, "bank_accounts", [
             {
               external_system_id: "ba-1",
@@ -204,7 +202,7 @@ describe("POST /partners/{owner_slug}/properties", () => {
           ])
           assert.strictEqual(cleared.results[0]!.action, "updated")
           assert.deepInclude(yield* storedOne(slug, "prop-1"), {
-            policy_holder_name: null,
+            policy_holder_name: policyHolder,
             pms_type: null,
             pms_property_id: null,
             default_coverage_type: "multiplier",
@@ -219,7 +217,7 @@ describe("POST /partners/{owner_slug}/properties", () => {
         "defaults type to multifamily and default_coverage to a 1.0 multiplier; policy_holder_name is optional",
         () =>
           Effect.gen(function* () {
-            const { partner, slug } = yield* ownerWithPartner()
+            const { partner, slug, policyHolder } = yield* ownerWithPartner()
             const body = yield* properties(partner, slug, [
               property("prop-default"),
               property("prop-sent", {
@@ -238,7 +236,7 @@ describe("POST /partners/{owner_slug}/properties", () => {
             )
             assert.deepInclude(yield* storedOne(slug, "prop-default"), {
               type: "multifamily",
-              policy_holder_name: null,
+              policy_holder_name: policyHolder,
               default_coverage_type: "multiplier",
               default_coverage_value: "1",
               bank_account_external_id: null,
@@ -384,7 +382,7 @@ describe("POST /partners/{owner_slug}/properties", () => {
 
       it.effect("applies items in order; a failed item changes nothing and does not stop the others", () =>
         Effect.gen(function* () {
-          const { partner, slug } = yield* ownerWithPartner()
+          const { partner, slug, policyHolder } = yield* ownerWithPartner()
           const body = yield* properties(partner, slug, [
             property("prop-1"),
             property("prop-2", { type: "castle" }),
@@ -408,7 +406,7 @@ describe("POST /partners/{owner_slug}/properties", () => {
             (yield* stored(slug)).map((r) => [r.external_system_id, r.building_name, r.policy_holder_name]),
             [
               ["prop-1", "Main Tower", "Second write wins"],
-              ["prop-4", "Annex", null],
+              ["prop-4", "Annex", policyHolder],
             ],
           )
         }),
