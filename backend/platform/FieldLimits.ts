@@ -36,10 +36,16 @@ export const FIELD_LIMITS = {
 export type LimitedField = keyof typeof FIELD_LIMITS
 
 /**
- * C0 controls (U+0000-U+001F, newlines included), DEL and the C1 controls (U+0080-U+009F, which some terminals
- * read as escape sequences). No field of the contract means one, and Postgres cannot store U+0000.
+ * Whether `text` holds a C0 control (U+0000-U+001F, newlines included), DEL or a C1 control (U+0080-U+009F, which
+ * some terminals read as escape sequences). No field of the contract means one, and Postgres cannot store U+0000.
  */
-export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/
+export const hasControlCharacter = (text: string) => {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) return true
+  }
+  return false
+}
 
 export const CONTROL_CHARACTER_MESSAGE = "must not contain control characters"
 
@@ -60,7 +66,7 @@ export const fitsLimit = (field: LimitedField, text: string) =>
 export const textProblem = (field: LimitedField, text: string): string | undefined =>
   !fitsLimit(field, text)
     ? tooLongMessage(FIELD_LIMITS[field])
-    : CONTROL_CHARACTER.test(text)
+    : hasControlCharacter(text)
       ? CONTROL_CHARACTER_MESSAGE
       : undefined
 
@@ -73,7 +79,7 @@ const withinLimit = (field: LimitedField) =>
   )
 
 const withoutControlCharacters = Schema.makeFilter(
-  (text: string) => (CONTROL_CHARACTER.test(text) ? CONTROL_CHARACTER_MESSAGE : undefined),
+  (text: string) => (hasControlCharacter(text) ? CONTROL_CHARACTER_MESSAGE : undefined),
   { toJsonSchema: () => ({ pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$" }) },
 )
 

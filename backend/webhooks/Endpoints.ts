@@ -1,7 +1,7 @@
 import { isIP } from "node:net"
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
-import { CONTROL_CHARACTER } from "../platform/FieldLimits.ts"
+import { hasControlCharacter } from "../platform/FieldLimits.ts"
 import { Db } from "../platform/Db.ts"
 import {
   DEFAULT_PER_PAGE,
@@ -36,8 +36,6 @@ type Fields = Record<string, string>
 
 /** Ids are positive integers that JSON carries exactly; anything else names no record (404). */
 const ID = /^[1-9]\d{0,14}$/
-/** Control characters: nothing a label or URL means, and Postgres cannot store NUL. */
-const hasControl = (text: string) => CONTROL_CHARACTER.test(text)
 /** Unknown event names quoted back in a message, at most this many. */
 const MAX_NAMED_UNKNOWN = 10
 
@@ -59,7 +57,7 @@ const checkName = (value: unknown): string | { readonly error: string } => {
   if (name.length > MAX_NAME_LENGTH) {
     return { error: `Name is too long (maximum is ${MAX_NAME_LENGTH} characters)` }
   }
-  if (hasControl(name)) return { error: "Name must not contain control characters" }
+  if (hasControlCharacter(name)) return { error: "Name must not contain control characters" }
   return name
 }
 
@@ -70,7 +68,7 @@ const checkDestinationUrl = (value: unknown, allowPrivate: boolean): string | { 
   if (value.length > MAX_URL_LENGTH) {
     return { error: `Destination url is too long (maximum is ${MAX_URL_LENGTH} characters)` }
   }
-  if (/\s/.test(value) || hasControl(value) || !URL.canParse(value)) {
+  if (/\s/.test(value) || hasControlCharacter(value) || !URL.canParse(value)) {
     return { error: "Destination url is not a valid URL" }
   }
   const url = new URL(value)
