@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { FIELD_LIMITS, textProblem } from "../platform/FieldLimits.ts"
 import { type Caller, Forbidden, type Guard, json, NotFound, type Route } from "../platform/Http.ts"
 import { Auth } from "./Auth.ts"
 import {
@@ -74,6 +75,23 @@ const withQueryAudience = (fields: unknown, query: URLSearchParams): unknown => 
   return { ...fields, audience }
 }
 
+/**
+ * A `client_id` that no client can have (a control character, or longer than any id) is a malformed request,
+ * refused before it is looked up or counted: Postgres could not even compare U+0000.
+ */
+const withPlausibleClientId = (fields: unknown) =>
+  typeof fields === "object" &&
+  fields !== null &&
+  typeof (fields as { client_id?: unknown }).client_id === "string" &&
+  textProblem("client_id", (fields as { client_id: string }).client_id) !== undefined
+    ? Effect.fail(
+        new InvalidTokenRequest({
+          error: "invalid_request",
+          description: `client_id must be at most ${FIELD_LIMITS.client_id} characters without control characters.`,
+        }),
+      )
+    : Effect.succeed(fields)
+
 const tokenRoute = (gateway: Gateway): Route<Auth> => ({
   method: "POST",
   path: "/token",
@@ -110,7 +128,9 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
       const auth = yield* Auth
       const bytes = yield* request.bytes
       const fields = yield* tokenFields(request.headers.get("content-type"), bytes)
-      const withCredentials = yield* withBasicCredentials(fields, request.headers.get("authorization"))
+      const withCredentials = yield* withBasicCredentials(fields, request.headers.get("authorization")).pipe(
+        Effect.flatMap(withPlausibleClientId),
+      )
       const token = yield* auth.issueToken(gateway, withQueryAudience(withCredentials, request.query))
       return json(200, token, noStore)
     }).pipe(

@@ -155,16 +155,16 @@ export const COMMANDS = {
     options: {
       source: string,
       prospect: string,
-      outcome: { type: "string", choices: ["applied", "stale", "duplicate", "ignored"] },
+      outcome: { type: "string", choices: ["applied", "stale", "duplicate", "ignored", "failed"] },
       limit: string,
     },
     synopsis:
-      "[--source CODE] [--prospect SOURCE_PROSPECT_ID] [--outcome applied|stale|duplicate|ignored] [--limit N]",
+      "[--source CODE] [--prospect SOURCE_PROSPECT_ID] [--outcome applied|stale|duplicate|ignored|failed] [--limit N]",
     summary: "what became of each inbound event, newest first, one JSON object a line",
     details:
       "Fields: id, event_id, received_at, source, event_type, source_prospect_id, occurred_at, outcome, reason " +
-      "(why one was ignored, such as unknown pms_property_id prop-9), prospect_id, stream_seq. 50 records unless " +
-      "--limit, at most 1000.",
+      "(why one was ignored, such as unknown pms_property_id prop-9, or why the ingest actor gave up on a failed " +
+      "one, kept in dead_letters), prospect_id, stream_seq. 50 records unless --limit, at most 1000.",
   },
   "prospects show": {
     args: [],

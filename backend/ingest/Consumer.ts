@@ -27,6 +27,7 @@ export const ingestActor: ActorDefinition<IngestEvent, Ingest> = {
   schema: IngestEvent,
   handle: (event, delivery) =>
     Ingest.use((ingest) => ingest.consume(consumedOf(event, delivery))).pipe(Effect.as(ack)),
+  onTerminated: (terminated) => Ingest.use((ingest) => ingest.recordTerminated(terminated)),
   batch: {
     size: INGEST_BATCH,
     handle: (messages) =>

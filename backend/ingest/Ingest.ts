@@ -1,12 +1,16 @@
 import { createHash } from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
+import type { Terminated } from "../platform/Actor.ts"
 import { Db } from "../platform/Db.ts"
+import { textProblem } from "../platform/FieldLimits.ts"
 import {
   BadRequest,
   Forbidden,
+  nestsTooDeep,
   PayloadTooLarge,
   ServiceUnavailable,
+  TOO_DEEP_MESSAGE,
   Unprocessable,
   type Caller,
 } from "../platform/Http.ts"
@@ -25,7 +29,7 @@ import {
   MAX_EVENT_BYTES,
   type SourceMapping,
 } from "./Domain.ts"
-import { eventTime, extractFields, parseMapping } from "./Mapping.ts"
+import { eventTime, extractFields, mappedTextProblems, parseMapping } from "./Mapping.ts"
 import { type IngestLogEntry, IngestRepo, type IngestLogFilter } from "./Repo.ts"
 
 /** Partitions of `ingest.<source>.<event_type>`: one prospect's events land in one, in order. */
@@ -67,6 +71,9 @@ const holdsNul = (value: unknown): boolean =>
       : typeof value === "object" && value !== null
         ? Object.entries(value).some(([key, item]) => key.includes("\u0000") || holdsNul(item))
         : false
+
+/** A subject token or header as the log can keep it: one that is too long or holds a control character is not. */
+const loggable = (text: string) => (textProblem("external_system_id", text) === undefined ? text : "")
 
 /** A mapped identifier as text: partners send ids as strings or numbers. */
 const identifier = (value: unknown) =>
@@ -137,9 +144,22 @@ const plan = (consumed: ConsumedEvent, mappings: SourceMapping) => {
   const sourceProspectId = identifier(fields.source_prospect_id)
   const pmsPropertyId = identifier(fields.pms_property_id)
   const occurredAt = eventTime(fields.occurred_at)
+  const problems = mappedTextProblems(mapping, fields)
   const found = {
-    ...(sourceProspectId === undefined ? {} : { sourceProspectId }),
+    // The log keeps the prospect id only when it is one the prospect endpoint would take.
+    ...(sourceProspectId === undefined || problems.source_prospect_id !== undefined
+      ? {}
+      : { sourceProspectId }),
     ...(occurredAt === undefined ? {} : { occurredAt }),
+  }
+  if (Object.keys(problems).length > 0) {
+    return ignored(
+      consumed,
+      Object.entries(problems)
+        .map(([field, messages]) => `${field} ${messages.join("; ")}`)
+        .join("; "),
+      found,
+    )
   }
   const missing = [
     ...(sourceProspectId === undefined ? [`source_prospect_id at ${mapping.source_prospect_id}`] : []),
@@ -214,8 +234,11 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
     const accept = Effect.fnUntraced(function* (caller: Caller, bytes: Uint8Array) {
       if (bytes.byteLength > MAX_EVENT_BYTES)
         return yield* new PayloadTooLarge({ limitBytes: MAX_EVENT_BYTES })
+      const text = decoder.decode(bytes)
+      // The event id hashes the payload recursively: a body nested without bound is refused first.
+      if (nestsTooDeep(text)) return yield* new BadRequest({ message: TOO_DEEP_MESSAGE })
       const body = yield* Effect.try({
-        try: () => JSON.parse(decoder.decode(bytes)) as unknown,
+        try: () => JSON.parse(text) as unknown,
         catch: () => new BadRequest({ message: "Request body is not valid JSON." }),
       })
       const decoded = decodeEvent(body)
@@ -230,6 +253,18 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
       if (caller.source == null || caller.source !== event.source) return yield* new Forbidden()
       const id = eventId(event)
       const mapping = (yield* cachedMapping(event.source))[event.event_type]
+      // Where the mapping is known here, a field the prospect endpoint would refuse for its length or a control
+      // character is refused now, where the partner can see it; otherwise the ingest actor logs it `ignored`.
+      if (mapping !== undefined) {
+        const problems = mappedTextProblems(mapping, extractFields(mapping, event.payload))
+        if (Object.keys(problems).length > 0) {
+          return yield* new Unprocessable({
+            message: "Event invalid.",
+            resource: "event",
+            fields: joinedMessages(problems),
+          })
+        }
+      }
       const subject = partitionedSubject(
         `ingest.${event.source}.${event.event_type}`,
         prospectKey(event.source, mapping, event.payload) ?? id,
@@ -359,6 +394,39 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
       return (yield* consumeBatch([consumed]))[0]!
     })
 
+    /**
+     * An event the ingest actor gave up on (undecodable, or failing every attempt; it is kept in dead letters):
+     * logged `failed` with the reason, so the ingest log tells what became of every event. What can be read of
+     * the event is kept; what cannot (a body that is not JSON, an unusable prospect id) is left out.
+     */
+    const recordTerminated = Effect.fn("Ingest.recordTerminated")(function* (terminated: Terminated) {
+      const [, source = "", eventType = ""] = terminated.subject.split(".").map(loggable)
+      const payload = yield* Effect.try(
+        () => (JSON.parse(decoder.decode(terminated.raw)) as { readonly payload?: unknown } | null)?.payload,
+      ).pipe(Effect.orElseSucceed(() => undefined))
+      const mapping = source === "" ? undefined : (yield* cachedMapping(source))[eventType]
+      const key = mapping && identifier(extractFields({ id: mapping.source_prospect_id! }, payload).id)
+      const receivedAt = terminated.headers[HEADER_RECEIVED_AT]
+      yield* repo.recordAll([
+        {
+          event_id: loggable(terminated.headers["Nats-Msg-Id"] ?? ""),
+          received_at:
+            receivedAt !== undefined && !Number.isNaN(Date.parse(receivedAt))
+              ? receivedAt
+              : new Date(yield* Clock.currentTimeMillis).toISOString(),
+          source,
+          event_type: eventType,
+          source_prospect_id:
+            key === undefined || textProblem("source_prospect_id", key) !== undefined ? null : key,
+          occurred_at: null,
+          outcome: "failed",
+          reason: terminated.reason,
+          prospect_id: null,
+          stream_seq: terminated.streamSequence,
+        },
+      ])
+    })
+
     /** Operators: the source's mappings become exactly those of the file (a JSON object by event type). */
     const setMapping = Effect.fn("Ingest.setMapping")(function* (source: string, file: unknown) {
       if ((yield* sources.find(source)) === undefined) {
@@ -375,6 +443,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
       accept,
       consume,
       consumeBatch,
+      recordTerminated,
       setMapping,
       mapping: (source: string) => repo.mappings(source),
       log: (filter: IngestLogFilter) => repo.log(filter),

@@ -1,3 +1,5 @@
+import { FIELD_LIMITS, type LimitedField, textProblem } from "../platform/FieldLimits.ts"
+import type { FieldErrors } from "../platform/Validation.ts"
 import { type EventMapping, MAPPABLE_FIELDS, REQUIRED_MAPPED, type SourceMapping } from "./Domain.ts"
 
 const EVENT_TYPE = /^[A-Za-z][A-Za-z0-9_]{0,63}$/
@@ -97,4 +99,38 @@ export const eventTime = (value: unknown): Date | undefined => {
   if (typeof value !== "string" || !/^\d{4}-\d{2}-\d{2}T.*(Z|[+-]\d{2}:?\d{2})$/.test(value)) return undefined
   const date = new Date(value)
   return Number.isNaN(date.getTime()) ? undefined : date
+}
+
+const isLimited = (field: string): field is LimitedField => Object.hasOwn(FIELD_LIMITS, field)
+
+/** A member of `authorized_members` carries text fields of its own. */
+const MEMBER_FIELDS: ReadonlyArray<LimitedField> = ["first_name", "last_name", "email"]
+
+/**
+ * The text limits of the prospect endpoint applied to mapped fields (`extractFields`): each text field too long or
+ * holding a control character, keyed by field and naming where the mapping found it. Identifiers sent as numbers
+ * count as their text. Other checks (a phone of 10 digits, dates) stay with the ingest actor, as the spec wants
+ * their refusal silent to the partner.
+ */
+export const mappedTextProblems = (mapping: EventMapping, fields: Record<string, unknown>): FieldErrors => {
+  const problems: FieldErrors = {}
+  const check = (key: string, field: LimitedField, value: unknown) => {
+    const text = typeof value === "number" ? String(value) : value
+    const problem = typeof text === "string" ? textProblem(field, text) : undefined
+    if (problem !== undefined)
+      (problems[key] ??= []).push(`${problem} (mapped from ${mapping[key.split(".")[0]!]})`)
+  }
+  for (const field in fields) {
+    const value = fields[field]
+    if (isLimited(field)) check(field, field, value)
+    else if (field === "authorized_members" && Array.isArray(value)) {
+      value.forEach((member: unknown, index) => {
+        if (typeof member !== "object" || member === null) return
+        for (const name of MEMBER_FIELDS) {
+          check(`authorized_members.${index}.${name}`, name, (member as Record<string, unknown>)[name])
+        }
+      })
+    }
+  }
+  return problems
 }

@@ -42,6 +42,16 @@ export interface ActorBatch<A, R> {
   readonly handle: (messages: ReadonlyArray<Delivered<A>>) => Effect.Effect<ReadonlyArray<Outcome>, never, R>
 }
 
+/** A message the actor gave up on (terminated and kept in `dead_letters`), as its `onTerminated` sees it. */
+export interface Terminated {
+  /** Subject without the deployment prefix. */
+  readonly subject: string
+  readonly streamSequence: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly raw: Uint8Array
+  readonly reason: string
+}
+
 export interface ActorDefinition<A, R> {
   /** Durable consumer names derive from it: `<name>_p<partition>`. */
   readonly name: string
@@ -71,6 +81,11 @@ export interface ActorDefinition<A, R> {
    * hold back the others. `concurrency` does not apply.
    */
   readonly batch?: ActorBatch<A, R>
+  /**
+   * Called once a message is terminated (undecodable, or its handler died `maxDefects` times), after it is
+   * recorded in `dead_letters`: where the actor's own records should say so too. Its failures are logged only.
+   */
+  readonly onTerminated?: (terminated: Terminated) => Effect.Effect<void, never, R>
 }
 
 /** How long one pull waits for a message; also how long stopping may wait for an idle partition. */
@@ -245,16 +260,39 @@ export const runActor = <A, R>(
       metrics.actorLag({ actor: actor.name, partition: String(partition) }),
     )
 
+    /** Whether this is the message's first record (a term that was lost and repeated is recorded once). */
     const recordDeadLetter = (msg: PulledMessage, reason: string) =>
-      db.query(
-        (sql) => sql`
+      db
+        .query(
+          (sql) => sql`
           insert into dead_letters (actor, stream, stream_seq, subject, headers, payload, reason, delivery_count)
           values (${actor.name}, ${stream}, ${msg.seq}, ${nats.unprefixed(msg.subject)},
                   ${sql.json(readHeaders(msg))}, ${Buffer.from(msg.data)}, ${reason}, ${msg.info.deliveryCount})
-          on conflict (actor, stream, stream_seq) do nothing`,
-      )
+          on conflict (actor, stream, stream_seq) do nothing
+          returning stream_seq`,
+        )
+        .pipe(Effect.map((rows) => rows.length > 0))
 
-    const settle = (msg: PulledMessage, outcome: Outcome): Effect.Effect<void> => {
+    const terminated = (msg: PulledMessage, reason: string): Effect.Effect<void, never, R> =>
+      actor.onTerminated === undefined
+        ? Effect.void
+        : Effect.suspend(() =>
+            actor.onTerminated!({
+              subject: nats.unprefixed(msg.subject),
+              streamSequence: msg.seq,
+              headers: readHeaders(msg),
+              raw: msg.data,
+              reason,
+            }),
+          ).pipe(
+            Effect.catchCause((cause) =>
+              Effect.logWarning("actor could not record a terminated message").pipe(
+                Effect.annotateLogs({ actor: actor.name, seq: msg.seq, cause: Cause.pretty(cause) }),
+              ),
+            ),
+          )
+
+    const settle = (msg: PulledMessage, outcome: Outcome): Effect.Effect<void, never, R> => {
       switch (outcome._tag) {
         case "Ack":
           return Effect.sync(() => {
@@ -269,7 +307,7 @@ export const runActor = <A, R>(
         case "Term":
           return Effect.gen(function* () {
             handledCount.Term.inc()
-            yield* recordDeadLetter(msg, outcome.reason)
+            if (yield* recordDeadLetter(msg, outcome.reason)) yield* terminated(msg, outcome.reason)
             yield* Effect.logWarning("message terminated").pipe(
               Effect.annotateLogs({
                 actor: actor.name,

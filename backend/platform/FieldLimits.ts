@@ -32,6 +32,7 @@ export const FIELD_LIMITS = {
   country: 64,
   embedded_frame_ancestors: 2048,
   destination_url: 2048,
+  client_id: 255,
 } as const
 export type LimitedField = keyof typeof FIELD_LIMITS
 

@@ -7,6 +7,7 @@ import { toNodeHandler } from "h3/node"
 import { FastResponse } from "srvx/node"
 import { AppConfig, type HttpRole } from "./Config.ts"
 import { Db } from "./Db.ts"
+import { hasControlCharacter } from "./FieldLimits.ts"
 import { Nats } from "./Nats.ts"
 import { metrics, registry } from "./Observability.ts"
 
@@ -240,14 +241,33 @@ const readBody = (request: H3Event["req"], limitBytes: number) =>
     })
   })
 
-const NUL = "\u0000"
-const NUL_MESSAGE = "Request body holds a NUL character (\\u0000), which no field accepts."
+/** Deepest nesting of arrays and objects a JSON body may have: far beyond any contract shape. */
+export const MAX_JSON_DEPTH = 64
 
-/** Postgres cannot store U+0000 in text or jsonb, and no field of the contract means one: refused up front. */
-const withoutNul = (_key: string, value: unknown) => {
-  if (typeof value === "string" && value.includes(NUL)) throw new BadRequest({ message: NUL_MESSAGE })
-  return value
+/**
+ * Whether JSON `text` nests arrays and objects deeper than `MAX_JSON_DEPTH`, told by one pass over its brackets
+ * (skipping strings) before anything recursive walks the parsed value.
+ */
+export const nestsTooDeep = (text: string) => {
+  let depth = 0
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code === 0x22) {
+      for (i++; i < text.length; i++) {
+        const inString = text.charCodeAt(i)
+        if (inString === 0x5c) i++
+        else if (inString === 0x22) break
+      }
+    } else if (code === 0x5b || code === 0x7b) {
+      if (++depth > MAX_JSON_DEPTH) return true
+    } else if (code === 0x5d || code === 0x7d) {
+      depth--
+    }
+  }
+  return false
 }
+
+export const TOO_DEEP_MESSAGE = `Request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`
 
 /**
  * Path parameters as the partner wrote them (`a%20b` is `a b`); h3 leaves them encoded. A malformed escape
@@ -264,12 +284,32 @@ const decodedParams = (params: Readonly<Record<string, string>>) =>
     }),
   )
 
+/** The body as JSON; text fields are checked (length, control characters) by each route's schemas. */
 const parseJson = (bytes: Uint8Array) =>
-  Effect.try({
-    try: () => JSON.parse(decoder.decode(bytes), withoutNul) as unknown,
-    catch: (error) =>
-      error instanceof BadRequest ? error : new BadRequest({ message: "Request body is not valid JSON." }),
+  Effect.suspend(() => {
+    const text = decoder.decode(bytes)
+    if (nestsTooDeep(text)) return Effect.fail(new BadRequest({ message: TOO_DEEP_MESSAGE }))
+    return Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: () => new BadRequest({ message: "Request body is not valid JSON." }),
+    })
   })
+
+/**
+ * A path segment holding a control character names nothing (404), and no query parameter means one (400):
+ * refused before anything looks them up (Postgres cannot even compare U+0000).
+ */
+const refusedAddress = (request: Omit<HttpRequest, "caller">): Effect.Effect<void, NotFound | BadRequest> => {
+  if (Object.values(request.params).some(hasControlCharacter)) {
+    return Effect.fail(new NotFound({ message: "Not found." }))
+  }
+  for (const [name, value] of request.query) {
+    if (hasControlCharacter(name) || hasControlCharacter(value)) {
+      return Effect.fail(new BadRequest({ message: "A query parameter holds a control character." }))
+    }
+  }
+  return Effect.void
+}
 
 const readiness = Effect.gen(function* () {
   const db = yield* Db
@@ -359,7 +399,8 @@ export const gatewayLayer = <R, G = never>(
           json: Effect.flatMap(bytes, parseJson),
         }
         const started = performance.now()
-        const respond = authenticate(route as Route<unknown>, request).pipe(
+        const respond = refusedAddress(request).pipe(
+          Effect.andThen(authenticate(route as Route<unknown>, request)),
           Effect.flatMap((caller) => route.handle({ ...request, caller })),
           Effect.catch((error) => Effect.succeed(errorResponse(error))),
           Effect.catchCause((cause) =>
