@@ -111,6 +111,18 @@ export const COMMANDS = {
     summary: "grant an owner, or only named buildings of it, to a client",
     details: "With --buildings, any other building of the owner fails the client's items.",
   },
+  "properties set-address": {
+    args: ["OWNER_SLUG", "EXTERNAL_ID"],
+    options: { file: required },
+    synopsis: "OWNER_SLUG EXTERNAL_ID --file address.json",
+    summary: "correct a building's address as service staff; derivation from its units stops (audited)",
+    details:
+      'The file is a JSON object {"line_one", "city", "state", "zip"} (line_two and country are accepted and ' +
+      "ignored). The address is normalized as a partner's would be and locked: from now on the street is no longer " +
+      "derived from the building's units (a unit street that disagrees is kept in address_disagreements), and an " +
+      "address sent on a later property upsert does not replace it. Prints the building as stored. Audited as " +
+      "property.set_address.",
+  },
   "sources create": {
     args: [],
     options: {

@@ -10,7 +10,7 @@ import { PlatformLayer } from "../platform/Platform.ts"
 import type { ProspectIncomplete, ProspectNotFound } from "../prospects/Domain.ts"
 import { Prospects } from "../prospects/Prospects.ts"
 import { type SourceCommandRejected, Sources } from "../prospects/Sources.ts"
-import type { OwnerNotManaged } from "../roster/Domain.ts"
+import type { AddressCorrectionRejected, OwnerNotManaged } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
 import type { OwnerUnknown, ProviderNotProvisioned, WebhookCommandRejected } from "../webhooks/Domain.ts"
 import { Secrets } from "../webhooks/Secrets.ts"
@@ -19,6 +19,7 @@ import { type CommandLine, type CommandName, type Input, refusal } from "./Comma
 import { ingestLog } from "./Ingest.ts"
 import { CliIo, type CliIoShape, printLine } from "./Io.ts"
 import { createManagedOwner, grantOwner } from "./Owners.ts"
+import { setPropertyAddress } from "./Properties.ts"
 import { recheckProspect, showProspect } from "./Prospects.ts"
 import { createProvider, listProviders } from "./Providers.ts"
 import { createSource, listSources, setMapping, showMapping } from "./Sources.ts"
@@ -31,6 +32,7 @@ type CommandFailure =
   | CliUsage
   | ClientCommandRejected
   | OwnerNotManaged
+  | AddressCorrectionRejected
   | SourceCommandRejected
   | MappingRejected
   | ProspectNotFound
@@ -84,6 +86,7 @@ const handlers: { readonly [N in CommandName]: Handler<N> } = {
   "keys rotate": () => withAuth(rotateKeys()),
   "owners create-managed": (input) => withRoster(createManagedOwner(input)),
   "owners grant": (input) => withRoster(grantOwner(input)),
+  "properties set-address": (input) => withRoster(setPropertyAddress(input)),
   "sources create": (input) => withIngest(createSource(input)),
   "sources list": () => withIngest(listSources()),
   "sources mapping set": (input) => withIngest(setMapping(input)),
@@ -137,6 +140,7 @@ export const runCommand = async (line: Extract<CommandLine, { _tag: "Command" }>
       CliUsage: (error) => refuse(refusal(error.message, line.name).trimEnd()),
       ClientCommandRejected: (error) => refuse(error.message),
       OwnerNotManaged: (error) => refuse(error.message),
+      AddressCorrectionRejected: (error) => refuse(error.message),
       SourceCommandRejected: (error) => refuse(error.message),
       MappingRejected: (error) => refuse(error.message),
       ProspectNotFound: (error) => refuse(error.message),

@@ -230,3 +230,9 @@ export class OwnerInvalid extends Schema.TaggedError<OwnerInvalid>()("OwnerInval
 export class BatchRejected extends Schema.TaggedError<BatchRejected>()("BatchRejected", {
   message: Schema.String,
 }) {}
+
+/** An operator's address correction that cannot be applied (unknown owner or building, or an invalid address). */
+export class AddressCorrectionRejected extends Schema.TaggedError<AddressCorrectionRejected>()(
+  "AddressCorrectionRejected",
+  { message: Schema.String },
+) {}

@@ -36,7 +36,7 @@ export interface UnitState extends Omit<UnitRow, "id"> {
 export const defaultPolicyHolder = (owner: OwnerRow) => `${owner.name}, LLC`
 
 /** A property item's address, normalized, or its field errors. */
-const normalizedAddress = (address: NonNullable<PropertyItem["address"]>) => {
+export const normalizedAddress = (address: NonNullable<PropertyItem["address"]>) => {
   const street = normalizeStreetLine(address.line_one)
   const state = normalizeState(address.state)
   const zip = normalizeZip(address.zip)

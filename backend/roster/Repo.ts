@@ -332,6 +332,36 @@ export class RosterRepo extends Context.Service<RosterRepo>()("partner-service/r
                 from (values ${sql(rows.map((r) => [r.id, r.street, r.street_key]))}) as v (id, street, street_key)
                 where p.id = v.id::bigint`,
             ),
+      /** An operator's correction: the address as given, and derivation from units stops for good. */
+      correctAddress: (
+        id: string,
+        address: {
+          readonly street: string
+          readonly street_key: string
+          readonly city: string
+          readonly state: string
+          readonly zip: string
+        },
+      ) =>
+        db.query(
+          (sql) => sql`
+            update properties set street = ${address.street}, street_key = ${address.street_key},
+              city = ${address.city}, state = ${address.state}, zip = ${address.zip}, address_locked = true,
+              updated_at = now()
+            where id = ${id}`,
+        ),
+      /** A line of the operators' append-only audit log. */
+      audit: (entry: {
+        readonly actor: string
+        readonly action: string
+        readonly target: string
+        readonly details: Readonly<Record<string, unknown>>
+      }) =>
+        db.query(
+          (sql) => sql`
+            insert into audit_log (actor, action, target, details)
+            values (${entry.actor}, ${entry.action}, ${entry.target}, ${sql.json(entry.details as never)})`,
+        ),
       recordDisagreements: (
         rows: ReadonlyArray<{
           readonly property_id: string

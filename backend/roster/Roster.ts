@@ -3,9 +3,10 @@ import { Crypto } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
 import { Forbidden } from "../platform/Http.ts"
 import { Outbox, type OutboxMessage } from "../platform/Outbox.ts"
-import { decodeFields } from "../platform/Validation.ts"
+import { decodeFields, type FieldErrors } from "../platform/Validation.ts"
 import { deriveBuildingStreet, normalizeStreetLine } from "./Address.ts"
 import {
+  AddressCorrectionRejected,
   BankAccountItem,
   BatchRejected,
   failed,
@@ -17,15 +18,29 @@ import {
   type OwnerRow,
   type PropertyOwner,
   type PropertyOwnerInput,
+  PropertyAddress,
   PropertyItem,
   UnitItem,
 } from "./Domain.ts"
-import { applyProperty, applyUnit, type PropertyState, type UnitState } from "./Matching.ts"
+import {
+  applyProperty,
+  applyUnit,
+  normalizedAddress,
+  type PropertyState,
+  type UnitState,
+} from "./Matching.ts"
 import { RosterRepo } from "./Repo.ts"
 
 const decodeBankAccount = decodeFields(BankAccountItem)
 const decodeProperty = decodeFields(PropertyItem)
 const decodeUnit = decodeFields(UnitItem)
+const decodeAddress = decodeFields(PropertyAddress)
+
+/** Field errors as one line for an operator: `city is required; zip must be ...`. */
+const problemsOf = (errors: FieldErrors) =>
+  Object.entries(errors)
+    .map(([field, messages]) => `${field} ${messages.join("; ")}`)
+    .join("; ")
 
 /** The partner's identifier of an item, even of one that does not decode, for its result. */
 const externalIdOf = (item: unknown) =>
@@ -542,6 +557,68 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
       )
     })
 
+    /**
+     * Operators: corrects a building's address (`properties set-address`). The address is normalized as a partner's
+     * would be and locked: derivation from the units stops, and a partner's address on a later upsert no longer
+     * replaces it (disagreements are logged). Audited, and published like any roster change.
+     */
+    const correctAddress = Effect.fn("Roster.correctAddress")(function* (
+      slug: string,
+      externalId: string,
+      file: unknown,
+      actor: string,
+    ) {
+      const decoded = decodeAddress(file)
+      if ("errors" in decoded) {
+        return yield* new AddressCorrectionRejected({ message: problemsOf(decoded.errors) })
+      }
+      const address = normalizedAddress(decoded.value)
+      if ("errors" in address) {
+        return yield* new AddressCorrectionRejected({ message: problemsOf(address.errors) })
+      }
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const found = yield* repo.ownerBySlug(slug)
+          if (found === undefined)
+            return yield* new AddressCorrectionRejected({ message: `no owner ${slug}` })
+          const owner = yield* lockedOwner(slug)
+          const property = (yield* repo.properties(owner.id)).find((p) => p.external_system_id === externalId)
+          if (property === undefined) {
+            return yield* new AddressCorrectionRejected({
+              message: `owner ${slug} has no property with external_system_id ${externalId}`,
+            })
+          }
+          const corrected = {
+            street: address.street.display,
+            street_key: address.street.key,
+            city: address.city,
+            state: address.state,
+            zip: address.zip,
+          }
+          yield* repo.correctAddress(property.id, corrected)
+          const shown = (p: { street: string; city: string; state: string; zip: string }) => ({
+            line_one: p.street,
+            city: p.city,
+            state: p.state,
+            zip: p.zip,
+          })
+          yield* repo.audit({
+            actor,
+            action: "property.set_address",
+            target: `property:${slug}/${externalId}`,
+            details: { before: shown(property), after: shown(corrected) },
+          })
+          const view = propertyView(externalId, "updated", {
+            ...property,
+            ...corrected,
+            address_locked: true,
+          })
+          yield* outbox.enqueue(rosterEvents(slug, "property", [view]))
+          return { owner_slug: slug, ...view, address_locked: true }
+        }),
+      )
+    })
+
     /** Operators: an owner with an existing relationship (its purchase flow and coverage stay service-owned). */
     const createManagedOwner = Effect.fn("Roster.createManagedOwner")(function* (
       name: string,
@@ -576,6 +653,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
       upsertProperties,
       upsertUnits,
       createManagedOwner,
+      correctAddress,
       /** Operators: grant an owner, or only the named buildings (PMS property ids) of it, to a client. */
       grantOwner: (ownerId: string, clientId: string, buildings: ReadonlyArray<string> | null) =>
         repo.grant(ownerId, clientId, buildings),

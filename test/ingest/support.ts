@@ -67,7 +67,7 @@ export interface LogRow {
   readonly event_type: string
   readonly source_prospect_id: string | null
   readonly occurred_at: string | null
-  readonly outcome: "applied" | "stale" | "duplicate" | "ignored"
+  readonly outcome: "applied" | "stale" | "duplicate" | "ignored" | "failed"
   readonly reason: string | null
   readonly prospect_id: string | null
   readonly stream_seq: string
