@@ -258,6 +258,17 @@ export const ResidentsReset = Schema.Struct({
   }),
 }).annotate({ identifier: "ResidentsReset" })
 
+/** The published staging reset of an owner's test users (`DELETE /partners/{owner_slug}/test/sayrhino_users`). */
+export const TestUsersReset = Schema.Struct({
+  reset: Schema.Struct({
+    insurance_policy_ids: Schema.Array(Schema.Int),
+    third_party_prospect_ids: Schema.Array(Schema.Int),
+    unlinked_yardi_resident_ids: Schema.Array(Schema.Int),
+    deleted_third_party_prospect_ids: Schema.Array(Schema.Int),
+  }),
+  status_code: Schema.Literal(200),
+}).annotate({ identifier: "TestUsersReset" })
+
 /** Field-level refusal of a prospect: `{"status_code":422,"error":"Prospect invalid.","prospect":{...}}`. */
 export class ProspectInvalid extends Schema.TaggedError<ProspectInvalid>()("ProspectInvalid", {
   fields: Schema.Record(Schema.String, Schema.String),

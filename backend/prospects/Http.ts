@@ -1,7 +1,14 @@
 import { Effect, Schema } from "effect"
-import { json, NotFound, type Route, Unprocessable } from "../platform/Http.ts"
+import { textProblem } from "../platform/FieldLimits.ts"
+import { BadRequest, type HttpRequest, json, NotFound, type Route, Unprocessable } from "../platform/Http.ts"
 import { PropertyResult, UnitResult } from "../roster/Domain.ts"
-import { ProspectRequest, ProspectResponse, ResidentsReset, TestResidentReset } from "./Domain.ts"
+import {
+  ProspectRequest,
+  ProspectResponse,
+  ResidentsReset,
+  TestResidentReset,
+  TestUsersReset,
+} from "./Domain.ts"
 import { Prospects } from "./Prospects.ts"
 import { unknownSourceErrors } from "./Sources.ts"
 
@@ -90,6 +97,35 @@ export const prospectRoutes: ReadonlyArray<Route<Prospects>> = [upsertRoute, get
 
 const STAGING_ONLY = "Staging only: this route does not exist in other environments (404)."
 
+const decoder = new TextDecoder()
+
+/**
+ * The email a `test/sayrhino_users` reset narrows to, from the `email` query parameter or a JSON body's `email`;
+ * undefined (every test user of the owner) when neither names one. The published route shows no parameter.
+ */
+const resetEmail = (request: HttpRequest) =>
+  Effect.gen(function* () {
+    const fromQuery = request.query.get("email")?.trim()
+    if (fromQuery) return fromQuery
+    const text = decoder.decode(yield* request.bytes).trim()
+    if (text === "") return undefined
+    const body = yield* Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: () => new BadRequest({ message: "Request body is not valid JSON." }),
+    })
+    const email = typeof body === "object" && body !== null ? (body as { email?: unknown }).email : undefined
+    if (typeof email !== "string" || email.trim() === "") return undefined
+    const problem = textProblem("email", email)
+    if (problem !== undefined) {
+      return yield* new Unprocessable({
+        message: "Reset invalid.",
+        resource: "reset",
+        fields: { email: `Email ${problem}` },
+      })
+    }
+    return email.trim()
+  })
+
 /** Routes that reset test data; the partner gateway serves them only when `SERVICE_ENV=staging`. */
 export const stagingRoutes: ReadonlyArray<Route<Prospects>> = [
   {
@@ -146,6 +182,36 @@ export const stagingRoutes: ReadonlyArray<Route<Prospects>> = [
         }
         const reset = yield* Prospects.use((prospects) => prospects.resetByEmail(slug, email))
         return json(200, { reset, status_code: 200 })
+      }),
+  },
+  {
+    method: "DELETE",
+    path: "/partners/:owner_slug/test/sayrhino_users",
+    access: { scope: "prospects:write" },
+    doc: {
+      summary: "Reset the owner's test users",
+      description:
+        "The published API's name for the staging reset: removes the owner's prospects (only those whose email " +
+        "is `email`, when a query parameter or JSON body names one), so their identifiers can be reused. " +
+        STAGING_ONLY,
+      tag: "Staging",
+      responses: [{ status: 200, description: "The prospects removed", schema: TestUsersReset }],
+    },
+    handle: (request) =>
+      Effect.gen(function* () {
+        const email = yield* resetEmail(request)
+        const { prospect_ids, insurance_policy_ids } = yield* Prospects.use((prospects) =>
+          prospects.resetByEmail(request.params.owner_slug!, email),
+        )
+        return json(200, {
+          reset: {
+            insurance_policy_ids,
+            third_party_prospect_ids: prospect_ids,
+            unlinked_yardi_resident_ids: [],
+            deleted_third_party_prospect_ids: prospect_ids,
+          },
+          status_code: 200,
+        })
       }),
   },
 ]

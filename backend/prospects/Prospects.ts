@@ -562,8 +562,14 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
       )
     })
 
-    /** Staging: removes every prospect of the owner with this email (case-insensitive). */
-    const resetByEmail = Effect.fn("Prospects.resetByEmail")(function* (slug: string, email: string) {
+    /**
+     * Staging: removes every prospect of the owner with this email (case-insensitive), or every prospect of the
+     * owner when no email is given (the published `test/sayrhino_users` reset names none).
+     */
+    const resetByEmail = Effect.fn("Prospects.resetByEmail")(function* (
+      slug: string,
+      email: string | undefined,
+    ) {
       return yield* db.transaction(
         Effect.gen(function* () {
           const owner = yield* roster.ownerBySlug(slug)

@@ -387,19 +387,21 @@ export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
             .query((sql) => sql<Array<{ slug: string }>>`select slug from owners where id = ${ownerId}`)
             .pipe(Effect.map(([row]) => row!.slug)),
         /** The owner's prospects with this email (any case), in lock order. */
-        keysByEmail: (ownerId: string, email: string) =>
+        /** The owner's prospects with this email (any case), or every prospect of the owner without one. */
+        keysByEmail: (ownerId: string, email: string | undefined) =>
           db.query(
             (sql) => sql<Array<{ source: string; source_prospect_id: string }>>`
               select source, source_prospect_id from prospects
-              where owner_id = ${ownerId} and lower(email) = lower(${email})
+              where owner_id = ${ownerId} ${email === undefined ? sql`` : sql`and lower(email) = lower(${email})`}
               order by source, source_prospect_id`,
           ),
-        /** Deletes the owner's prospects whose email (still) matches; their ids, ascending. */
-        deleteByEmail: (ownerId: string, email: string) =>
+        /** Deletes the prospects `keysByEmail` names (those still matching); their ids, ascending. */
+        deleteByEmail: (ownerId: string, email: string | undefined) =>
           db
             .query(
               (sql) => sql<Array<{ id: string }>>`
-                delete from prospects where owner_id = ${ownerId} and lower(email) = lower(${email})
+                delete from prospects
+                where owner_id = ${ownerId} ${email === undefined ? sql`` : sql`and lower(email) = lower(${email})`}
                 returning id`,
             )
             .pipe(Effect.map((rows) => rows.map((r) => r.id).sort((x, y) => Number(x) - Number(y)))),
