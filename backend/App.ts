@@ -42,7 +42,9 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
       return routes
     }
     case "ingest-api":
-      return [...authRoutes("ingest"), ...ingestRoutes]
+      // The prospect routes too, for older integrations holding legacy Partner API scopes on this gateway; a
+      // client without them gets 403.
+      return [...authRoutes("ingest"), ...ingestRoutes, ...prospectRoutes]
     case "enrollment":
     case "console":
       return []

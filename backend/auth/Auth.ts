@@ -22,7 +22,7 @@ import {
   TokenRequestsBlocked,
 } from "./Domain.ts"
 import { AuthRepo, type OwnerAccess, type StoredKey } from "./Repo.ts"
-import { gatewayScopes, isScope } from "./Scopes.ts"
+import { gatewayScopes, isScope, legacyIngestScopes } from "./Scopes.ts"
 
 const ALGORITHM = "ES256"
 /** Failed token requests allowed before a client id is slowed down, and the longest block. */
@@ -147,13 +147,27 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
       readonly owners?: ReadonlyArray<string> | undefined
       readonly provider?: string | undefined
       readonly source?: string | undefined
+      /** Partner API scopes an older integration holds on the ingestion gateway (`legacyIngestScopes`). */
+      readonly legacyPartnerScopes?: ReadonlyArray<string> | undefined
     }) {
       const allowed: ReadonlyArray<string> = gatewayScopes[input.gateway]
-      const scopes = input.scopes ?? allowed
+      const legacy = input.legacyPartnerScopes ?? []
+      const scopes = [...new Set([...(input.scopes ?? allowed), ...legacy])]
       if (scopes.length === 0) {
         return yield* new ClientCommandRejected({ message: "a client needs at least one scope" })
       }
-      const refused = scopes.filter((s) => !isScope(s) || !allowed.includes(s))
+      if (legacy.length > 0 && input.gateway !== "ingest") {
+        return yield* new ClientCommandRejected({
+          message: "legacy Partner API scopes are granted only to ingestion gateway clients",
+        })
+      }
+      const refusedLegacy = legacy.filter((s) => !(legacyIngestScopes as ReadonlyArray<string>).includes(s))
+      if (refusedLegacy.length > 0) {
+        return yield* new ClientCommandRejected({
+          message: `legacy Partner API scopes not available: ${refusedLegacy.join(", ")} (available: ${legacyIngestScopes.join(", ")})`,
+        })
+      }
+      const refused = scopes.filter((s) => !isScope(s) || !(allowed.includes(s) || legacy.includes(s)))
       if (refused.length > 0) {
         return yield* new ClientCommandRejected({
           message: `scopes not available on the ${input.gateway} gateway: ${refused.join(", ")} (available: ${allowed.join(", ")})`,

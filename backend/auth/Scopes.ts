@@ -20,3 +20,10 @@ export const gatewayScopes = {
   partner: (Object.keys(Scopes) as Array<Scope>).filter((s) => s !== "ingest:events"),
   ingest: ["ingest:events"] as Array<Scope>,
 } as const
+
+/**
+ * Partner API scopes an ingestion gateway client may still hold (spec, authentication rule 2: a few older
+ * integrations hold Partner API grants there). Only an operator grants them, with `--legacy-partner-scopes`; they
+ * open the prospect routes the ingestion gateway serves for those integrations.
+ */
+export const legacyIngestScopes: ReadonlyArray<Scope> = ["prospects:write", "prospects:read"]

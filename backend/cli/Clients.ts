@@ -17,6 +17,7 @@ export const createClient = Effect.fn("cli.clients.create")(function* (input: In
     owners: list(options.owners),
     provider: options.provider,
     source: options.source,
+    legacyPartnerScopes: list(options["legacy-partner-scopes"]),
   })
   const baseUrl = gateway === "partner" ? config.publicBaseUrl : config.ingestBaseUrl
   return yield* printJson({

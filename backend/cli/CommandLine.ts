@@ -59,13 +59,17 @@ export const COMMANDS = {
       owners: string,
       provider: string,
       source: string,
+      "legacy-partner-scopes": string,
     },
     synopsis:
-      '--gateway partner|ingest --name NAME [--scopes "s1 s2"] [--owners slug1,slug2] [--provider NAME] [--source CODE]',
+      '--gateway partner|ingest --name NAME [--scopes "s1 s2"] [--owners slug1,slug2] [--provider NAME] [--source CODE] ' +
+      '[--legacy-partner-scopes "prospects:write prospects:read"]',
     summary: "create an API client; prints its id and secret (shown only here), audience and token URL",
     details:
       "Without --scopes the client gets every scope of its gateway. Prints " +
-      '{"client_id", "client_secret", "audience", "token_url"}; the secret is shown only here.',
+      '{"client_id", "client_secret", "audience", "token_url"}; the secret is shown only here. ' +
+      "--legacy-partner-scopes is for an older integration's ingestion client only: it keeps those Partner API " +
+      "scopes (prospects:write, prospects:read) and may call the prospect routes on the ingestion gateway.",
   },
   "clients list": {
     args: [],
