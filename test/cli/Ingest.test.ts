@@ -285,8 +285,8 @@ describe("npm run cli -- sources mapping / ingest log", () => {
         },
         {
           name: "ingest log with an unknown outcome",
-          args: ["ingest", "log", "--outcome", "failed"],
-          message: /--outcome must be applied, stale, duplicate, ignored, not 'failed'/,
+          args: ["ingest", "log", "--outcome", "lost"],
+          message: /--outcome must be applied, stale, duplicate, ignored, failed, not 'lost'/,
         },
         {
           name: "ingest log with a limit of 0",
