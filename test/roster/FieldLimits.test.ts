@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto"
-import { assert, describe, layer } from "@effect/vitest"
+import { readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { FIELD_LIMITS } from "../../backend/platform/FieldLimits.ts"
 import { authService, gatewayPort, httpRequest } from "../support/Auth.ts"
@@ -36,6 +38,16 @@ const ownerWithPartner = Effect.gen(function* () {
 })
 
 const outcomes = (body: BatchBody) => body.results.map((r) => [r.action, r.errors])
+
+describe("the README's field limits", () => {
+  it("lists every field of the table with its limit", () => {
+    const readme = readFileSync(fileURLToPath(new URL("../../README.md", import.meta.url)), "utf8")
+    for (const [field, max] of Object.entries(FIELD_LIMITS)) {
+      const row = readme.split("\n").find((line) => new RegExp(`^\\| ${max} +\\|.*\`${field}\``).test(line))
+      assert.isDefined(row, `${field}: ${max}`)
+    }
+  })
+})
 
 describe("text field limits", () => {
   layer(service.layer, { excludeTestServices: true, timeout: 60_000 })((it) => {
