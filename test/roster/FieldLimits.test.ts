@@ -177,26 +177,33 @@ describe("text field limits", () => {
     it.effect("documents each field's limit as maxLength in the OpenAPI document", () =>
       Effect.gen(function* () {
         const answer = yield* httpRequest(yield* gatewayPort("partner-api"), "/openapi.json")
-        const schemas = (JSON.parse(answer.text) as { components: { schemas: Record<string, any> } })
-          .components.schemas
+        interface FieldSchema {
+          readonly maxLength?: number
+          readonly pattern?: string
+          readonly anyOf?: ReadonlyArray<{ readonly maxLength?: number }>
+        }
+        const schemas = (
+          JSON.parse(answer.text) as {
+            components: { schemas: Record<string, { properties: Record<string, FieldSchema> }> }
+          }
+        ).components.schemas
+        const fieldOf = (schema: string, field: string) => schemas[schema]?.properties[field]
         /** A field's `maxLength`, also when it is optional (`anyOf` with null). */
-        const maxLength = (schema: { maxLength?: number; anyOf?: Array<{ maxLength?: number }> }) =>
-          schema.maxLength ?? schema.anyOf?.find((s) => s.maxLength !== undefined)?.maxLength
-        const property = schemas.PropertyItem.properties
-        assert.strictEqual(maxLength(property.building_name), FIELD_LIMITS.building_name)
-        assert.strictEqual(maxLength(property.external_system_id), FIELD_LIMITS.external_system_id)
-        assert.strictEqual(property.external_system_id.pattern, "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")
-        assert.strictEqual(maxLength(schemas.PropertyAddress.properties.city), FIELD_LIMITS.city)
+        const maxLength = (schema: string, field: string) => {
+          const found = fieldOf(schema, field)
+          return found?.maxLength ?? found?.anyOf?.find((s) => s.maxLength !== undefined)?.maxLength
+        }
+        assert.strictEqual(maxLength("PropertyItem", "building_name"), FIELD_LIMITS.building_name)
+        assert.strictEqual(maxLength("PropertyItem", "external_system_id"), FIELD_LIMITS.external_system_id)
         assert.strictEqual(
-          maxLength(schemas.BankAccountItem.properties.display_name),
-          FIELD_LIMITS.display_name,
+          fieldOf("PropertyItem", "external_system_id")?.pattern,
+          "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
         )
-        assert.strictEqual(maxLength(schemas.UnitItem.properties.name), FIELD_LIMITS.name)
-        assert.strictEqual(
-          maxLength(schemas.PropertyOwnerInput.properties.external_org_id),
-          FIELD_LIMITS.external_org_id,
-        )
-        assert.strictEqual(maxLength(schemas.ProspectInput.properties.first_name), FIELD_LIMITS.first_name)
+        assert.strictEqual(maxLength("PropertyAddress", "city"), FIELD_LIMITS.city)
+        assert.strictEqual(maxLength("BankAccountItem", "display_name"), FIELD_LIMITS.display_name)
+        assert.strictEqual(maxLength("UnitItem", "name"), FIELD_LIMITS.name)
+        assert.strictEqual(maxLength("PropertyOwnerInput", "external_org_id"), FIELD_LIMITS.external_org_id)
+        assert.strictEqual(maxLength("ProspectInput", "first_name"), FIELD_LIMITS.first_name)
       }),
     )
   })
