@@ -28,7 +28,7 @@ const routerOnly = actorLayer(routerActor).pipe(
 )
 
 describe("deliveries recorded whose attempt messages JetStream lost", () => {
-  it.effect(
+  it.live(
     "are attempted by the workers once the messaging server is back, without waiting an hour",
     () =>
       Effect.gen(function* () {
