@@ -21,7 +21,7 @@ export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigIn
 const raw = (name: string) => Config.option(Config.String(name))
 
 /** Variables whose value may hold a secret (a key, or a password inside a URL): never echoed in errors. */
-const SENSITIVE = new Set(["MASTER_KEY", "DATABASE_URL", "NATS_URL"])
+const SENSITIVE = new Set(["MASTER_KEY", "DATABASE_URL", "NATS_URL", "METRICS_TOKEN"])
 
 /**
  * One environment variable: read as a string, decoded with `parse`, failing with a message that names the
@@ -113,6 +113,13 @@ export interface AppConfigShape {
   /** base64 of 32 bytes; absent in development until the local key file is created by Crypto */
   readonly masterKey: Option.Option<Redacted.Redacted<string>>
   readonly httpMaxBodyBytes: number
+  /**
+   * A port of its own serving only `/metrics` (processes without the console, such as workers); none when unset.
+   * `/metrics` is never on the public gateways.
+   */
+  readonly metricsPort: Option.Option<number>
+  /** The bearer token `/metrics` asks for, when set. */
+  readonly metricsToken: Option.Option<Redacted.Redacted<string>>
   /** Days the ingest log keeps a consumed event's record. */
   readonly ingestLogRetentionDays: number
   readonly webhook: {
@@ -224,6 +231,22 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         "a whole number of bytes from 1024 to 104857600",
         integer(1024, 100 * 1024 * 1024),
         () => 2 * 1024 * 1024,
+      ),
+      metricsPort: Option.fromUndefinedOr(
+        yield* setting(
+          "METRICS_PORT",
+          "a port number from 0 to 65535 (0 picks a free port)",
+          integer(0, 65535),
+          () => undefined,
+        ),
+      ),
+      metricsToken: Option.fromUndefinedOr(
+        yield* setting(
+          "METRICS_TOKEN",
+          "a token of 16 to 256 visible ASCII characters",
+          (v) => (/^[\x21-\x7e]{16,256}$/.test(v) ? Redacted.make(v) : undefined),
+          () => undefined,
+        ),
       ),
       ingestLogRetentionDays: yield* setting(
         "INGEST_LOG_RETENTION_DAYS",
