@@ -100,7 +100,9 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
       },
       {
         status: 429,
-        description: "Too many failed attempts for this client id; see Retry-After",
+        description:
+          "Too many failed attempts for this client id from this address, or too many requests from it at once; " +
+          "see Retry-After",
         schema: TokenError,
       },
     ],
@@ -111,7 +113,11 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
       const bytes = yield* request.bytes
       const fields = yield* tokenFields(request.headers.get("content-type"), bytes)
       const withCredentials = yield* withBasicCredentials(fields, request.headers.get("authorization"))
-      const token = yield* auth.issueToken(gateway, withQueryAudience(withCredentials, request.query))
+      const token = yield* auth.issueToken(
+        gateway,
+        withQueryAudience(withCredentials, request.query),
+        request.remoteAddress,
+      )
       return json(200, token, noStore)
     }).pipe(
       Effect.catchTags({

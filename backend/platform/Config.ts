@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 
 export const Roles = ["partner-api", "ingest-api", "enrollment", "console", "workers"] as const
@@ -110,6 +111,11 @@ export interface AppConfigShape {
   /** The `aud` each gateway's tokens carry and require; issued to partners with their credentials. */
   readonly audiences: { readonly partner: string; readonly ingest: string }
   readonly tokenTtlSeconds: number
+  /**
+   * Client secrets checked at once per gateway (each a slow hash on libuv's thread pool): the rest wait, so
+   * a flood of token requests leaves the event loop and the other cores to the requests already authenticated.
+   */
+  readonly tokenHashConcurrency: number
   /** base64 of 32 bytes; absent in development until the local key file is created by Crypto */
   readonly masterKey: Option.Option<Redacted.Redacted<string>>
   readonly httpMaxBodyBytes: number
@@ -224,6 +230,12 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         "a whole number of seconds from 60 to 86400",
         integer(60, 86_400),
         () => 8600,
+      ),
+      tokenHashConcurrency: yield* setting(
+        "TOKEN_HASH_CONCURRENCY",
+        "a whole number from 1 to 64",
+        integer(1, 64),
+        () => Math.max(1, Math.floor(availableParallelism() / 2)),
       ),
       masterKey: masterKeyValue,
       httpMaxBodyBytes: yield* setting(

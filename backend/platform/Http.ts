@@ -148,6 +148,8 @@ export interface HttpRequest {
   readonly query: URLSearchParams
   readonly headers: Headers
   readonly requestId: string
+  /** The address the request came from (an IPv4-mapped IPv6 address as plain IPv4); empty when unknown. */
+  readonly remoteAddress: string
   /** The raw body, at most `HTTP_MAX_BODY_BYTES`; readable once. */
   readonly bytes: Effect.Effect<Uint8Array, PayloadTooLarge | BadRequest>
   /** The body parsed as JSON. */
@@ -411,6 +413,10 @@ export const gatewayLayer = <R, G = never>(
           query: event.url.searchParams,
           headers: event.req.headers,
           requestId,
+          remoteAddress: (event.runtime?.node?.req.socket.remoteAddress ?? "").replace(
+            /^::ffff:(?=\d+\.)/i,
+            "",
+          ),
           bytes,
           json: Effect.flatMap(bytes, parseJson),
         }
