@@ -274,11 +274,13 @@ export class DeliveryRepo extends Context.Service<
               select endpoint_id, count(*)::int as n from screened where settled is null group by endpoint_id
             ),
             counted as (
+              -- A new endpoint's row: only this second's slot counted (the conflict path takes from the window).
               insert into webhook_rate_limits as r (endpoint_id, latest_second, counts, total, granted)
-              select u.endpoint_id, t.new_latest, t.new_counts, t.new_total, t.granted
+              select u.endpoint_id, ${times.second}::bigint,
+                     array_fill(0, array[${times.second % 61}::int]) || least(u.n, ${times.rateLimit})
+                       || array_fill(0, array[${60 - (times.second % 61)}::int]),
+                     least(u.n, ${times.rateLimit}), least(u.n, ${times.rateLimit})
               from usable u
-              cross join lateral webhook_rate_take(array_fill(0, array[61]), 0, ${times.second}::bigint,
-                                                   ${times.second}::bigint, u.n, ${times.rateLimit}) t
               order by u.endpoint_id
               on conflict (endpoint_id) do update set (latest_second, counts, total, granted) = (
                 select t.new_latest, t.new_counts, t.new_total, t.granted

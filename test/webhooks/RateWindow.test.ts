@@ -31,8 +31,12 @@ describe("the webhook rate limit's window", () => {
             owner: acme,
             endpointId: id,
           } = yield* receiverEndpoint("acme-window", "/window", ["delinquency.resolved"])
-          // The first burst well inside a clock minute, the second just after it ended.
-          if (untilNextMinute() < 15_000) yield* Effect.sleep(untilNextMinute() + 200)
+          // The first burst 10 to 25 seconds before a clock minute ends, the second just after it ended: both
+          // within one window of 60 seconds, in two clock minutes.
+          const left = untilNextMinute()
+          if (left > 25_000) yield* Effect.sleep(left - 25_000)
+          else if (left < 10_000) yield* Effect.sleep(left + 35_000)
+          const minuteEnds = Date.now() + untilNextMinute()
           const burst = () =>
             Effect.forEach(
               Array.from({ length: LIMIT }, (_, i) => i),
@@ -44,7 +48,8 @@ describe("the webhook rate limit's window", () => {
             id,
             (rows) => rows.length === LIMIT && rows.every((r) => r.status === "delivered"),
           )
-          yield* Effect.sleep(untilNextMinute() + 1000)
+          const wait = minuteEnds + 1000 - Date.now()
+          if (wait > 0) yield* Effect.sleep(wait)
           yield* burst()
           const held = yield* awaitDeliveries(
             id,
