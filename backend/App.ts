@@ -6,7 +6,7 @@ import { ingestRoutes } from "./ingest/Http.ts"
 import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
 import { actorLayer } from "./platform/Actor.ts"
-import { gatewayLayer, type Guard, ListeningPorts, type Route } from "./platform/Http.ts"
+import { gatewayLayer, type Guard, ListeningPorts, metricsLayer, type Route } from "./platform/Http.ts"
 import { relayLayer } from "./platform/Outbox.ts"
 import { PlatformLayer } from "./platform/Platform.ts"
 import { eligibilityActor } from "./prospects/Consumer.ts"
@@ -67,7 +67,7 @@ export const appLayer = (config: AppConfigShape) => {
   const workers = config.roles.includes("workers")
     ? [relayLayer(), actorLayer(eligibilityActor), ingestWorkersLayer, webhookWorkersLayer]
     : []
-  return Layer.mergeAll(Layer.empty, ...gateways, ...workers).pipe(
+  return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Endpoints.layer),

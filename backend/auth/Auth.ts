@@ -1,4 +1,5 @@
-import { Clock, Context, Effect, Layer, Ref, Schedule, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Ref, Schedule, Schema, Semaphore } from "effect"
+import ipaddr from "ipaddr.js"
 import {
   decodeProtectedHeader,
   exportJWK,
@@ -12,6 +13,7 @@ import { AppConfig } from "../platform/Config.ts"
 import { Crypto, decoyHash, hashSecret, randomToken, verifySecret } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
 import { Unauthorized } from "../platform/Http.ts"
+import { metrics } from "../platform/Observability.ts"
 import {
   type Client,
   ClientCommandRejected,
@@ -25,9 +27,14 @@ import { AuthRepo, type OwnerAccess, type StoredKey } from "./Repo.ts"
 import { gatewayScopes, isScope, legacyIngestScopes } from "./Scopes.ts"
 
 const ALGORITHM = "ES256"
-/** Failed token requests allowed before a client id is slowed down, and the longest block. */
+/**
+ * Failed token requests a source may make for one client id before it is slowed down, and the longest it is then
+ * blocked: guessing a 256-bit secret is hopeless anyway, and a partner who fixed a wrong secret waits at most this.
+ */
 const FREE_FAILURES = 5
-const MAX_BLOCK_SECONDS = 15 * 60
+const MAX_BLOCK_SECONDS = 60
+/** Token requests of one source in progress at once (waiting for a secret check or in one); more are a 429. */
+const REQUESTS_PER_SOURCE = 4
 const KEY_REFRESH = "30 seconds"
 /** Serializes creating the first signing key across processes starting at once. */
 const KEY_LOCK = 7_239_002
@@ -58,6 +65,18 @@ interface SigningKeys {
 }
 
 const decodeTokenRequest = Schema.decodeUnknownEffect(TokenRequest)
+
+/**
+ * Where token requests come from, as throttled: an IPv4 address, or an IPv6 address's /64 (one site's network,
+ * whose addresses its owner has plenty of).
+ */
+export const throttleSource = (address: string): string => {
+  if (!ipaddr.isValid(address)) return address
+  const parsed = ipaddr.process(address)
+  if (parsed.kind() === "ipv4") return parsed.toString()
+  const parts = (parsed as ipaddr.IPv6).parts.slice(0, 4)
+  return `${parts.map((p) => p.toString(16)).join(":")}::/64`
+}
 
 export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
   make: Effect.gen(function* () {
@@ -215,15 +234,62 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
       )
     })
 
-    /** Counts a failure and answers as for any rejected credential. */
-    const reject = (clientId: string) =>
+    /** Counts a failure of `source` and answers as for any rejected credential. */
+    const reject = (clientId: string, source: string) =>
       Effect.gen(function* () {
         const now = new Date(yield* Clock.currentTimeMillis)
-        yield* repo.recordFailure(clientId, now, FREE_FAILURES, MAX_BLOCK_SECONDS)
+        yield* repo.recordFailure(clientId, source, now, FREE_FAILURES, MAX_BLOCK_SECONDS)
         return yield* new InvalidClient()
       })
 
-    const issueToken = Effect.fn("Auth.issueToken")(function* (gateway: Gateway, body: unknown) {
+    /**
+     * Secret checks, at most `TOKEN_HASH_CONCURRENCY` at once per gateway. The hash itself runs on libuv's thread
+     * pool (`crypto.scrypt`), never on the event loop; the cap keeps a flood of token requests from taking every
+     * core from the requests already authenticated.
+     */
+    const hashSlots = {
+      partner: Semaphore.makeUnsafe(config.tokenHashConcurrency),
+      ingest: Semaphore.makeUnsafe(config.tokenHashConcurrency),
+    }
+    const checkSecret = (gateway: Gateway, secret: string, hash: string) => {
+      const gauge = metrics.tokenHashes.labels({ gateway })
+      return Effect.acquireUseRelease(
+        Effect.sync(() => gauge.inc()),
+        () => verifySecret(secret, hash),
+        () => Effect.sync(() => gauge.dec()),
+      ).pipe(Semaphore.withPermit(hashSlots[gateway]))
+    }
+
+    /** Token requests in progress by source, in this process. */
+    const inProgress = new Map<string, number>()
+    const admitted = <A, E, R>(gateway: Gateway, source: string, effect: Effect.Effect<A, E, R>) =>
+      Effect.suspend((): Effect.Effect<A, E | TokenRequestsBlocked, R> => {
+        const count = inProgress.get(source) ?? 0
+        if (count >= REQUESTS_PER_SOURCE) {
+          metrics.tokenRequestsThrottled.inc({ gateway, reason: "concurrent" })
+          return Effect.fail(new TokenRequestsBlocked({ retryAfterSeconds: 1 }))
+        }
+        inProgress.set(source, count + 1)
+        return effect.pipe(
+          Effect.ensuring(
+            Effect.sync(() => {
+              const left = (inProgress.get(source) ?? 1) - 1
+              if (left === 0) inProgress.delete(source)
+              else inProgress.set(source, left)
+            }),
+          ),
+        )
+      })
+
+    /**
+     * A token for the client credentials in `body`, asked from `address`. Failures slow down that source for that
+     * client id only, so nobody else's failures ever refuse a correct secret.
+     */
+    const issueToken = Effect.fn("Auth.issueToken")(function* (
+      gateway: Gateway,
+      body: unknown,
+      address = "",
+    ) {
       const request = yield* decodeTokenRequest(body).pipe(
         Effect.mapError(
           () =>
@@ -240,15 +306,21 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
         })
       }
       const now = yield* Clock.currentTimeMillis
-      const blockedUntil = yield* repo.blockedUntil(request.client_id)
+      const source = throttleSource(address)
+      const blockedUntil = yield* repo.blockedUntil(request.client_id, source)
       if (blockedUntil !== undefined && blockedUntil.getTime() > now) {
+        metrics.tokenRequestsThrottled.inc({ gateway, reason: "failures" })
         return yield* new TokenRequestsBlocked({
           retryAfterSeconds: Math.ceil((blockedUntil.getTime() - now) / 1000),
         })
       }
       const client = yield* repo.findClient(request.client_id)
       // The hash is checked even for an unknown id, so timing does not tell which ids exist.
-      const secretMatches = yield* verifySecret(request.client_secret, client?.secretHash ?? decoy)
+      const secretMatches = yield* admitted(
+        gateway,
+        source,
+        checkSecret(gateway, request.client_secret, client?.secretHash ?? decoy),
+      )
       if (
         client === undefined ||
         !secretMatches ||
@@ -256,7 +328,7 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
         client.gateway !== gateway ||
         request.audience !== config.audiences[gateway]
       ) {
-        return yield* reject(request.client_id)
+        return yield* reject(request.client_id, source)
       }
       const requested = request.scope?.split(/\s+/).filter((s) => s !== "")
       const scopes =
@@ -268,7 +340,7 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
           description: `Scopes not granted to this client: ${outside.join(" ")}.`,
         })
       }
-      yield* repo.clearFailures(client.id)
+      yield* repo.clearFailures(client.id, source)
       const { active } = yield* Ref.get(keys)
       const issuedAt = Math.floor(now / 1000)
       const accessToken = yield* Effect.promise(() =>

@@ -118,7 +118,9 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
       },
       {
         status: 429,
-        description: "Too many failed attempts for this client id; see Retry-After",
+        description:
+          "Too many failed attempts for this client id from this address, or too many requests from it at once; " +
+          "see Retry-After",
         schema: TokenError,
       },
     ],
@@ -131,7 +133,11 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
       const withCredentials = yield* withBasicCredentials(fields, request.headers.get("authorization")).pipe(
         Effect.flatMap(withPlausibleClientId),
       )
-      const token = yield* auth.issueToken(gateway, withQueryAudience(withCredentials, request.query))
+      const token = yield* auth.issueToken(
+        gateway,
+        withQueryAudience(withCredentials, request.query),
+        request.remoteAddress,
+      )
       return json(200, token, noStore)
     }).pipe(
       Effect.catchTags({

@@ -181,23 +181,23 @@ export class AuthRepo extends Context.Service<AuthRepo>()("partner-service/auth/
             ),
           ),
 
-      blockedUntil: (clientId: string) =>
+      blockedUntil: (clientId: string, source: string) =>
         db
           .query(
             (sql) => sql<Array<{ blocked_until: Date | null }>>`
-              select blocked_until from token_failures where client_id = ${clientId}`,
+              select blocked_until from token_failures where client_id = ${clientId} and source = ${source}`,
           )
           .pipe(Effect.map(([row]) => row?.blocked_until ?? undefined)),
       /**
-       * Counts a failure; from the `free`-th consecutive one on, the client id is blocked for 2^(n - free)
-       * seconds, at most `maxBlockSeconds`. A quiet hour forgets the count.
+       * Counts a failure of `source` for the client id; from the `free`-th consecutive one on, that source is
+       * blocked for 2^(n - free) seconds, at most `maxBlockSeconds`. A quiet hour forgets the count.
        */
-      recordFailure: (clientId: string, now: Date, free: number, maxBlockSeconds: number) =>
+      recordFailure: (clientId: string, source: string, now: Date, free: number, maxBlockSeconds: number) =>
         db.query(
           (sql) => sql`
-            insert into token_failures as f (client_id, failures, last_failure_at)
-            values (${clientId}, 1, ${now})
-            on conflict (client_id) do update set
+            insert into token_failures as f (client_id, source, failures, last_failure_at)
+            values (${clientId}, ${source}, 1, ${now})
+            on conflict (client_id, source) do update set
               failures = case when f.last_failure_at < ${now}::timestamptz - interval '1 hour' then 1
                               else f.failures + 1 end,
               last_failure_at = excluded.last_failure_at,
@@ -210,8 +210,10 @@ export class AuthRepo extends Context.Service<AuthRepo>()("partner-service/auth/
       pruneFailures: db.query(
         (sql) => sql`delete from token_failures where last_failure_at < now() - interval '1 hour'`,
       ),
-      clearFailures: (clientId: string) =>
-        db.query((sql) => sql`delete from token_failures where client_id = ${clientId}`),
+      clearFailures: (clientId: string, source: string) =>
+        db.query(
+          (sql) => sql`delete from token_failures where client_id = ${clientId} and source = ${source}`,
+        ),
     }
   }),
 }) {

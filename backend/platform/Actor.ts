@@ -21,6 +21,8 @@ export interface Delivery {
   readonly streamSequence: number
   /** 1 on first delivery. */
   readonly deliveryCount: number
+  /** Messages of the consumer that JetStream had not yet delivered when it delivered this one. */
+  readonly pending: number
   readonly headers: Readonly<Record<string, string>>
   /** The message's exact bytes, as published (the decoded message is what the handler gets first). */
   readonly raw: Uint8Array
@@ -348,6 +350,7 @@ export const runActor = <A, R>(
         subject: nats.unprefixed(msg.subject),
         streamSequence: msg.seq,
         deliveryCount,
+        pending: msg.info.pending,
         // Read when asked for: many handlers never look at them.
         get headers() {
           return (headers ??= readHeaders(msg))

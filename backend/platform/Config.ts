@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 
 export const Roles = ["partner-api", "ingest-api", "enrollment", "console", "workers"] as const
@@ -21,7 +22,7 @@ export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigIn
 const raw = (name: string) => Config.option(Config.String(name))
 
 /** Variables whose value may hold a secret (a key, or a password inside a URL): never echoed in errors. */
-const SENSITIVE = new Set(["MASTER_KEY", "DATABASE_URL", "NATS_URL"])
+const SENSITIVE = new Set(["MASTER_KEY", "DATABASE_URL", "NATS_URL", "METRICS_TOKEN"])
 
 /**
  * One environment variable: read as a string, decoded with `parse`, failing with a message that names the
@@ -110,9 +111,21 @@ export interface AppConfigShape {
   /** The `aud` each gateway's tokens carry and require; issued to partners with their credentials. */
   readonly audiences: { readonly partner: string; readonly ingest: string }
   readonly tokenTtlSeconds: number
+  /**
+   * Client secrets checked at once per gateway (each a slow hash on libuv's thread pool): the rest wait, so
+   * a flood of token requests leaves the event loop and the other cores to the requests already authenticated.
+   */
+  readonly tokenHashConcurrency: number
   /** base64 of 32 bytes; absent in development until the local key file is created by Crypto */
   readonly masterKey: Option.Option<Redacted.Redacted<string>>
   readonly httpMaxBodyBytes: number
+  /**
+   * A port of its own serving only `/metrics` (processes without the console, such as workers); none when unset.
+   * `/metrics` is never on the public gateways.
+   */
+  readonly metricsPort: Option.Option<number>
+  /** The bearer token `/metrics` asks for, when set. */
+  readonly metricsToken: Option.Option<Redacted.Redacted<string>>
   /** Days the ingest log keeps a consumed event's record. */
   readonly ingestLogRetentionDays: number
   readonly webhook: {
@@ -218,12 +231,34 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         integer(60, 86_400),
         () => 8600,
       ),
+      tokenHashConcurrency: yield* setting(
+        "TOKEN_HASH_CONCURRENCY",
+        "a whole number from 1 to 64",
+        integer(1, 64),
+        () => Math.max(1, Math.floor(availableParallelism() / 2)),
+      ),
       masterKey: masterKeyValue,
       httpMaxBodyBytes: yield* setting(
         "HTTP_MAX_BODY_BYTES",
         "a whole number of bytes from 1024 to 104857600",
         integer(1024, 100 * 1024 * 1024),
         () => 2 * 1024 * 1024,
+      ),
+      metricsPort: Option.fromUndefinedOr(
+        yield* setting(
+          "METRICS_PORT",
+          "a port number from 0 to 65535 (0 picks a free port)",
+          integer(0, 65535),
+          () => undefined,
+        ),
+      ),
+      metricsToken: Option.fromUndefinedOr(
+        yield* setting(
+          "METRICS_TOKEN",
+          "a token of 16 to 256 visible ASCII characters",
+          (v) => (/^[\x21-\x7e]{16,256}$/.test(v) ? Redacted.make(v) : undefined),
+          () => undefined,
+        ),
       ),
       ingestLogRetentionDays: yield* setting(
         "INGEST_LOG_RETENTION_DAYS",

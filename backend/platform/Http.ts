@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto"
 import { createServer, type Server, STATUS_CODES } from "node:http"
 import type { AddressInfo } from "node:net"
-import { Cause, Context, Effect, Layer, LogLevel, Schema } from "effect"
+import { Cause, Context, Effect, Layer, LogLevel, Option, Redacted, Schema } from "effect"
 import { H3, type H3Event, type HTTPMethod } from "h3"
 import { toNodeHandler } from "h3/node"
 import { FastResponse } from "srvx/node"
 import { AppConfig, type HttpRole } from "./Config.ts"
+import { constantTimeEqual } from "./Crypto.ts"
 import { Db } from "./Db.ts"
 import { hasControlCharacter } from "./FieldLimits.ts"
 import { Nats } from "./Nats.ts"
@@ -148,6 +149,8 @@ export interface HttpRequest {
   readonly query: URLSearchParams
   readonly headers: Headers
   readonly requestId: string
+  /** The address the request came from (an IPv4-mapped IPv6 address as plain IPv4); empty when unknown. */
+  readonly remoteAddress: string
   /** The raw body, at most `HTTP_MAX_BODY_BYTES`; readable once. */
   readonly bytes: Effect.Effect<Uint8Array, PayloadTooLarge | BadRequest>
   /** The body parsed as JSON. */
@@ -194,8 +197,8 @@ export interface Guard<R = never> {
   ) => Effect.Effect<Caller, Unauthorized | Forbidden | NotFound | TooManyRequests, R>
 }
 
-/** The port each gateway bound, for logs, tests and links when a port of 0 was configured. */
-export class ListeningPorts extends Context.Service<ListeningPorts, Map<HttpRole, number>>()(
+/** The port each gateway (and the metrics port) bound, for logs, tests and links when a port of 0 was configured. */
+export class ListeningPorts extends Context.Service<ListeningPorts, Map<HttpRole | "metrics", number>>()(
   "partner-service/platform/ListeningPorts",
 ) {
   static readonly layer = Layer.sync(ListeningPorts, () => new Map())
@@ -328,7 +331,7 @@ const readiness = Effect.gen(function* () {
   })
 })
 
-const observabilityRoutes: ReadonlyArray<Route<Db | Nats>> = [
+const healthRoutes: ReadonlyArray<Route<Db | Nats>> = [
   {
     method: "GET",
     path: "/healthz",
@@ -336,19 +339,74 @@ const observabilityRoutes: ReadonlyArray<Route<Db | Nats>> = [
     handle: () => Effect.succeed(json(200, { status: "ok" })),
   },
   { method: "GET", path: "/readyz", access: "public", handle: () => readiness },
-  {
-    method: "GET",
-    path: "/metrics",
-    access: "public",
-    handle: () =>
-      Effect.promise(() => registry.metrics()).pipe(
-        Effect.map((text) => new Response(text, { headers: { "content-type": registry.contentType } })),
-      ),
-  },
 ]
 
+/** Whether `authorization` carries the metrics token (always, when none is configured). */
+const metricsAllowed = (token: Option.Option<Redacted.Redacted<string>>, authorization: string | null) =>
+  Option.isNone(token) ||
+  constantTimeEqual(
+    /^Bearer (\S+)$/i.exec(authorization?.trim() ?? "")?.[1] ?? "",
+    Redacted.value(token.value),
+  )
+
+const metricsRoute: Route<AppConfig> = {
+  method: "GET",
+  path: "/metrics",
+  access: "public",
+  handle: (request) =>
+    Effect.gen(function* () {
+      if (!metricsAllowed((yield* AppConfig).metricsToken, request.headers.get("authorization"))) {
+        return yield* new Unauthorized()
+      }
+      const text = yield* Effect.promise(() => registry.metrics())
+      return new Response(text, { headers: { "content-type": registry.contentType } })
+    }),
+}
+
 /**
- * One h3 app on the role's port: health, readiness and metrics, then `routes`, then a JSON 404. A non-public
+ * `/metrics` alone on `METRICS_PORT`, for processes without the console (workers): an internal port, behind
+ * `METRICS_TOKEN` when set. Anything else there is a 404.
+ */
+export const metricsLayer = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const ports = yield* ListeningPorts
+    if (Option.isNone(config.metricsPort)) return
+    const listenOn = config.metricsPort.value
+    const server = yield* Effect.acquireRelease(
+      Effect.callback<Server>((resume) => {
+        const server = createServer((req, res) => {
+          const reply = (status: number, body: string, contentType = "application/json") =>
+            void res.writeHead(status, { "content-type": contentType }).end(body)
+          if (req.method !== "GET" || req.url?.split("?")[0] !== "/metrics") {
+            return reply(404, JSON.stringify({ status_code: 404, error: "Not found." }))
+          }
+          if (!metricsAllowed(config.metricsToken, req.headers.authorization ?? null)) {
+            return reply(401, JSON.stringify({ message: "Unauthorized" }))
+          }
+          registry.metrics().then(
+            (text) => reply(200, text, registry.contentType),
+            () => reply(500, JSON.stringify({ status_code: 500, error: "Internal server error." })),
+          )
+        })
+        server.once("error", (error) => resume(Effect.die(error)))
+        server.listen(listenOn, "0.0.0.0", () => resume(Effect.succeed(server)))
+      }),
+      (server) =>
+        Effect.callback<void>((resume) => {
+          server.close(() => resume(Effect.void))
+          server.closeAllConnections()
+        }),
+    )
+    const port = (server.address() as AddressInfo).port
+    ports.set("metrics", port)
+    yield* Effect.logInfo("listening").pipe(Effect.annotateLogs({ role: "metrics", port }))
+  }),
+)
+
+/**
+ * One h3 app on the role's port: health and readiness (and metrics on the console's port only: never on a public
+ * gateway), then `routes`, then a JSON 404. A non-public
  * route runs only after `guard` accepted the caller (without a guard it is refused). Every response carries
  * `X-Request-Id`, every log line of the request is annotated with it, bad input never becomes a 500, and a
  * defect becomes a logged 500 in the contract's shape. The server closes when the layer's scope does.
@@ -362,7 +420,7 @@ export const gatewayLayer = <R, G = never>(
     Effect.gen(function* () {
       const config = yield* AppConfig
       const ports = yield* ListeningPorts
-      const context = yield* Effect.context<R | G | Db | Nats>()
+      const context = yield* Effect.context<R | G | Db | Nats | AppConfig>()
       // Requests run with this context, so its minimum level decides once whether request lines are written.
       const logRequests = yield* LogLevel.isEnabled("Debug")
       const authenticate = (
@@ -384,7 +442,7 @@ export const gatewayLayer = <R, G = never>(
         },
       })
 
-      const run = (route: Route<R | Db | Nats>, event: H3Event) => {
+      const run = (route: Route<R | Db | Nats | AppConfig>, event: H3Event) => {
         const incoming = event.req.headers.get("x-request-id")
         const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID()
         const bytes = readBody(event.req, config.httpMaxBodyBytes)
@@ -395,6 +453,10 @@ export const gatewayLayer = <R, G = never>(
           query: event.url.searchParams,
           headers: event.req.headers,
           requestId,
+          remoteAddress: (event.runtime?.node?.req.socket.remoteAddress ?? "").replace(
+            /^::ffff:(?=\d+\.)/i,
+            "",
+          ),
           bytes,
           json: Effect.flatMap(bytes, parseJson),
         }
@@ -428,7 +490,8 @@ export const gatewayLayer = <R, G = never>(
         return Effect.runPromiseWith(context)(respond)
       }
 
-      for (const route of [...observabilityRoutes, ...routes] as ReadonlyArray<Route<R | Db | Nats>>) {
+      const observability = role === "console" ? [...healthRoutes, metricsRoute] : healthRoutes
+      for (const route of [...observability, ...routes] as ReadonlyArray<Route<R | Db | Nats | AppConfig>>) {
         app.on(route.method, route.path, (event) => run(route, event))
       }
       const notFound: Route = {

@@ -69,6 +69,17 @@ export const metrics = {
     "actor",
     "partition",
   ]),
+  tokenHashes: new Gauge({
+    name: "token_hashes_in_progress",
+    help: "Client secrets being checked against their hash, by gateway",
+    labelNames: ["gateway"],
+    registers: [registry],
+  }),
+  tokenRequestsThrottled: counter(
+    "token_requests_throttled_total",
+    "Token requests answered 429 without checking the secret, by gateway and reason",
+    ["gateway", "reason"],
+  ),
 }
 
 const levels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const

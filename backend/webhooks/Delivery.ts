@@ -12,6 +12,7 @@ import {
   ENDPOINT_FAILURE_REASONS,
   GONE_REASON,
   type OutcomeInput,
+  UNKNOWN_OUTCOME_REASON,
 } from "./DeliveryRepo.ts"
 import { Egress, type PostResult } from "./Egress.ts"
 import { AttemptMessage, type StatusMessage } from "./Messages.ts"
@@ -23,7 +24,8 @@ import { deliveryHeaders } from "./Signer.ts"
  * The delivery actor: claims the attempt a message names (only if the delivery still expects it; a stale or
  * duplicate message is dropped), checks the endpoint and the rate limit in the same statement, signs and POSTs
  * the stored bytes, and records the outcome with the attempt in one statement. Every message is acked: retries
- * are scheduled in Postgres and published by the scheduler when due.
+ * are scheduled in Postgres and published by the scheduler when due. The claim is what survives a crash: a claim
+ * whose lease runs out with no outcome is recorded by the next claim as an attempt whose outcome is unknown.
  */
 
 /**
@@ -141,7 +143,10 @@ export const decide = (
 
 export class DeliveryAttempts extends Context.Service<
   DeliveryAttempts,
-  { readonly attempt: (message: AttemptMessage) => Effect.Effect<Outcome> }
+  {
+    /** Makes the attempt `message` names; `waitingBehind`: attempt messages JetStream has yet to deliver. */
+    readonly attempt: (message: AttemptMessage, waitingBehind: number) => Effect.Effect<Outcome>
+  }
 >()("partner-service/webhooks/DeliveryAttempts") {
   static readonly layer = Layer.effect(
     DeliveryAttempts,
@@ -169,10 +174,12 @@ export class DeliveryAttempts extends Context.Service<
             const claimed = yield* repo.claim(unique, {
               now: new Date(now),
               dueBy: new Date(now + DUE_SLACK_MS),
-              windowStart: new Date(now - (now % 60_000)),
+              second: Math.floor(now / 1000),
               rateLimit: config.rateLimitPerMinute,
               leaseUntil: new Date(now + leaseMs),
+              leaseMs,
               rateLimitedUntil: new Date(rateLimitedUntil),
+              maxAttempts: config.maxAttempts,
             })
             return slot.map((i) => ({ now, rateLimitedUntil, claimed: i < 0 ? undefined : claimed[i] }))
           }),
@@ -216,7 +223,8 @@ export class DeliveryAttempts extends Context.Service<
       }
 
       // Untraced: a span per attempt (with its stack trace) is a measurable share of an attempt's CPU time.
-      const attempt = Effect.fnUntraced(function* (message: AttemptMessage) {
+      const attempt = Effect.fnUntraced(function* (message: AttemptMessage, waitingBehind: number) {
+        scheduler.attemptsWaiting(waitingBehind)
         const { now, rateLimitedUntil, claimed } = yield* claimOne({
           deliveryId: message.delivery_id,
           series: message.series,
@@ -232,11 +240,17 @@ export class DeliveryAttempts extends Context.Service<
             yield* publishStatus(nats, rateLimited)
             return ack
           }
+          // Held until the endpoint is active again (the scheduler releases it): its status does not change.
+          case "held":
+            return ack
           case "deleted":
-          case "suspended":
-          case "disabled": {
+          case "disabled":
+          case "exhausted": {
             const failed = statusOf(claimed, "failed", claimed.attempt_number, now)
-            failed.failure_reason = ENDPOINT_FAILURE_REASONS[claimed.decision]
+            failed.failure_reason =
+              claimed.decision === "exhausted"
+                ? UNKNOWN_OUTCOME_REASON
+                : ENDPOINT_FAILURE_REASONS[claimed.decision]
             yield* publishStatus(nats, failed)
             return ack
           }
@@ -307,5 +321,6 @@ export const deliveryActor = (timeoutMs: number): ActorDefinition<AttemptMessage
   // message only when its process is gone.
   ackWait: timeoutMs + 20_000,
   schema: AttemptMessage,
-  handle: (message) => DeliveryAttempts.use((attempts) => attempts.attempt(message)),
+  handle: (message, delivery) =>
+    DeliveryAttempts.use((attempts) => attempts.attempt(message, delivery.pending)),
 })

@@ -3,8 +3,9 @@ import { Db } from "../platform/Db.ts"
 import type { DeliveryStatus } from "./Domain.ts"
 
 /**
- * The delivery engine's SQL: one statement to route an event, one to claim an attempt (with the endpoint check
- * and the rate limit), one to record its outcome.
+ * The delivery engine's SQL: one statement to route an event, one to claim an attempt (with the endpoint check,
+ * the rate limit and the record of an attempt its previous claimer may have made before it stopped), one to
+ * record its outcome.
  */
 
 export interface EventToRoute {
@@ -31,8 +32,11 @@ export interface RoutedDelivery {
   readonly created: boolean
 }
 
-/** What a claim decided: make the attempt, postpone it (rate limit), or fail it (endpoint not active). */
-export type ClaimDecision = "delivering" | "rate_limited" | "suspended" | "disabled" | "deleted"
+/**
+ * What a claim decided: make the attempt, postpone it (rate limit), hold it (endpoint suspended), or fail it
+ * (endpoint disabled or deleted, or the attempt its previous claimer may have made was the last one).
+ */
+export type ClaimDecision = "delivering" | "rate_limited" | "held" | "disabled" | "deleted" | "exhausted"
 
 export interface ClaimedAttempt {
   readonly decision: ClaimDecision
@@ -64,10 +68,14 @@ export interface ClaimTimes {
   readonly now: Date
   /** A due attempt whose message arrives this early is still taken (the scheduler publishes when due). */
   readonly dueBy: Date
-  readonly windowStart: Date
+  /** The rate limit's second (epoch seconds) and its attempts per 60 seconds. */
+  readonly second: number
   readonly rateLimit: number
   readonly leaseUntil: Date
+  /** How long a claim's lease lasts: a lease that ran out started that long before it ended. */
+  readonly leaseMs: number
   readonly rateLimitedUntil: Date
+  readonly maxAttempts: number
 }
 
 export interface OutcomeInput extends AttemptKey {
@@ -100,18 +108,17 @@ export interface SecretRow {
  * lost, or went with the process that claimed it (JetStream hands an unacked message on long before this).
  */
 const REDISPATCH_AFTER = "5 minutes"
-/**
- * A new delivery the router announced is published again after this long unclaimed: its message was lost (the
- * stream was recreated, or dropped it at its age limit). Long enough that a backlog of attempt messages still
- * on their way (the router outruns the delivery actor) is not published twice.
- */
-const UNCLAIMED_AFTER = "1 hour"
 
 export const ENDPOINT_FAILURE_REASONS = {
   deleted: "Endpoint deleted; delivery canceled",
-  suspended: "Endpoint is suspended",
   disabled: "Endpoint is disabled",
 } as const
+
+/**
+ * The attempt of a claim whose lease ran out with no outcome: its process stopped after the claim, perhaps after
+ * the request reached the receiver, so it is recorded (and counted) as an attempt whose outcome is unknown.
+ */
+export const UNKNOWN_OUTCOME_REASON = "The process stopped during the attempt; its outcome is unknown"
 
 export const GONE_REASON = "Destination answered 410 Gone"
 
@@ -140,15 +147,21 @@ export class DeliveryRepo extends Context.Service<
     readonly recordOutcomes: (outcomes: ReadonlyArray<OutcomeInput>) => Effect.Effect<ReadonlyArray<boolean>>
     /** The endpoint answered 410: disable it and fail its other undelivered deliveries; their ids. */
     readonly disableGone: (endpointId: number, exceptDelivery: number) => Effect.Effect<ReadonlyArray<number>>
+    /** Publishes due attempts, and those of deliveries announced before `unclaimedBefore` and never claimed. */
     readonly dispatchDue: (
       now: Date,
+      unclaimedBefore: Date,
       limit: number,
       publish: (rows: ReadonlyArray<DueAttempt>) => Effect.Effect<void>,
     ) => Effect.Effect<number>
     /** The earliest scheduled time after `now`, if any. */
     readonly nextDue: (now: Date) => Effect.Effect<Date | undefined>
     readonly secrets: (subscriberId: number, now: Date) => Effect.Effect<ReadonlyArray<SecretRow>>
-    readonly pruneRateWindows: (before: Date) => Effect.Effect<void>
+    /**
+     * Held deliveries whose endpoint is no longer suspended become due now (an active endpoint gets them, a
+     * disabled or deleted one fails them at the claim); how many.
+     */
+    readonly releaseHeld: (now: Date) => Effect.Effect<number>
   }
 >()("partner-service/webhooks/DeliveryRepo") {
   static readonly layer = Layer.effect(
@@ -224,9 +237,11 @@ export class DeliveryRepo extends Context.Service<
         times: ClaimTimes,
       ) {
         if (keys.length === 0) return []
-        // Rows locked in id order and counters upserted in endpoint order, so concurrent batches cannot deadlock.
-        // An attempt's place in the window is the count before this batch plus its rank among the batch's
-        // attempts to the same endpoint.
+        // Rows locked in id order and rate counters upserted in endpoint order, so concurrent batches cannot deadlock.
+        // A row still holding a lease that ran out was claimed by a process that stopped before recording an
+        // outcome (`abandoned`): that attempt is recorded with an unknown outcome, and this claim is the next one.
+        // Only attempts to be made are counted against the endpoint's window; each endpoint's are granted in id
+        // order.
         const rows = yield* db.query(
           (sql) => sql`
             with input as (
@@ -234,8 +249,9 @@ export class DeliveryRepo extends Context.Service<
                                    ${keys.map((k) => k.attempt)}::int[]) as i(id, series, attempt)
             ),
             target as (
-              select d.id, d.endpoint_id, d.event, d.payload, d.series, d.attempt_number, e.destination_url,
-                     e.subscriber_id, e.status as endpoint_status, e.deleted_at is not null as endpoint_deleted
+              select d.id, d.endpoint_id, d.event, d.payload, d.series, d.attempt_number, d.lease_until,
+                     e.destination_url, e.subscriber_id, e.status as endpoint_status,
+                     e.deleted_at is not null as endpoint_deleted
               from webhook_deliveries d
               join input i on i.id = d.id and i.series = d.series and i.attempt = d.attempt_number
               join webhook_endpoints e on e.id = d.endpoint_id
@@ -245,58 +261,89 @@ export class DeliveryRepo extends Context.Service<
               order by d.id
               for update of d
             ),
+            screened as (
+              select t.*, t.lease_until is not null as abandoned, case
+                when t.endpoint_deleted then 'deleted'
+                when t.endpoint_status = 'disabled' then 'disabled'
+                when t.lease_until is not null and t.attempt_number >= ${times.maxAttempts} then 'exhausted'
+                when t.endpoint_status <> 'active' then 'held'
+                end as settled
+              from target t
+            ),
             usable as (
-              select endpoint_id, count(*)::int as n from target
-              where endpoint_status = 'active' and not endpoint_deleted
-              group by endpoint_id
+              select endpoint_id, count(*)::int as n from screened where settled is null group by endpoint_id
             ),
             counted as (
-              insert into webhook_rate_windows (endpoint_id, window_start, attempts)
-              select endpoint_id, ${times.windowStart}, n from usable order by endpoint_id
-              on conflict (endpoint_id, window_start)
-                do update set attempts = webhook_rate_windows.attempts + excluded.attempts
-              returning endpoint_id, attempts
+              -- A new endpoint's row: only this second's slot counted (the conflict path takes from the window).
+              insert into webhook_rate_limits as r (endpoint_id, latest_second, counts, total, granted)
+              select u.endpoint_id, ${times.second}::bigint,
+                     array_fill(0, array[${times.second % 61}::int]) || least(u.n, ${times.rateLimit})
+                       || array_fill(0, array[${60 - (times.second % 61)}::int]),
+                     least(u.n, ${times.rateLimit}), least(u.n, ${times.rateLimit})
+              from usable u
+              order by u.endpoint_id
+              on conflict (endpoint_id) do update set (latest_second, counts, total, granted) = (
+                select t.new_latest, t.new_counts, t.new_total, t.granted
+                from webhook_rate_take(r.counts, r.total, r.latest_second, excluded.latest_second,
+                                       excluded.granted, ${times.rateLimit}) t)
+              returning endpoint_id, granted
             ),
             decided as (
-              select t.*, case
-                when t.endpoint_deleted then 'deleted'
-                when t.endpoint_status <> 'active' then t.endpoint_status
-                when c.attempts - u.n + row_number() over (partition by t.endpoint_id order by t.id)
-                  > ${times.rateLimit} then 'rate_limited'
-                else 'delivering' end as decision
-              from target t
-              left join usable u on u.endpoint_id = t.endpoint_id
-              left join counted c on c.endpoint_id = t.endpoint_id
+              select s.*, coalesce(s.settled, case
+                when row_number() over (partition by s.endpoint_id, s.settled is null order by s.id) <= c.granted
+                  then 'delivering'
+                else 'rate_limited' end) as decision
+              from screened s
+              left join counted c on c.endpoint_id = s.endpoint_id
+            ),
+            placed as (
+              select dc.*, case when dc.abandoned and dc.decision in ('delivering', 'rate_limited', 'held')
+                                then dc.attempt_number + 1 else dc.attempt_number end as next_attempt,
+                     dc.lease_until - ${times.leaseMs} * interval '1 millisecond' as abandoned_at
+              from decided dc
             ),
             updated as (
               update webhook_deliveries d set
-                status = case dc.decision when 'delivering' then d.status when 'rate_limited' then 'rate_limited'
-                  else 'failed' end,
-                next_retry_at = case dc.decision
+                status = case p.decision when 'delivering' then d.status when 'held' then d.status
+                  when 'rate_limited' then 'rate_limited' else 'failed' end,
+                attempt_number = p.next_attempt,
+                next_retry_at = case p.decision
                   when 'delivering' then d.next_retry_at
                   when 'rate_limited' then ${times.rateLimitedUntil}::timestamptz
                   else null end,
-                lease_until = case dc.decision when 'delivering' then ${times.leaseUntil}::timestamptz end,
-                last_attempt_failure_reason = case dc.decision
+                lease_until = case p.decision when 'delivering' then ${times.leaseUntil}::timestamptz end,
+                held_since = case p.decision when 'held' then coalesce(d.held_since, ${times.now}::timestamptz) end,
+                last_attempted_at = case when p.abandoned then p.abandoned_at else d.last_attempted_at end,
+                duration_ms = case when p.abandoned then null else d.duration_ms end,
+                last_attempt_failure_reason = case p.decision
                   when 'deleted' then ${ENDPOINT_FAILURE_REASONS.deleted}
-                  when 'suspended' then ${ENDPOINT_FAILURE_REASONS.suspended}
                   when 'disabled' then ${ENDPOINT_FAILURE_REASONS.disabled}
-                  else d.last_attempt_failure_reason end,
+                  when 'exhausted' then ${UNKNOWN_OUTCOME_REASON}
+                  else case when p.abandoned then ${UNKNOWN_OUTCOME_REASON} else d.last_attempt_failure_reason end
+                  end,
                 updated_at = now()
-              from decided dc where d.id = dc.id
+              from placed p where d.id = p.id
               returning d.id
+            ),
+            unknown as (
+              insert into webhook_attempts (delivery_id, series, attempt_number, started_at, failure_reason)
+              select id, series, attempt_number, abandoned_at, ${UNKNOWN_OUTCOME_REASON} from placed
+              where abandoned order by id
+              on conflict do nothing
             )
-            select dc.decision, dc.id, dc.endpoint_id, dc.event, dc.payload, dc.series, dc.attempt_number,
-                   dc.destination_url, dc.subscriber_id, s.custom_headers,
+            select p.decision, p.id, p.endpoint_id, p.event, p.payload, p.series, p.attempt_number as named_attempt,
+                   p.next_attempt as attempt_number,
+                   p.destination_url, p.subscriber_id, s.custom_headers,
                    (select max(ws.id) || '/' || count(*) filter (where ws.expires_at is null
                                                                     or ws.expires_at > ${times.now})
-                    from webhook_secrets ws where ws.subscriber_id = dc.subscriber_id) as secrets_version
-            from decided dc
-            join webhook_subscribers s on s.id = dc.subscriber_id`,
+                    from webhook_secrets ws where ws.subscriber_id = p.subscriber_id) as secrets_version
+            from placed p
+            join webhook_subscribers s on s.id = p.subscriber_id`,
         )
+        // By the attempt the message named: after an abandoned claim, the attempt to make is the next one.
         const byKey = new Map(
           rows.map((row) => [
-            `${int(row.id)}/${int(row.series)}/${int(row.attempt_number)}`,
+            `${int(row.id)}/${int(row.series)}/${int(row.named_attempt)}`,
             {
               decision: row.decision as ClaimDecision,
               id: int(row.id),
@@ -356,7 +403,13 @@ export class DeliveryRepo extends Context.Service<
                  response_body)
               select id, series, attempt, started_at, status_code, duration_ms, failure_reason, response_body
               from input order by id
-              on conflict do nothing
+              -- An attempt recorded with an unknown outcome (another process took its lease over) learns it.
+              on conflict (delivery_id, series, attempt_number) do update set
+                started_at = excluded.started_at, status_code = excluded.status_code,
+                duration_ms = excluded.duration_ms, failure_reason = excluded.failure_reason,
+                response_body = excluded.response_body
+              where webhook_attempts.duration_ms is null
+                and webhook_attempts.failure_reason = ${UNKNOWN_OUTCOME_REASON}
             )
             select id from updated`,
         )
@@ -376,7 +429,7 @@ export class DeliveryRepo extends Context.Service<
               where id = ${endpointId} and deleted_at is null
             )
             update webhook_deliveries set status = 'failed', next_retry_at = null, lease_until = null,
-              last_attempt_failure_reason = ${GONE_REASON}, updated_at = now()
+              held_since = null, last_attempt_failure_reason = ${GONE_REASON}, updated_at = now()
             where endpoint_id = ${endpointId} and id <> ${exceptDelivery}
               and status in ('pending', 'retrying', 'rate_limited')
             returning id`,
@@ -386,6 +439,7 @@ export class DeliveryRepo extends Context.Service<
 
       const dispatchDue = Effect.fn("DeliveryRepo.dispatchDue")(function* (
         now: Date,
+        unclaimedBefore: Date,
         limit: number,
         publish: (rows: ReadonlyArray<DueAttempt>) => Effect.Effect<void>,
       ) {
@@ -393,7 +447,8 @@ export class DeliveryRepo extends Context.Service<
         // mark back, so the rows are found again; a claim of a row published here waits for the commit.
         return yield* db.transaction(
           Effect.gen(function* () {
-            // Due attempts, and deliveries the router announced that nothing claimed (their message was lost).
+            // Due attempts, and deliveries announced before `unclaimedBefore` that no claim holds (never claimed, or
+            // claimed by a process that stopped): their message was lost. A held delivery waits for its endpoint.
             const rows = yield* db.query(
               (sql) => sql`
                 select id, endpoint_id, series, attempt_number from webhook_deliveries
@@ -401,8 +456,8 @@ export class DeliveryRepo extends Context.Service<
                        and status in ('pending', 'retrying', 'rate_limited')
                        and (dispatched_at is null or dispatched_at < next_retry_at
                          or dispatched_at < ${now}::timestamptz - ${REDISPATCH_AFTER}::interval))
-                   or (status = 'pending' and next_retry_at is null
-                       and dispatched_at < ${now}::timestamptz - ${UNCLAIMED_AFTER}::interval)
+                   or (status = 'pending' and next_retry_at is null and dispatched_at < ${unclaimedBefore}
+                       and held_since is null and (lease_until is null or lease_until <= ${now}))
                 order by coalesce(next_retry_at, dispatched_at)
                 limit ${limit}
                 for update skip locked`,
@@ -422,6 +477,20 @@ export class DeliveryRepo extends Context.Service<
             return due.length
           }),
         )
+      })
+
+      const releaseHeld = Effect.fn("DeliveryRepo.releaseHeld")(function* (now: Date) {
+        const rows = yield* db.query(
+          (sql) => sql`
+            update webhook_deliveries d set held_since = null, updated_at = now(),
+              next_retry_at = case when d.status in ('pending', 'retrying', 'rate_limited') then ${now}
+                                   else d.next_retry_at end
+            from webhook_endpoints e
+            where d.held_since is not null and e.id = d.endpoint_id
+              and (e.status <> 'suspended' or e.deleted_at is not null)
+            returning d.id`,
+        )
+        return rows.length
       })
 
       const nextDue = Effect.fn("DeliveryRepo.nextDue")(function* (now: Date) {
@@ -449,10 +518,6 @@ export class DeliveryRepo extends Context.Service<
         }))
       })
 
-      const pruneRateWindows = Effect.fn("DeliveryRepo.pruneRateWindows")(function* (before: Date) {
-        yield* db.query((sql) => sql`delete from webhook_rate_windows where window_start < ${before}`)
-      })
-
       return DeliveryRepo.of({
         route,
         claim,
@@ -461,7 +526,7 @@ export class DeliveryRepo extends Context.Service<
         dispatchDue,
         nextDue,
         secrets,
-        pruneRateWindows,
+        releaseHeld,
       })
     }),
   )

@@ -5,6 +5,7 @@ import { BlockList, isIP, type LookupFunction } from "node:net"
 import { createSecureContext, rootCertificates } from "node:tls"
 import { Context, Effect, Layer, Option } from "effect"
 import { join } from "node:path"
+import ipaddr from "ipaddr.js"
 import { Agent, buildConnector, type Dispatcher } from "undici"
 import { AppConfig } from "../platform/Config.ts"
 
@@ -55,6 +56,7 @@ for (const [network, prefix] of [
   ["100::", 64], // discard
   ["2001:db8::", 32], // documentation
   ["fc00::", 7], // unique local (AWS metadata fd00:ec2::254)
+  ["64:ff9b:1::", 48], // local-use NAT64, whose embedded address may sit anywhere
   ["fe80::", 10], // link-local
   ["fec0::", 10], // site-local (deprecated)
   ["ff00::", 8], // multicast
@@ -62,26 +64,50 @@ for (const [network, prefix] of [
   blocked.addSubnet(network, prefix, "ipv6")
 }
 
-/** The IPv4 address an IPv6 address embeds (IPv4-mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`), if any. */
-const embeddedIPv4 = (address: string): string | undefined => {
-  const lower = address.toLowerCase()
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower)
-  if (dotted) return dotted[1]
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower)
-  if (!hex) return undefined
-  const high = Number.parseInt(hex[1]!, 16)
-  const low = Number.parseInt(hex[2]!, 16)
-  return [high >> 8, high & 255, low >> 8, low & 255].join(".")
+/**
+ * The IPv4 addresses an IPv6 address carries, which is where a packet to it ends up: IPv4-mapped
+ * (`::ffff:a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`) and NAT64 (`64:ff9b::a.b.c.d`) in the last 32 bits,
+ * 6to4 (`2002:aabb:ccdd::`) in bits 16-47, Teredo (`2001::/32`) its server in bits 32-63 and its client, inverted,
+ * in the last 32.
+ */
+const embeddedIPv4 = (address: ipaddr.IPv6): ReadonlyArray<string> => {
+  const bytes = address.toByteArray()
+  const quad = (at: number, inverted = false) =>
+    bytes
+      .slice(at, at + 4)
+      .map((b) => (inverted ? 255 - b : b))
+      .join(".")
+  switch (address.range()) {
+    case "ipv4Mapped":
+    case "rfc6145":
+    case "rfc6052":
+      return [quad(12)]
+    case "6to4":
+      return [quad(2)]
+    case "teredo":
+      return [quad(4), quad(12, true)]
+    default:
+      return []
+  }
 }
 
-/** Whether a destination may not be connected to: private, loopback, link-local, CGNAT, metadata, unspecified. */
+/**
+ * Whether a destination may not be connected to: private, loopback, link-local, CGNAT, metadata, unspecified,
+ * multicast or documentation, directly or through the IPv4 address an IPv6 one carries.
+ */
 export const isForbiddenAddress = (address: string): boolean => {
   const family = isIP(address)
   if (family === 4) return blocked.check(address, "ipv4")
   if (family !== 6) return true
-  const v4 = embeddedIPv4(address)
-  if (v4 !== undefined) return blocked.check(v4, "ipv4")
-  return blocked.check(address, "ipv6")
+  const v6 = ipaddr.IPv6.parse(address)
+  if (blocked.check(new ipaddr.IPv6(v6.parts).toNormalizedString(), "ipv6")) return true
+  return embeddedIPv4(v6).some((v4) => blocked.check(v4, "ipv4"))
+}
+
+/** `localhost` and its subdomains, in any case, with or without the root's trailing dot. */
+export const isLocalhostName = (hostname: string) => {
+  const name = hostname.toLowerCase().replace(/\.+$/, "")
+  return name === "localhost" || name.endsWith(".localhost")
 }
 
 export class DestinationRefused extends Error {
@@ -352,10 +378,13 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
           if (target.protocol !== "https:") {
             return unsent("Destination url must use HTTPS")
           }
-          // An address literal is connected to without any lookup: check it here.
+          // An address literal is connected to without any lookup, and a localhost name needs none: check here.
           const literal = target.hostname.replace(/^\[|\]$/g, "")
           if (!config.allowPrivateDestinations && isIP(literal) !== 0 && isForbiddenAddress(literal)) {
             return unsent(refusal(literal, literal).message)
+          }
+          if (!config.allowPrivateDestinations && isLocalhostName(literal)) {
+            return unsent(`Destination refused: ${literal} is a localhost name`)
           }
           return send(target, headers, body)
         })

@@ -21,7 +21,7 @@ import {
   type WebhookDeliveryDetail,
   type WebhookEndpoint,
 } from "./Domain.ts"
-import { isForbiddenAddress } from "./Egress.ts"
+import { isForbiddenAddress, isLocalhostName } from "./Egress.ts"
 import { isEventName } from "../events/Catalog.ts"
 import {
   type AttemptRow,
@@ -41,9 +41,8 @@ const MAX_NAMED_UNKNOWN = 10
 
 /** A private address literal or a localhost name; names that resolve privately are refused at send time. */
 const isPrivateHost = (hostname: string) => {
-  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase()
-  if (host === "localhost" || host.endsWith(".localhost")) return true
-  return isIP(host) !== 0 && isForbiddenAddress(host)
+  const host = hostname.replace(/^\[|\]$/g, "")
+  return isLocalhostName(host) || (isIP(host) !== 0 && isForbiddenAddress(host))
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>

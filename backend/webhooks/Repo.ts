@@ -311,7 +311,7 @@ export class WebhooksRepo extends Context.Service<WebhooksRepo>()("partner-servi
           const canceled = await sql`
             update webhook_deliveries
             set status = 'failed', last_attempt_failure_reason = ${DELETED_REASON}, next_retry_at = null,
-                lease_until = null, updated_at = now()
+                lease_until = null, held_since = null, updated_at = now()
             where endpoint_id = ${id} and status <> all(${sql.array(SETTLED)}::text[])`
           return canceled.count
         }),
@@ -347,7 +347,7 @@ export class WebhooksRepo extends Context.Service<WebhooksRepo>()("partner-servi
           const updated = await sql`
             update webhook_deliveries
             set series = series + 1, attempt_number = 1, status = 'pending', next_retry_at = now(),
-                lease_until = null, updated_at = now()
+                lease_until = null, held_since = null, updated_at = now()
             where id = ${id} and endpoint_id = ${endpointId}
             returning id`
           if (updated.length > 0) await sql`select pg_notify(${WEBHOOK_DUE}, '')`

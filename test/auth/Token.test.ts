@@ -20,35 +20,17 @@ import {
   requestToken,
   type TokenFields,
 } from "../support/Auth.ts"
+import { heldClock, holdClock } from "../support/HeldClock.ts"
 
 const OWNER = "token-owner"
 const GRANTED = ["properties:write", "prospects:read", "webhooks:manage"]
-
-const realClock = Clock.Clock.defaultValue()
-/** While set, the service's wall clock stands still at this instant (timers still run in real time). */
-let heldAt: number | undefined
-const now = () => heldAt ?? realClock.currentTimeMillisUnsafe()
-const wallClock: Clock.Clock = {
-  currentTimeMillisUnsafe: now,
-  currentTimeMillis: Effect.sync(now),
-  currentTimeNanosUnsafe: () => BigInt(now()) * 1_000_000n,
-  currentTimeNanos: Effect.sync(() => BigInt(now()) * 1_000_000n),
-  monotonicTimeNanosUnsafe: () => realClock.monotonicTimeNanosUnsafe(),
-  monotonicTimeNanos: realClock.monotonicTimeNanos,
-  sleep: (duration) => realClock.sleep(duration),
-}
-/** Holds the clock still for the rest of the test, so a block window cannot lapse while the test runs. */
-const holdClock = Effect.acquireRelease(
-  Effect.sync(() => void (heldAt = realClock.currentTimeMillisUnsafe())),
-  () => Effect.sync(() => void (heldAt = undefined)),
-)
 
 const env = authEnv()
 const service = authService({
   env,
   references: Layer.merge(
     Layer.succeed(References.MinimumLogLevel, "Warn"),
-    Layer.succeed(Clock.Clock, wallClock),
+    Layer.succeed(Clock.Clock, heldClock),
   ),
 }).layer
 

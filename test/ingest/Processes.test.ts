@@ -11,6 +11,7 @@ import { authEnv, authService } from "../support/Auth.ts"
 import { type RunningProcess, spawnProcess } from "../support/ChildProcess.ts"
 import { type IngestClient, postEvent, prospectUpdate } from "../support/Ingest.ts"
 import { freePort } from "../support/Net.ts"
+import { privateNats } from "../support/PrivateNats.ts"
 import { ENROLLMENT_HOST } from "../support/Prospects.ts"
 import { query } from "../support/Roster.ts"
 import { eventually } from "../support/Streams.ts"
@@ -24,18 +25,6 @@ import {
 } from "./support.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
-
-/** A nats-server with JetStream of this test's own on `port`, storing in `dir`; killed with the scope. */
-const privateNats = (port: number, dir: string) =>
-  Effect.gen(function* () {
-    const server = yield* spawnProcess(
-      "nats-server",
-      ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir],
-      { cwd: dir, env: process.env },
-    )
-    yield* server.waitFor("stderr", /Server is ready/)
-    return server
-  })
 
 /** A service process (`backend/main.ts`) with `env`, once it has logged that it started. */
 const serviceProcess = (env: Record<string, string>) =>

@@ -290,26 +290,6 @@ describe("delivery actor", () => {
           assert.strictEqual(receiver.received("/gone").length, 2)
         }).pipe(Effect.scoped),
     )
-
-    it.effect(
-      "fails a delivery whose endpoint was suspended before its next attempt, without a request",
-      () =>
-        Effect.gen(function* () {
-          const {
-            receiver,
-            owner: acme,
-            endpointId: id,
-          } = yield* receiverEndpoint("acme-suspended", "/later", ["policy.created"])
-          receiver.respond("/later", () => ({ status: 503, headers: { "retry-after": "1" } }))
-          yield* publishEvent("policy.created", acme.slug, examplePayload("policy.created"))
-          yield* awaitDeliveries(id, (rows) => rows[0]?.status === "retrying")
-          yield* query((sql) => sql`update webhook_endpoints set status = 'suspended' where id = ${id}`)
-          const [row] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "failed")
-          assert.strictEqual(row!.last_attempt_failure_reason, "Endpoint is suspended")
-          assert.strictEqual(row!.attempt_number, 2)
-          assert.strictEqual(receiver.received("/later").length, 1)
-        }).pipe(Effect.scoped),
-    )
   })
 })
 
@@ -333,7 +313,7 @@ describe("delivery egress outside development", () => {
           const [row] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "retrying")
           assert.match(
             row!.last_attempt_failure_reason ?? "",
-            /^Destination refused: .* resolves to (127\.0\.0\.1|::1), a private, loopback, link-local or metadata address$/,
+            /^Destination refused: (.* resolves to (127\.0\.0\.1|::1), a private, loopback, link-local or metadata address|localhost is a localhost name)$/,
           )
           const [attempt] = yield* attemptsOf(row!.id)
           assert.isNull(attempt!.status_code)

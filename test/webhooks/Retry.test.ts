@@ -58,8 +58,8 @@ describe("retry schedule", () => {
     )
 
     it.effect(
-      "makes an attempt whose claim's lease ran out and whose message is gone once the scheduler publishes it again, " +
-        "and not one whose lease still holds",
+      "makes the next attempt of a delivery whose claim's lease ran out and whose message is gone once the scheduler " +
+        "publishes it again, recording the abandoned one as unknown, and not one whose lease still holds",
       () =>
         Effect.gen(function* () {
           const {
@@ -82,7 +82,14 @@ describe("retry schedule", () => {
           )
           yield* query((sql) => sql`select pg_notify('webhook_due', '')`)
           const [done, held] = yield* awaitDeliveries(id, (found) => found[0]?.status === "delivered")
-          assert.strictEqual(done!.attempt_number, 3)
+          assert.strictEqual(done!.attempt_number, 4)
+          assert.deepStrictEqual(
+            (yield* attemptsOf(done!.id)).map((a) => [a.attempt_number, a.status_code, a.failure_reason]),
+            [
+              [3, null, "The process stopped during the attempt; its outcome is unknown"],
+              [4, 200, null],
+            ],
+          )
           // Published too (due, six minutes without an outcome), its claim refused while the lease holds.
           yield* Effect.sleep("1 second")
           const requests = receiver.received("/lease")

@@ -213,6 +213,7 @@ describe("event router", () => {
           subject: `events.${acme.slug}.move_out.initiated`,
           streamSequence: 0,
           deliveryCount: 2,
+          pending: 0,
           headers: { "Nats-Msg-Id": event.eventId },
           raw: new TextEncoder().encode(event.body),
         }

@@ -1,0 +1,82 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import {
+  attemptsOf,
+  awaitDeliveries,
+  deliveriesOf,
+  engineService,
+  examplePayload,
+  publishEvent,
+  query,
+  receiverEndpoint,
+} from "../support/WebhookEngine.ts"
+
+const engine = engineService()
+
+const heldSince = (deliveryId: string) =>
+  query(
+    (sql) => sql<Array<{ held_since: Date | null }>>`
+      select held_since from webhook_deliveries where id = ${deliveryId}`,
+  ).pipe(Effect.map(([row]) => row?.held_since ?? null))
+
+const setStatus = (endpointId: number, status: string) =>
+  query((sql) => sql`update webhook_endpoints set status = ${status} where id = ${endpointId}`)
+
+/** A delivery whose first attempt got a 503 asking for a second's wait, and whose endpoint was then suspended. */
+const heldDelivery = (slug: string, path: string) =>
+  Effect.gen(function* () {
+    const { receiver, owner, endpointId } = yield* receiverEndpoint(slug, path, ["policy.created"])
+    receiver.respond(path, (_, index) =>
+      index === 0 ? { status: 503, headers: { "retry-after": "1" } } : { status: 200 },
+    )
+    yield* publishEvent("policy.created", owner.slug, examplePayload("policy.created"))
+    const [retrying] = yield* awaitDeliveries(endpointId, (rows) => rows[0]?.status === "retrying")
+    yield* setStatus(endpointId, "suspended")
+    // Its second attempt comes due while the endpoint is suspended.
+    const [held] = yield* awaitDeliveries(endpointId, (rows) => rows[0]?.next_retry_at === null)
+    return { receiver, endpointId, delivery: retrying!.id, held: held! }
+  })
+
+describe("deliveries of a suspended endpoint", () => {
+  layer(engine.layer, { excludeTestServices: true, timeout: 60_000 })((it) => {
+    it.effect(
+      "holds a delivery waiting for retry, without a request, and sends it once the endpoint is active",
+      () =>
+        Effect.gen(function* () {
+          const { receiver, endpointId, delivery, held } = yield* heldDelivery("acme-suspended", "/suspended")
+          assert.deepStrictEqual([held.status, held.attempt_number], ["retrying", 2])
+          assert.isNotNull(yield* heldSince(delivery))
+          // Held, not failed: nothing changes while the endpoint stays suspended.
+          yield* Effect.sleep("1500 millis")
+          const [still] = yield* deliveriesOf(endpointId)
+          assert.deepStrictEqual([still!.status, still!.attempt_number], ["retrying", 2])
+          assert.strictEqual(receiver.received("/suspended").length, 1)
+
+          yield* setStatus(endpointId, "active")
+          const [done] = yield* awaitDeliveries(endpointId, (rows) => rows[0]?.status === "delivered")
+          assert.strictEqual(done!.attempt_number, 2)
+          assert.isNull(yield* heldSince(delivery))
+          assert.deepStrictEqual(
+            (yield* attemptsOf(delivery)).map((a) => [a.attempt_number, a.status_code]),
+            [
+              [1, 503],
+              [2, 200],
+            ],
+          )
+          assert.strictEqual(receiver.received("/suspended").length, 2)
+        }).pipe(Effect.scoped),
+    )
+
+    it.effect("fails a held delivery with the reason once its endpoint is disabled", () =>
+      Effect.gen(function* () {
+        const { receiver, endpointId, delivery } = yield* heldDelivery("acme-disabled", "/disabled")
+        yield* setStatus(endpointId, "disabled")
+        const [failed] = yield* awaitDeliveries(endpointId, (rows) => rows[0]?.status === "failed")
+        assert.strictEqual(failed!.last_attempt_failure_reason, "Endpoint is disabled")
+        assert.strictEqual(failed!.attempt_number, 2)
+        assert.isNull(yield* heldSince(delivery))
+        assert.strictEqual(receiver.received("/disabled").length, 1)
+      }).pipe(Effect.scoped),
+    )
+  })
+})
