@@ -1,7 +1,11 @@
 import { Schema } from "effect"
 
 /** The products a renter can choose in the enrollment flow, as `offered_products` and applications name them. */
-export const ProductTypes = ["security_deposit_insurance", "cash_deposit", "renter_guarantee_insurance"] as const
+export const ProductTypes = [
+  "security_deposit_insurance",
+  "cash_deposit",
+  "renter_guarantee_insurance",
+] as const
 export const ProductType = Schema.Literals(ProductTypes)
 export type ProductType = typeof ProductType.Type
 
