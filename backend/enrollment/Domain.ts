@@ -159,6 +159,14 @@ export interface JourneyView {
   readonly offers: ReadonlyArray<Offer>
   /** The link's preselection, when it names an offered product (and an offered cadence of it). */
   readonly preselected?: { readonly product: ProductType; readonly cadence: Cadence }
+  /** The application under way or decided, once the renter chose a product. */
+  readonly application?: {
+    /** `pa_...` */
+    readonly id: string
+    readonly product: ProductType
+    readonly cadence: Cadence
+    readonly outcome: "quoted" | "declined" | "submitted"
+  }
   /** On `quote` (and kept on `completed`). */
   readonly quote?: Quote
   /** On `completed`. */

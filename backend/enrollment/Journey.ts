@@ -258,6 +258,18 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
                 },
           offers,
           ...(preselected === undefined ? {} : { preselected }),
+          ...(application === undefined ||
+          application.outcome === "underwriting" ||
+          application.status === "canceled"
+            ? {}
+            : {
+                application: {
+                  id: applicationId(application.id),
+                  product: application.product_type,
+                  cadence: application.cadence,
+                  outcome: application.outcome,
+                },
+              }),
           ...(quote === undefined ? {} : { quote }),
           ...(policy === undefined
             ? {}

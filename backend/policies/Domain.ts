@@ -31,3 +31,7 @@ export type PolicyStatus = (typeof PolicyStatuses)[number]
 export const applicationId = (id: string) => `pa_${id}`
 /** `policy_<n>` */
 export const policyId = (id: string) => `policy_${id}`
+
+/** The row id inside a `pa_` or `policy_` id; undefined for anything else. */
+export const rowIdOf = (prefix: "pa_" | "policy_", id: string) =>
+  id.startsWith(prefix) && /^\d+$/.test(id.slice(prefix.length)) ? id.slice(prefix.length) : undefined
