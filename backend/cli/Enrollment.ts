@@ -34,8 +34,8 @@ const problem = (view: JourneyView) =>
 /**
  * `enrollment complete`: walks a prospect's enrollment journey to its end through the Journey service, as the
  * renter's pages do (details confirmed as sent, the underwriting answers the prospect carries unless given, the
- * product chosen, a test card paid), and prints the application and policy as the webhooks carry them. Only in
- * development and staging: it pays with the test provider's cards.
+ * product chosen, a test card paid), and prints the application and policy as the webhooks carry them. The
+ * command line refuses it in production (it pays with the test provider's cards).
  */
 export const enrollment = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
@@ -44,11 +44,6 @@ export const enrollment = (args: ReadonlyArray<string>) =>
       return yield* new CliUsage({ message: `unknown enrollment command: ${command ?? "(none)"}\n${USAGE}` })
     }
     const config = yield* AppConfig
-    if (config.serviceEnv === "production") {
-      return yield* new EnrollmentStopped({
-        message: "enrollment complete is refused in production: it pays with the test provider's cards",
-      })
-    }
     const { values, positionals } = yield* parse(rest, {
       source: { type: "string" },
       id: { type: "string" },

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, type Layer } from "effect"
 import { Journey } from "../../backend/enrollment/Journey.ts"
 import type { JourneyLink, JourneyView } from "../../backend/enrollment/Domain.ts"
 import { TEST_CARDS } from "../../backend/policies/Payments.ts"
@@ -11,8 +11,9 @@ import { ENROLLMENT_HOST } from "./Prospects.ts"
  * eligibility, document actor, webhook router and delivery) on an isolated database and prefix, delivering to
  * the test receiver.
  */
-export const enrollmentService = (overrides: Record<string, string> = {}) =>
+export const enrollmentService = (overrides: Record<string, string> = {}, references?: Layer.Layer<never>) =>
   authService({
+    ...(references === undefined ? {} : { references }),
     env: authEnv({
       ROLES: "partner-api,enrollment,workers",
       ENROLLMENT_PORT: "0",
