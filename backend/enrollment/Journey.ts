@@ -4,10 +4,9 @@ import type { EnrollmentFacts, OfferedProduct } from "../prospects/Domain.ts"
 import { isoDate } from "../prospects/Eligibility.ts"
 import { decideEligibility } from "../prospects/Eligibility.ts"
 import { Prospects } from "../prospects/Prospects.ts"
-import { applicationId, policyId } from "../policies/Domain.ts"
+import { type ApplicationRow, applicationId, policyId, type PolicyRow } from "../policies/Domain.ts"
 import { Policies } from "../policies/Policies.ts"
 import { percentSavings } from "../policies/Pricing.ts"
-import type { ApplicationRow, PolicyRow } from "../policies/Repo.ts"
 import { offersFor, ruleFacts } from "../policies/Underwriting.ts"
 import {
   type ChoiceInput,

@@ -3,8 +3,7 @@ import type { OutboxMessage } from "../platform/Outbox.ts"
 import { partitionedSubject } from "../platform/Partition.ts"
 import type { Payload } from "../events/Catalog.ts"
 import { EVENT_PROPERTY_HEADER, eventSubject, makeEnvelope } from "../events/Envelope.ts"
-import { applicationId, policyId } from "./Domain.ts"
-import type { ApplicationRow, PolicyRow } from "./Repo.ts"
+import { type ApplicationRow, applicationId, policyId, type PolicyRow } from "./Domain.ts"
 
 /** Every message about one application shares this outbox key, so its events are published in commit order. */
 export const applicationKey = (id: string) => `application:${id}`

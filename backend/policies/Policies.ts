@@ -7,10 +7,12 @@ import { Outbox } from "../platform/Outbox.ts"
 import type { EnrollmentFacts } from "../prospects/Domain.ts"
 import { Prospects } from "../prospects/Prospects.ts"
 import {
+  type ApplicationRow,
   applicationId,
   type Cadence,
   policyId,
   policyProductOf,
+  type PolicyRow,
   type PolicyStatus,
   type ProductType,
   RENTER_GUARANTEE_VERSION,
@@ -25,7 +27,7 @@ import {
 } from "./Events.ts"
 import { type Card, PaymentProvider } from "./Payments.ts"
 import { price } from "./Pricing.ts"
-import { type ApplicationRow, PoliciesRepo, type PolicyRow } from "./Repo.ts"
+import { PoliciesRepo } from "./Repo.ts"
 import { coverageOf, type RenterAnswers, ruleFacts, underwrite } from "./Underwriting.ts"
 
 /** The object store bucket of policy archives (`<PREFIX>_POLICY_DOCUMENTS`); nothing in it is ever deleted. */

@@ -1,67 +1,10 @@
 import { Context, Effect, Layer } from "effect"
 import { Db, type Sql } from "../platform/Db.ts"
-import type { Cadence, PolicyStatus, ProductType } from "./Domain.ts"
+import type { ApplicationRow, PolicyRow } from "./Domain.ts"
 
-/** A stored application; bigints as strings, dates as `YYYY-MM-DD`. */
-export interface ApplicationRow {
-  readonly id: string
-  readonly prospect_id: string
-  readonly owner_id: string
-  readonly property_id: string | null
-  readonly unit_id: string | null
-  readonly status: "created" | "canceled"
-  readonly outcome: "underwriting" | "quoted" | "declined" | "submitted"
-  readonly product_type: ProductType
-  readonly product_version: string | null
-  readonly cadence: Cadence
-  readonly coverage_amount_cents: string
-  readonly premium_cents: string
-  readonly payments: number
-  readonly coverage_start_date: string
-  readonly coverage_end_date: string
-  readonly declined_rules: Array<string> | null
-  readonly pms_type: string | null
-  readonly pms_property_id: string | null
-  readonly pms_unit_id: string | null
-  readonly pms_resident_id: string | null
-  readonly source_prospect_id: string | null
-}
+export type { ApplicationRow, PolicyRow }
 
 export type ApplicationWrite = Omit<ApplicationRow, "id" | "status" | "declined_rules">
-
-export interface PolicyRow {
-  readonly id: string
-  readonly policy_number: string
-  readonly application_id: string | null
-  readonly prospect_id: string | null
-  readonly owner_id: string
-  readonly owner_slug: string
-  readonly property_id: string | null
-  readonly unit_id: string | null
-  readonly status: PolicyStatus
-  readonly product_type: "security_deposit_insurance" | "renter_guarantee_insurance" | "service_deposit"
-  readonly product_version: string | null
-  readonly cadence: Cadence
-  readonly premium_cents: string
-  readonly payments: number
-  readonly coverage_amount_cents: string
-  readonly coverage_start_date: string
-  readonly coverage_end_date: string
-  readonly payment_method_id: string
-  readonly card_last4: string
-  readonly pms_type: string | null
-  readonly pms_property_id: string | null
-  readonly pms_unit_id: string | null
-  readonly pms_resident_id: string | null
-  readonly source_prospect_id: string | null
-  readonly insured_name: string
-  readonly premises: string
-  readonly unit_name: string
-  readonly policy_holder_name: string
-  readonly next_charge_on: string | null
-  /** ISO 8601 UTC */
-  readonly created_at: string
-}
 
 export type PolicyWrite = Omit<
   PolicyRow,
