@@ -1,20 +1,17 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
-import type { EnrollmentFacts, OfferedProduct } from "../prospects/Domain.ts"
+import type { EnrollmentFacts } from "../prospects/Domain.ts"
 import { isoDate } from "../prospects/Eligibility.ts"
-import { decideEligibility } from "../prospects/Eligibility.ts"
 import { Prospects } from "../prospects/Prospects.ts"
-import { type ApplicationRow, applicationId, policyId, type PolicyRow } from "../policies/Domain.ts"
 import { Policies } from "../policies/Policies.ts"
 import { percentSavings } from "../policies/Pricing.ts"
-import { offersFor, ruleFacts } from "../policies/Underwriting.ts"
+import { offersFor } from "../policies/Underwriting.ts"
 import {
   type ChoiceInput,
   type DetailsInput,
   type EmploymentStatus,
   type JourneyError,
   type JourneyLink,
-  type JourneyStep,
   type JourneyView,
   LinkInvalid,
   type Offer,
@@ -23,7 +20,8 @@ import {
   type UnderwritingInput,
 } from "./Domain.ts"
 import { parseCard, parseChoice, parseDetails, parseUnderwriting } from "./Inputs.ts"
-import { EnrollmentRepo, type EnrollmentRow } from "./Repo.ts"
+import { EnrollmentRepo } from "./Repo.ts"
+import { type JourneyState, journeyView, offeredProducts, stepOf } from "./View.ts"
 
 /**
  * The renter's enrollment journey: the one orchestration behind the renter's pages and the CLI helper
@@ -62,57 +60,6 @@ export interface JourneyShape {
    * the renter would. Not for the pages: they only ever act on the link they were given.
    */
   readonly linkFor: (source: string, sourceProspectId: string) => Effect.Effect<JourneyLink, LinkInvalid>
-}
-
-/** Where the journey stands, read under its lock: the renter's answers, the application and its policy. */
-interface State {
-  readonly facts: EnrollmentFacts
-  readonly enrollment: EnrollmentRow | undefined
-  readonly application: ApplicationRow | undefined
-  readonly policy: PolicyRow | undefined
-  readonly today: string
-}
-
-/** The offers as `offered_products` publishes them, with links preselecting product and cadence. */
-export const offeredProducts = (
-  offers: ReadonlyArray<Offer>,
-  enrollmentUrl: string | null,
-): Array<OfferedProduct> => {
-  const link = (product: string, cadence: string) =>
-    enrollmentUrl === null
-      ? null
-      : `${enrollmentUrl}&product=${encodeURIComponent(product)}&cadence=${encodeURIComponent(cadence)}`
-  return offers.map((offer): OfferedProduct => {
-    const premium = (cadence: string) =>
-      offer.cadences.find((c) => c.cadence === cadence)?.premiumCents ?? null
-    return offer.product === "cash_deposit"
-      ? {
-          product_type: "cash_deposit",
-          cash_deposit_amount_cents: premium("upfront"),
-          enrollment_url: link(offer.product, "upfront"),
-        }
-      : {
-          product_type: offer.product,
-          ...(offer.productVersion === undefined ? {} : { product_version: offer.productVersion }),
-          upfront_premium_cents: premium("upfront"),
-          monthly_premium_cents: premium("monthly"),
-          upfront_enrollment_url: link(offer.product, "upfront"),
-          monthly_enrollment_url: link(offer.product, "monthly"),
-        }
-  })
-}
-
-/** Why nothing can be offered any more: each product's reasons on the prospect as it is now. */
-const blockedReasonOf = (facts: EnrollmentFacts, today: string) => {
-  const decision = decideEligibility(ruleFacts(facts, today))
-  const reasons = [
-    ...new Set([
-      ...decision.sdiIneligibilityReasons,
-      ...decision.cdIneligibilityReasons,
-      ...(decision.renterGuarantee?.reasons ?? []),
-    ]),
-  ]
-  return `No product can be offered: ${reasons.join("; ") || "the prospect is not eligible"}`
 }
 
 export class Journey extends Context.Service<Journey, JourneyShape>()("partner-service/enrollment/Journey") {
@@ -160,146 +107,30 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
             application?.outcome === "submitted"
               ? yield* policies.policyOfApplication(application.id)
               : undefined
-          return { facts, enrollment, application, policy, today: yield* today } satisfies State
+          return { facts, enrollment, application, policy, today: yield* today } satisfies JourneyState
         })
-
-      const stepOf = (state: State): JourneyStep => {
-        const { enrollment, application } = state
-        if (application?.outcome === "submitted") return "completed"
-        if (application?.outcome === "declined") return "declined"
-        if (enrollment?.details_confirmed_at == null) return "details"
-        if (offersFor(state.facts, state.today).length === 0) return "blocked"
-        if (enrollment.inputs_supplied_at === null) return "underwriting"
-        if (application?.outcome === "quoted" && application.status === "created") return "quote"
-        return "choose"
-      }
-
-      const viewOf = Effect.fnUntraced(function* (
-        link: JourneyLink,
-        state: State,
-        extra: { readonly preselection?: Preselection | undefined; readonly error?: JourneyError } = {},
-      ) {
-        const { facts, enrollment, application, policy } = state
-        const p = facts.prospect
-        const step = stepOf(state)
-        const offers = enrollment?.offers ?? []
-        const preselected = (() => {
-          const wanted = extra.preselection
-          const offer = offers.find((o) => o.product === wanted?.product)
-          if (offer === undefined) return undefined
-          const cadence =
-            offer.cadences.find((c) => c.cadence === wanted?.cadence)?.cadence ??
-            (offer.cadences.length === 1 ? offer.cadences[0]!.cadence : undefined)
-          return cadence === undefined ? undefined : { product: offer.product, cadence }
-        })()
-        const quote =
-          application !== undefined &&
-          (application.outcome === "quoted" || application.outcome === "submitted")
-            ? {
-                applicationId: applicationId(application.id),
-                product: application.product_type,
-                ...(application.product_version === null
-                  ? {}
-                  : { productVersion: application.product_version }),
-                cadence: application.cadence,
-                coverageAmountCents: Number(application.coverage_amount_cents),
-                premiumCents: Number(application.premium_cents),
-                dueNowCents: Number(application.premium_cents),
-                payments: application.payments,
-                coverageStartDate: application.coverage_start_date,
-                coverageEndDate: application.coverage_end_date,
-              }
-            : undefined
-        const documentsUrl = policy === undefined ? undefined : yield* policies.documentsUrlOf(policy.id)
-        return {
-          step,
-          link,
-          owner: {
-            slug: facts.owner.slug,
-            name: facts.owner.name,
-            embeddedFrameAncestors: facts.owner.embeddedFrameAncestors,
-          },
-          redirectDomains: facts.source.redirectDomains,
-          renter: {
-            firstName: p.firstName ?? "",
-            lastName: p.lastName ?? "",
-            email: p.email ?? "",
-            phone: enrollment?.phone ?? p.phone ?? "",
-            birthdate: p.birthdate ?? "",
-          },
-          lease: {
-            address: {
-              lineOne: facts.property?.street ?? "",
-              city: facts.property?.city ?? "",
-              state: facts.property?.state ?? "",
-              zip: facts.property?.zip ?? "",
-            },
-            buildingName: facts.property?.buildingName ?? "",
-            unitName: facts.unit?.name ?? "",
-            startDate: p.leaseStartDate ?? "",
-            endDate: p.leaseEndDate ?? "",
-            monthlyRentCents: p.monthlyRentCents ?? 0,
-            depositAmountCents: p.depositAmountCents ?? 0,
-          },
-          answers:
-            enrollment?.inputs_supplied_at != null
-              ? {
-                  yearlyIncome: Number(enrollment.yearly_income),
-                  employmentStatus: enrollment.employment_status as EmploymentStatus,
-                  hasSsn: enrollment.has_ssn,
-                  termsAccepted: true,
-                }
-              : {
-                  yearlyIncome: p.yearlyIncome,
-                  employmentStatus: p.employmentStatus,
-                  hasSsn: p.hasSsn,
-                  termsAccepted: false,
-                },
-          offers,
-          ...(preselected === undefined ? {} : { preselected }),
-          ...(application === undefined ||
-          application.outcome === "underwriting" ||
-          application.status === "canceled"
-            ? {}
-            : {
-                application: {
-                  id: applicationId(application.id),
-                  product: application.product_type,
-                  cadence: application.cadence,
-                  outcome: application.outcome,
-                },
-              }),
-          ...(quote === undefined ? {} : { quote }),
-          ...(policy === undefined
-            ? {}
-            : {
-                policy: {
-                  id: policyId(policy.id),
-                  policyNumber: policy.policy_number,
-                  status: policy.status,
-                  productType: policy.product_type,
-                  cadence: policy.cadence,
-                  coverageAmountCents: Number(policy.coverage_amount_cents),
-                  coverageStartDate: policy.coverage_start_date,
-                  coverageEndDate: policy.coverage_end_date,
-                  paidCents: Number(policy.premium_cents),
-                  cardLast4: policy.card_last4,
-                  ...(documentsUrl === undefined ? {} : { documentsUrl }),
-                },
-              }),
-          ...(step === "blocked" ? { blockedReason: blockedReasonOf(facts, state.today) } : {}),
-          ...(extra.error === undefined ? {} : { error: extra.error }),
-        } satisfies JourneyView
-      })
 
       /**
        * A call that changes the journey: the link resolved, then under the journey's lock in one transaction the
        * state read and `act` run on it; answers with the view after it (or with `act`'s error on the same step).
        */
+      const viewOf = (
+        link: JourneyLink,
+        state: JourneyState,
+        extra: {
+          readonly preselection?: Preselection | undefined
+          readonly error?: JourneyError | undefined
+        },
+      ) =>
+        Effect.map(
+          state.policy === undefined ? Effect.succeed(undefined) : policies.documentsUrlOf(state.policy.id),
+          (documentsUrl) => journeyView(link, state, { ...extra, documentsUrl }),
+        )
+
       const change = (
         name: string,
         link: JourneyLink,
-        act: (state: State) => Effect.Effect<JourneyError | undefined, LinkInvalid>,
+        act: (state: JourneyState) => Effect.Effect<JourneyError | undefined, LinkInvalid>,
       ) =>
         Effect.gen(function* () {
           const facts = yield* resolve(link)
@@ -307,7 +138,7 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
             Effect.gen(function* () {
               yield* repo.lock(facts.prospect.id)
               const error = yield* act(yield* stateOf(facts))
-              return yield* viewOf(link, yield* stateOf(facts), error === undefined ? {} : { error })
+              return yield* viewOf(link, yield* stateOf(facts), { error })
             }),
           )
         }).pipe(

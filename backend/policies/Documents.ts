@@ -1,5 +1,10 @@
-import { zipSync } from "fflate"
-import { PDFDocument, type PDFFont, StandardFonts, rgb } from "pdf-lib"
+import type { PDFFont } from "pdf-lib"
+
+/** The PDF and zip libraries, loaded on first use: only the document actor needs them, not every process. */
+const libraries = async () => {
+  const [pdf, zip] = await Promise.all([import("pdf-lib"), import("fflate")])
+  return { ...pdf, zipSync: zip.zipSync }
+}
 
 /** What a policy's documents state; amounts in cents, dates `YYYY-MM-DD`. */
 export interface DocumentFacts {
@@ -47,6 +52,7 @@ const page = async (
   lines: ReadonlyArray<readonly [string, string]>,
   note: string,
 ) => {
+  const { PDFDocument, StandardFonts, rgb } = await libraries()
   const pdf = await PDFDocument.create()
   pdf.setTitle(`${title} ${facts.policyNumber}`)
   pdf.setSubject(PRODUCT_NAMES[facts.productType] ?? facts.productType)
@@ -114,6 +120,7 @@ export const certificatePdf = (facts: DocumentFacts) =>
 
 /** The archive a `policy_url` serves: the declaration and the certificate, as PDFs in one zip. */
 export const documentArchive = async (facts: DocumentFacts) => {
+  const { zipSync } = await libraries()
   const [declaration, certificate] = await Promise.all([declarationPdf(facts), certificatePdf(facts)])
   const mtime = facts.issuedAt
   return zipSync(

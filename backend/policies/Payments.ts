@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
-import Stripe from "stripe"
+import type Stripe from "stripe"
 import { AppConfig } from "../platform/Config.ts"
 
 /**
@@ -59,7 +59,7 @@ export class PaymentProvider extends Context.Service<PaymentProvider, PaymentPro
     Effect.gen(function* () {
       const config = yield* AppConfig
       return config.payments.provider === "stripe"
-        ? stripeProvider(
+        ? yield* stripeProvider(
             Redacted.value(Option.getOrThrow(config.payments.stripeSecretKey)),
             config.payments.stripeApiUrl,
           )
@@ -144,75 +144,84 @@ const isCardError = (error: unknown): error is { readonly message: string } =>
  * (the renter's pages load nothing from elsewhere), which needs Stripe's raw card data access and puts the
  * service in PCI DSS scope (SAQ D): recorded in docs/decisions.md.
  */
-export const stripeProvider = (secretKey: string, apiUrl: string): PaymentProviderShape => {
+export const stripeProvider = (secretKey: string, apiUrl: string) =>
+  // Stripe's SDK is loaded only where it is the provider: most processes and every CLI command never need it.
+  Effect.map(
+    Effect.promise(() => import("stripe")),
+    ({ default: StripeSdk }): PaymentProviderShape =>
+      stripeWith(new StripeSdk(secretKey, stripeOptions(apiUrl))),
+  )
+
+const stripeOptions = (apiUrl: string) => {
   const api = new URL(apiUrl)
-  const stripe = new Stripe(secretKey, {
+  return {
     host: api.hostname,
     port: api.port === "" ? (api.protocol === "https:" ? 443 : 80) : Number(api.port),
-    protocol: api.protocol === "http:" ? "http" : "https",
+    protocol: api.protocol === "http:" ? ("http" as const) : ("https" as const),
     maxNetworkRetries: 2,
     timeout: 20_000,
     telemetry: false,
-  })
-  return {
-    name: "stripe",
-    saveCard: (card) =>
-      Effect.tryPromise({
-        try: async () => {
-          const method = await stripe.paymentMethods.create({
-            type: "card",
-            card: { number: card.number, exp_month: card.expMonth, exp_year: card.expYear, cvc: card.cvc },
-            billing_details: {
-              name: card.name,
-              ...(card.postalCode === undefined ? {} : { address: { postal_code: card.postalCode } }),
-            },
-          })
-          const customer = await stripe.customers.create({ name: card.name, payment_method: method.id })
-          return {
-            saved: true,
-            card: {
-              reference: `${customer.id}/${method.id}`,
-              last4: method.card?.last4 ?? card.number.slice(-4),
-              brand: method.card?.brand ?? "card",
-            },
-          } as const
-        },
-        catch: (error) => error,
-      }).pipe(
-        Effect.catch((error) =>
-          isCardError(error)
-            ? Effect.succeed({ saved: false, reason: error.message } as const)
-            : Effect.die(new Error(`Stripe refused to save a card: ${String((error as Error).message)}`)),
-        ),
-      ),
-    charge: (request) =>
-      Effect.tryPromise({
-        try: async () => {
-          const [customer, method] = request.card.split("/") as [string, string]
-          const intent = await stripe.paymentIntents.create(
-            {
-              amount: request.amountCents,
-              currency: "usd",
-              customer,
-              payment_method: method,
-              automatic_payment_methods: { enabled: true, allow_redirects: "never" },
-              confirm: true,
-              off_session: request.occasion === "recurring",
-              description: request.description,
-            },
-            { idempotencyKey: request.idempotencyKey },
-          )
-          return intent.status === "succeeded"
-            ? ({ charged: true, reference: intent.id } as const)
-            : ({ charged: false, reason: "The card needs the renter's authentication." } as const)
-        },
-        catch: (error) => error,
-      }).pipe(
-        Effect.catch((error) =>
-          isCardError(error)
-            ? Effect.succeed({ charged: false, reason: error.message } as const)
-            : Effect.die(new Error(`Stripe refused a charge: ${String((error as Error).message)}`)),
-        ),
-      ),
-  }
+  } as const
 }
+
+const stripeWith = (stripe: Stripe): PaymentProviderShape => ({
+  name: "stripe",
+  saveCard: (card) =>
+    Effect.tryPromise({
+      try: async () => {
+        const method = await stripe.paymentMethods.create({
+          type: "card",
+          card: { number: card.number, exp_month: card.expMonth, exp_year: card.expYear, cvc: card.cvc },
+          billing_details: {
+            name: card.name,
+            ...(card.postalCode === undefined ? {} : { address: { postal_code: card.postalCode } }),
+          },
+        })
+        const customer = await stripe.customers.create({ name: card.name, payment_method: method.id })
+        return {
+          saved: true,
+          card: {
+            reference: `${customer.id}/${method.id}`,
+            last4: method.card?.last4 ?? card.number.slice(-4),
+            brand: method.card?.brand ?? "card",
+          },
+        } as const
+      },
+      catch: (error) => error,
+    }).pipe(
+      Effect.catch((error) =>
+        isCardError(error)
+          ? Effect.succeed({ saved: false, reason: error.message } as const)
+          : Effect.die(new Error(`Stripe refused to save a card: ${String((error as Error).message)}`)),
+      ),
+    ),
+  charge: (request) =>
+    Effect.tryPromise({
+      try: async () => {
+        const [customer, method] = request.card.split("/") as [string, string]
+        const intent = await stripe.paymentIntents.create(
+          {
+            amount: request.amountCents,
+            currency: "usd",
+            customer,
+            payment_method: method,
+            automatic_payment_methods: { enabled: true, allow_redirects: "never" },
+            confirm: true,
+            off_session: request.occasion === "recurring",
+            description: request.description,
+          },
+          { idempotencyKey: request.idempotencyKey },
+        )
+        return intent.status === "succeeded"
+          ? ({ charged: true, reference: intent.id } as const)
+          : ({ charged: false, reason: "The card needs the renter's authentication." } as const)
+      },
+      catch: (error) => error,
+    }).pipe(
+      Effect.catch((error) =>
+        isCardError(error)
+          ? Effect.succeed({ charged: false, reason: error.message } as const)
+          : Effect.die(new Error(`Stripe refused a charge: ${String((error as Error).message)}`)),
+      ),
+    ),
+})

@@ -83,9 +83,9 @@ export const cadencesOf = (product: ProductType): ReadonlyArray<Cadence> =>
 
 /**
  * `percent_savings`: how much less than the cash deposit the upfront deposit insurance premium costs, in percent
- * with one decimal; null without both.
+ * with one decimal (0 when it costs as much or more); null without both.
  */
 export const percentSavings = (depositCents: number, sdiUpfrontCents: number | undefined) =>
   sdiUpfrontCents === undefined || depositCents <= 0
     ? null
-    : Math.round(((depositCents - sdiUpfrontCents) / depositCents) * 1000) / 10
+    : Math.max(0, Math.round(((depositCents - sdiUpfrontCents) / depositCents) * 1000) / 10)

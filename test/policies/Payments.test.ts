@@ -103,7 +103,7 @@ describe("payment providers", () => {
   it.effect("the Stripe provider saves a card on a customer and charges it by reference, once per key", () =>
     Effect.gen(function* () {
       const stripe = yield* fakeStripe
-      const provider = stripeProvider("sk_test_fake", stripe.url)
+      const provider = yield* stripeProvider("sk_test_fake", stripe.url)
       const saved = yield* provider.saveCard({ ...card("4242424242424242"), postalCode: "62701" })
       assert.deepStrictEqual(saved, {
         saved: true,

@@ -114,6 +114,7 @@ describe("the pricing table", () => {
     expect(percentSavings(300_000, 1_234)).toBe(99.6)
     expect(percentSavings(250_000, undefined)).toBeNull()
     expect(percentSavings(0, 5_000)).toBeNull()
+    expect(percentSavings(1_000, 5_000)).toBe(0)
   })
 })
 
