@@ -8,7 +8,7 @@ import { rowIdOf } from "../../backend/policies/Domain.ts"
 import { EventNames, type EventName, isEventName } from "../../backend/events/Catalog.ts"
 import { Envelopes } from "../../backend/events/Envelope.ts"
 import { gatewayPort, httpRequest } from "../support/Auth.ts"
-import { runCli } from "../support/ChildProcess.ts"
+import { runCli } from "../support/Cli.ts"
 import { enrollmentService, linkOf, walkJourney, type Walk } from "../support/Enrollment.ts"
 import {
   awaitProspect,

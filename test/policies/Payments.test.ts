@@ -5,7 +5,7 @@ import { Effect, Exit } from "effect"
 import postgres from "postgres"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { stripeProvider, TEST_CARDS, testProvider } from "../../backend/policies/Payments.ts"
-import { runCli } from "../support/ChildProcess.ts"
+import { runCli } from "../support/Cli.ts"
 import { baseDatabaseUrl, isolatedEnv } from "../support/TestPlatform.ts"
 
 const card = (number: string) => ({ number, expMonth: 12, expYear: 2039, cvc: "123", name: "John Doe" })
