@@ -26,7 +26,7 @@ export class EnrollmentRepo extends Context.Service<EnrollmentRepo>()(
       const db = yield* Db
       return {
         lock: (prospectId: string) =>
-          db.query((sql) => sql`select pg_advisory_xact_lock(${JOURNEY_LOCK}, ${Number(prospectId)}::int)`),
+          db.query((sql) => sql`select pg_advisory_xact_lock(${JOURNEY_LOCK}, hashtext(${prospectId}))`),
         find: (prospectId: string) =>
           db
             .query(

@@ -162,7 +162,7 @@ export class PoliciesRepo extends Context.Service<PoliciesRepo>()("partner-servi
           .query((sql) => selectPolicies(sql, sql`where p.application_id = ${applicationId}`))
           .pipe(Effect.map(one)),
       lockPolicy: (id: string) =>
-        db.query((sql) => sql`select pg_advisory_xact_lock(${POLICY_LOCK}, ${Number(id)}::int)`),
+        db.query((sql) => sql`select pg_advisory_xact_lock(${POLICY_LOCK}, hashtext(${id}))`),
       /** A new generation of the policy's archive, under `objectName`; its number. */
       requestDocuments: (policyId: string, objectName: string) =>
         db
