@@ -1,4 +1,5 @@
-import { EmploymentStatuses, MAX_AMOUNT, MAX_TEXT } from "../prospects/Domain.ts"
+import { textProblem } from "../platform/FieldLimits.ts"
+import { EmploymentStatuses, MAX_AMOUNT } from "../prospects/Domain.ts"
 import type { Cadence, ProductType } from "../policies/Domain.ts"
 import type { Card } from "../policies/Payments.ts"
 import type {
@@ -17,8 +18,6 @@ import type {
 export type Parsed<A> = { readonly ok: A } | { readonly fields: Readonly<Record<string, string>> }
 
 const isBlank = (value: string | undefined) => value === undefined || value.trim() === ""
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/
 
 export const parseDetails = (input: DetailsInput): Parsed<{ readonly phone: string | null }> => {
   if (isBlank(input.phone)) return { ok: { phone: null } }
@@ -107,7 +106,7 @@ export const parseCard = (input: PaymentInput, today: string): Parsed<Card> => {
   const cvc = (input.cvc ?? "").trim()
   if (!/^\d{3,4}$/.test(cvc)) fields.cvc = "Enter the 3 or 4 digit security code on the card"
   const name = (input.nameOnCard ?? "").trim()
-  if (name === "" || name.length > MAX_TEXT || CONTROL.test(name))
+  if (name === "" || textProblem("name", name) !== undefined)
     fields.name_on_card = "Enter the name on the card"
   const postal = (input.postalCode ?? "").trim()
   if (postal !== "" && !/^\d{5}(-\d{4})?$/.test(postal)) {
