@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { Auth } from "./auth/Auth.ts"
 import { authGuard, authRoutes } from "./auth/Http.ts"
 import { ingestWorkersLayer } from "./ingest/Consumer.ts"
+import { Journey } from "./enrollment/Journey.ts"
 import { ingestRoutes } from "./ingest/Http.ts"
 import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
@@ -9,6 +10,9 @@ import { actorLayer } from "./platform/Actor.ts"
 import { gatewayLayer, type Guard, ListeningPorts, metricsLayer, type Route } from "./platform/Http.ts"
 import { relayLayer } from "./platform/Outbox.ts"
 import { PlatformLayer } from "./platform/Platform.ts"
+import { documentActor } from "./policies/Consumer.ts"
+import { documentRoutes } from "./policies/Http.ts"
+import { Policies } from "./policies/Policies.ts"
 import { eligibilityActor } from "./prospects/Consumer.ts"
 import { prospectRoutes, stagingRoutes } from "./prospects/Http.ts"
 import { Prospects } from "./prospects/Prospects.ts"
@@ -21,7 +25,7 @@ import { webhookRoutes } from "./webhooks/Http.ts"
 import { webhookWorkersLayer } from "./webhooks/Workers.ts"
 
 /** What route handlers and actors may use, besides the platform. */
-type AppServices = Auth | AppConfig | Roster | Sources | Prospects | Ingest | Endpoints
+type AppServices = Auth | AppConfig | Roster | Sources | Prospects | Ingest | Endpoints | Policies | Journey
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
@@ -46,6 +50,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
       // client without them gets 403.
       return [...authRoutes("ingest"), ...ingestRoutes, ...prospectRoutes]
     case "enrollment":
+      return [...documentRoutes]
     case "console":
       return []
   }
@@ -65,12 +70,20 @@ export const appLayer = (config: AppConfigShape) => {
     .filter((role) => config.roles.includes(role))
     .map((role) => gatewayLayer(role, routesFor(role, config.serviceEnv), guards[role]))
   const workers = config.roles.includes("workers")
-    ? [relayLayer(), actorLayer(eligibilityActor), ingestWorkersLayer, webhookWorkersLayer]
+    ? [
+        relayLayer(),
+        actorLayer(eligibilityActor),
+        actorLayer(documentActor),
+        ingestWorkersLayer,
+        webhookWorkersLayer,
+      ]
     : []
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Endpoints.layer),
+    Layer.provideMerge(Journey.layer),
+    Layer.provideMerge(Policies.layer),
     Layer.provideMerge(Prospects.layer),
     Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer, Sources.layer)),
     Layer.provideMerge(PlatformLayer),

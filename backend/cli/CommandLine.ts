@@ -258,6 +258,36 @@ export const COMMANDS = {
       "Prints the https:// URL to register, then one line per delivery: event, delivery id, signature valid|invalid. " +
       "Its certificate is signed by a CA kept in the data folder, which the service trusts outside production.",
   },
+  "enrollment complete": {
+    args: [],
+    options: {
+      source: required,
+      id: required,
+      product: {
+        type: "string",
+        required: true,
+        choices: ["security_deposit_insurance", "cash_deposit", "renter_guarantee_insurance"],
+      },
+      cadence: { type: "string", choices: ["upfront", "monthly"] },
+      card: { type: "string", choices: ["ok", "decline", "fails-next-charge"] },
+      "yearly-income": string,
+      "employment-status": string,
+      "has-ssn": { type: "string", choices: ["yes", "no"] },
+    },
+    synopsis:
+      "--source S --id SOURCE_PROSPECT_ID --product security_deposit_insurance|cash_deposit|renter_guarantee_insurance " +
+      "[--cadence upfront|monthly] [--card ok|decline|fails-next-charge] [--yearly-income N] " +
+      "[--employment-status S] [--has-ssn yes|no]",
+    summary:
+      "walk a prospect's enrollment journey to its end with a test card (development and staging only)",
+    details:
+      "Walks the same journey as the renter's pages, through the Journey service: the details confirmed as sent, the " +
+      "underwriting answers the prospect carries (or those given), the product and cadence, then a test card: ok " +
+      "(4242 4242 4242 4242, the default), decline (4000 0000 0000 0002) or fails-next-charge (4000 0000 0000 0341, " +
+      'paid now, declined at its next monthly charge). Prints {"step", "application", "policy"} with the application ' +
+      "and policy as the webhooks carry them; a journey that did not complete (declined, blocked, a missing answer) " +
+      "exits 2 after printing. Refused in production.",
+  },
 } as const satisfies Readonly<Record<string, CommandSpec>>
 
 export type CommandName = keyof typeof COMMANDS

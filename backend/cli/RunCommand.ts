@@ -1,5 +1,6 @@
 import { Cause, Effect, Exit, Layer } from "effect"
 import { Auth } from "../auth/Auth.ts"
+import { Journey } from "../enrollment/Journey.ts"
 import type { ClientCommandRejected } from "../auth/Domain.ts"
 import type { MappingRejected } from "../ingest/Domain.ts"
 import { Ingest } from "../ingest/Ingest.ts"
@@ -7,6 +8,7 @@ import { AppConfig, type ConfigInvalid } from "../platform/Config.ts"
 import { Nats } from "../platform/Nats.ts"
 import { loggerLayer } from "../platform/Observability.ts"
 import { PlatformLayer } from "../platform/Platform.ts"
+import { Policies } from "../policies/Policies.ts"
 import type { ProspectIncomplete, ProspectNotFound } from "../prospects/Domain.ts"
 import { Prospects } from "../prospects/Prospects.ts"
 import { type SourceCommandRejected, Sources } from "../prospects/Sources.ts"
@@ -16,6 +18,7 @@ import type { OwnerUnknown, ProviderNotProvisioned, WebhookCommandRejected } fro
 import { Secrets } from "../webhooks/Secrets.ts"
 import { createClient, grantClient, listClients, revokeClient, rotateKeys } from "./Clients.ts"
 import { type CommandLine, type CommandName, type Input, refusal } from "./CommandLine.ts"
+import { completeEnrollment, EnrollmentStopped } from "./Enrollment.ts"
 import { ingestLog } from "./Ingest.ts"
 import { CliIo, type CliIoShape, printLine } from "./Io.ts"
 import { createManagedOwner, grantOwner } from "./Owners.ts"
@@ -40,6 +43,7 @@ type CommandFailure =
   | WebhookCommandRejected
   | OwnerUnknown
   | ProviderNotProvisioned
+  | EnrollmentStopped
 
 type Handler<N extends CommandName> = (
   input: Input<N>,
@@ -69,6 +73,16 @@ const withProspects = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.scoped(effect).pipe(
     Effect.provide(Prospects.layer),
     Effect.provide(Roster.layer),
+    Effect.provide(PlatformLayer),
+  )
+
+/** The renter's journey and everything it drives (policies, payments, documents' requests). */
+const withJourney = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(
+    Effect.provide(Journey.layer),
+    Effect.provide(Policies.layer),
+    Effect.provide(Prospects.layer),
+    Effect.provide(Layer.mergeAll(Roster.layer, Sources.layer)),
     Effect.provide(PlatformLayer),
   )
 
@@ -108,6 +122,16 @@ const handlers: { readonly [N in CommandName]: Handler<N> } = {
         (module) => module.testReceiver(input),
       ),
     ),
+  "enrollment complete": (input) =>
+    Effect.gen(function* () {
+      // Refused before anything connects: it pays with the test provider's cards.
+      if ((yield* AppConfig).serviceEnv === "production") {
+        return yield* new EnrollmentStopped({
+          message: "enrollment complete is refused in production: it pays with the test provider's cards",
+        })
+      }
+      return yield* withJourney(completeEnrollment(input))
+    }),
 }
 
 const refuse = (message: string) =>
@@ -147,6 +171,7 @@ export const runCommand = async (line: Extract<CommandLine, { _tag: "Command" }>
       ProspectIncomplete: (error) => refuse(error.message),
       WebhookCommandRejected: (error) => refuse(error.message),
       OwnerUnknown: (error) => refuse(`no owner ${error.slug}`),
+      EnrollmentStopped: (error) => refuse(error.message),
       ProviderNotProvisioned: (error) =>
         refuse(`provider ${error.provider} is not provisioned: run providers create ${error.provider} first`),
     }),

@@ -116,10 +116,20 @@ const policyFields = {
   id: prefixedId("policy_", "Service policy id (`policy_...`)."),
   policy_number: text("Policy number."),
   status: PolicyStatus,
-  pms_type: text("PMS kind of the matched resident."),
-  pms_property_id: text("PMS property id of the matched resident."),
-  pms_unit_id: text("PMS unit id of the matched resident."),
-  pms_resident_id: text("PMS resident id of the matched resident."),
+  pms_type: Schema.optionalKey(
+    text("PMS kind of the matched resident; omitted when the renter has no PMS record."),
+  ),
+  pms_property_id: Schema.optionalKey(
+    text("PMS property id of the matched resident; omitted when the building has none."),
+  ),
+  pms_unit_id: Schema.optionalKey(
+    text("PMS unit id of the matched resident; omitted when the unit has none."),
+  ),
+  pms_resident_id: Schema.optionalKey(
+    text(
+      "PMS resident id of the matched resident (the prospect's `pms_prospect_id`); omitted when not supplied.",
+    ),
+  ),
   product_type: PolicyProductType,
   product_version: Schema.optionalKey(
     text(`Renter guarantee product version. ${RENTER_GUARANTEE_VERSION_RULE}`),
@@ -162,10 +172,12 @@ export const PolicyApplication = Schema.Struct({
   status: Schema.Literals(["created", "canceled"]).annotate({
     description: "Record status, not the underwriting outcome (the event name conveys that).",
   }),
-  pms_type: text("PMS kind."),
-  pms_property_id: text("PMS property id."),
-  pms_unit_id: text("PMS unit id."),
-  pms_resident_id: text("PMS resident id."),
+  pms_type: Schema.optionalKey(text("PMS kind; omitted when the renter has no PMS record.")),
+  pms_property_id: Schema.optionalKey(text("PMS property id; omitted when the building has none.")),
+  pms_unit_id: Schema.optionalKey(text("PMS unit id; omitted when the unit has none.")),
+  pms_resident_id: Schema.optionalKey(
+    text("PMS resident id (the prospect's `pms_prospect_id`); omitted when not supplied."),
+  ),
   source_prospect_id: OptionalSourceProspectId,
   product_type: Schema.optionalKey(
     Schema.String.annotate({

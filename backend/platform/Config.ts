@@ -22,7 +22,11 @@ export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigIn
 const raw = (name: string) => Config.option(Config.String(name))
 
 /** Variables whose value may hold a secret (a key, or a password inside a URL): never echoed in errors. */
-const SENSITIVE = new Set(["MASTER_KEY", "DATABASE_URL", "NATS_URL", "METRICS_TOKEN"])
+const SENSITIVE = new Set(["MASTER_KEY", "DATABASE_URL", "NATS_URL", "STRIPE_SECRET_KEY", "METRICS_TOKEN"])
+
+/** Who charges renters' cards: the built-in test provider (development, staging) or Stripe (any environment). */
+export const PaymentProviders = ["test", "stripe"] as const
+export type PaymentProviderName = (typeof PaymentProviders)[number]
 
 /**
  * One environment variable: read as a string, decoded with `parse`, failing with a message that names the
@@ -108,6 +112,15 @@ export interface AppConfigShape {
   readonly publicBaseUrl: string
   readonly ingestBaseUrl: string
   readonly enrollmentHost: string
+  /** The operator console's public base URL: policies link to `{CONSOLE_BASE_URL}/policies/<id>`. */
+  readonly consoleBaseUrl: string
+  readonly payments: {
+    readonly provider: PaymentProviderName
+    /** Stripe's secret API key (`sk_live_...` / `sk_test_...`); required with the Stripe provider. */
+    readonly stripeSecretKey: Option.Option<Redacted.Redacted<string>>
+    /** Stripe's API base URL (a test double's in tests). */
+    readonly stripeApiUrl: string
+  }
   /** The `aud` each gateway's tokens carry and require; issued to partners with their credentials. */
   readonly audiences: { readonly partner: string; readonly ingest: string }
   readonly tokenTtlSeconds: number
@@ -177,6 +190,36 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
     const ingestBaseUrl = yield* setting("INGEST_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
       localUrl(ports["ingest-api"]),
     )
+    const paymentProvider = yield* setting(
+      "PAYMENT_PROVIDER",
+      serviceEnv === "production"
+        ? "stripe in production (the test provider charges no real card)"
+        : `one of ${PaymentProviders.join(", ")}`,
+      (v) => (serviceEnv === "production" ? oneOf(["stripe"] as const)(v) : oneOf(PaymentProviders)(v)),
+      () => (serviceEnv === "production" ? undefined : ("test" as const)),
+    )
+    if (paymentProvider === undefined) {
+      return yield* new ConfigInvalid({
+        variable: "PAYMENT_PROVIDER",
+        expected:
+          "set in production to a real payment provider (stripe, with STRIPE_SECRET_KEY): the built-in test " +
+          "provider charges no real card",
+      })
+    }
+    const stripeSecretKey = Option.fromUndefinedOr(
+      yield* setting(
+        "STRIPE_SECRET_KEY",
+        "a Stripe secret key (sk_live_... or sk_test_...)",
+        (v) => (/^sk_(live|test)_[A-Za-z0-9]+$/.test(v) ? Redacted.make(v) : undefined),
+        () => undefined,
+      ),
+    )
+    if (paymentProvider === "stripe" && Option.isNone(stripeSecretKey)) {
+      return yield* new ConfigInvalid({
+        variable: "STRIPE_SECRET_KEY",
+        expected: "set when PAYMENT_PROVIDER is stripe: a Stripe secret key (sk_live_... or sk_test_...)",
+      })
+    }
     const audience = (name: string, fallback: string) =>
       setting(
         name,
@@ -221,6 +264,19 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
       enrollmentHost: yield* setting("ENROLLMENT_HOST", "an http(s) URL", url(["http:", "https:"]), () =>
         localUrl(ports.enrollment),
       ),
+      consoleBaseUrl: yield* setting("CONSOLE_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
+        localUrl(ports.console),
+      ),
+      payments: {
+        provider: paymentProvider,
+        stripeSecretKey,
+        stripeApiUrl: yield* setting(
+          "STRIPE_API_URL",
+          "an http(s) URL",
+          url(["http:", "https:"]),
+          () => "https://api.stripe.com",
+        ),
+      },
       audiences: {
         partner: yield* audience("PARTNER_API_AUDIENCE", publicBaseUrl),
         ingest: yield* audience("INGEST_API_AUDIENCE", ingestBaseUrl),

@@ -40,6 +40,7 @@ export const Streams = {
   ELIGIBILITY: "eligibility",
   EVENTS: "events",
   WEBHOOKS: "webhooks",
+  DOCUMENTS: "documents",
 } as const
 export type StreamBase = keyof typeof Streams
 

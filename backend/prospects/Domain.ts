@@ -172,9 +172,60 @@ export const REQUIRED_FIELDS = [
 /** Required too, except on sources configured for optional ingest fields. */
 export const INGEST_FIELDS = ["screening_result", "employment_status", "yearly_income"] as const
 
-const OfferedProduct = Schema.Struct({
-  product_type: Schema.Literals(["security_deposit_insurance", "cash_deposit"]),
+const link = (description: string) =>
+  Schema.NullOr(Schema.String.annotate({ format: "uri" })).annotate({ description })
+
+/**
+ * One product offered after the renter supplied the last underwriting inputs, in the published shape: deposit
+ * insurance (and, where the property has it, the renter guarantee) with upfront and monthly premiums and a link
+ * preselecting each cadence; a cash deposit with its amount and link.
+ */
+export const OfferedProduct = Schema.Struct({
+  product_type: Schema.Literals(["security_deposit_insurance", "cash_deposit", "renter_guarantee_insurance"]),
+  product_version: Schema.optionalKey(
+    Schema.String.annotate({ description: "The renter guarantee's product version; only on that product." }),
+  ),
+  upfront_premium_cents: Schema.optionalKey(
+    Schema.NullOr(Schema.Int.annotate({ description: "The whole premium, paid at once." })),
+  ),
+  monthly_premium_cents: Schema.optionalKey(
+    Schema.NullOr(
+      Schema.Int.annotate({ description: "One month's premium, charged each month of coverage." }),
+    ),
+  ),
+  upfront_enrollment_url: Schema.optionalKey(
+    link("The enrollment link with this product and upfront preselected."),
+  ),
+  monthly_enrollment_url: Schema.optionalKey(
+    link("The enrollment link with this product and monthly preselected."),
+  ),
+  cash_deposit_amount_cents: Schema.optionalKey(
+    Schema.NullOr(Schema.Int.annotate({ description: "The cash deposit the renter pays." })),
+  ),
+  enrollment_url: Schema.optionalKey(link("The enrollment link with the cash deposit preselected.")),
 }).annotate({ identifier: "OfferedProduct" })
+export type OfferedProduct = typeof OfferedProduct.Type
+
+/** The coverage of the prospect's latest policy, once its first document archive exists. */
+export const LatestCoverage = Schema.Struct({
+  type: Schema.String.annotate({
+    description:
+      "The policy's product: `security_deposit_insurance`, `renter_guarantee_insurance` or `service_deposit`.",
+  }),
+  product_payment_cents: Schema.Int.annotate({
+    description:
+      "What each payment is: the whole premium upfront, one month's premium monthly, or the cash deposit.",
+  }),
+  cadence: Schema.String.annotate({ description: "`upfront` or `monthly`." }),
+  coverage_start_date: Schema.String.annotate({ format: "date" }),
+  coverage_end_date: Schema.String.annotate({ format: "date" }),
+  coverage_amount_cents: Schema.Int,
+  document_url: Schema.String.annotate({
+    format: "uri",
+    description: "The latest document archive (a zip); a regeneration writes a new one.",
+  }),
+}).annotate({ identifier: "LatestCoverage" })
+export type LatestCoverage = typeof LatestCoverage.Type
 
 const nullable = <S extends Schema.Top>(schema: S) => Schema.NullOr(schema)
 
@@ -210,7 +261,10 @@ export const Prospect = Schema.Struct({
     description:
       "The unit's (else the property's) coverage multiplier times monthly rent, capped by the owner.",
   }),
-  percent_savings: Schema.Null,
+  percent_savings: Schema.NullOr(Schema.Number).annotate({
+    description:
+      "How much less than the cash deposit the upfront deposit insurance premium costs, in percent; null until offered.",
+  }),
   enrollment_url: nullable(Schema.String).annotate({
     description: "Link on the source's flow; null until eligible for at least one product.",
   }),
@@ -218,10 +272,16 @@ export const Prospect = Schema.Struct({
     description: "The same enrollment on the expedited full-page flow; null until eligible.",
   }),
   offered_products: Schema.Array(OfferedProduct).annotate({
-    description: "Empty until the renter has supplied the last underwriting inputs in the enrollment flow.",
+    description:
+      "Empty until the renter has supplied the last underwriting inputs in the enrollment flow; then the products " +
+      "offered, priced, with links preselecting product and cadence.",
   }),
-  application_submitted: Schema.Boolean,
-  latest_coverage: Schema.Null,
+  application_submitted: Schema.Boolean.annotate({
+    description: "Whether the renter submitted (paid) an application.",
+  }),
+  latest_coverage: Schema.NullOr(LatestCoverage).annotate({
+    description: "The latest policy's coverage, once its documents exist; null before.",
+  }),
   guarantor_coverage: Schema.Boolean,
   rg_eligibility_status: Schema.optionalKey(Schema.Literals(["eligible", "ineligible"])),
   rg_ineligibility_reasons: Schema.optionalKey(Schema.Array(Schema.String)),
@@ -287,4 +347,78 @@ export class ProspectIncomplete extends Schema.TaggedError<ProspectIncomplete>()
   override get message() {
     return `the prospect is incomplete; it lacks ${this.missing.join(", ")}`
   }
+}
+
+/**
+ * A prospect as the enrollment journey reads it: what the partner sent, its source, owner, building and unit as
+ * they are now, and the eligibility facts the rule table reads. Dates are `YYYY-MM-DD`.
+ */
+export interface EnrollmentFacts {
+  readonly prospect: {
+    readonly id: string
+    readonly version: number
+    readonly source: string
+    readonly sourceProspectId: string
+    readonly status: "incomplete" | "processing" | "ready" | "error"
+    /** Eligible for at least one product in its last decision (`ready` only). */
+    readonly eligible: boolean
+    readonly email: string | null
+    readonly phone: string | null
+    readonly firstName: string | null
+    readonly lastName: string | null
+    readonly birthdate: string | null
+    readonly leaseStartDate: string | null
+    readonly leaseEndDate: string | null
+    readonly monthlyRentCents: number | null
+    readonly depositAmountCents: number | null
+    readonly screeningResult: "approved" | "conditional" | "denied" | null
+    readonly employmentStatus: (typeof EmploymentStatuses)[number] | null
+    readonly yearlyIncome: number | null
+    readonly hasSsn: boolean | null
+    readonly termsAcceptedAt: string | null
+    readonly guarantorCoverage: boolean
+    readonly pmsType: string | null
+    readonly pmsPropertyId: string | null
+    readonly pmsUnitId: string | null
+    readonly pmsProspectId: string | null
+    readonly applicationSubmitted: boolean
+  }
+  readonly source: {
+    readonly flow: "embedded" | "expedited"
+    readonly redirectDomains: ReadonlyArray<string>
+  }
+  readonly owner: {
+    readonly id: string
+    readonly slug: string
+    readonly name: string
+    readonly active: boolean
+    readonly maxCoverageAmountCents: number | null
+    readonly embeddedFrameAncestors: ReadonlyArray<string>
+  }
+  readonly property:
+    | {
+        readonly id: string
+        readonly buildingName: string
+        readonly street: string
+        readonly city: string
+        readonly state: string
+        readonly zip: string
+        readonly active: boolean
+        readonly renterGuaranteeEnabled: boolean
+        readonly defaultCoverageMultiplier: number
+        readonly pmsType: string | null
+        readonly pmsPropertyId: string | null
+        readonly policyHolderName: string
+      }
+    | undefined
+  readonly unit:
+    | {
+        readonly id: string
+        readonly name: string
+        readonly pmsUnitId: string | null
+        readonly defaultCoverageMultiplier: number | null
+      }
+    | undefined
+  /** The enrollment links of the prospect now (null unless `ready` and eligible). */
+  readonly enrollmentUrl: string | null
 }

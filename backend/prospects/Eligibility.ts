@@ -1,7 +1,11 @@
 /**
- * The service's eligibility policy: a table of named rules, each with the human-readable reason a partner reads
- * in `sdi_ineligibility_reasons`, `cd_ineligibility_reasons` or `rg_ineligibility_reasons`. Pure: the
- * eligibility actor gathers the facts, `decideEligibility` applies the table.
+ * The service's eligibility and underwriting policy: one table of named rules, each with the human-readable reason
+ * a partner reads in `sdi_ineligibility_reasons`, `cd_ineligibility_reasons` or `rg_ineligibility_reasons`. Pure:
+ * the eligibility actor gathers the facts, `decideEligibility` applies the table to what the partner sent (a
+ * rule whose input the partner did not send passes: the renter supplies it in the enrollment flow), and
+ * underwriting (`backend/policies/Underwriting.ts`) applies the same table, with the same numbers, to the chosen
+ * product on the renter's confirmed inputs. So a product the prospect is eligible for is declined only when the
+ * renter's own answers fail a rule.
  */
 
 import type { EligibilityFactsRow } from "./Repo.ts"
@@ -56,9 +60,19 @@ const ALL: ReadonlyArray<Product> = [
   "cash_deposit",
   "renter_guarantee_insurance",
 ]
-const MINIMUM_AGE = 18
+export const MINIMUM_AGE = 18
 /** A renter guarantee needs yearly income of at least this many times the monthly rent. */
-const RG_INCOME_TO_RENT = 40
+export const RG_INCOME_TO_RENT = 40
+/** Deposit insurance needs yearly income of at least this many times the monthly rent (half the income). */
+export const SDI_INCOME_TO_RENT = 24
+/** Deposit insurance covers a deposit of at most this many months of rent. */
+export const SDI_MAX_DEPOSIT_TO_RENT = 3
+
+/** Yearly income (whole dollars) of at least `multiple` times the monthly rent (cents); unknown passes. */
+const incomeCovers = (f: EligibilityFacts, multiple: number) =>
+  f.prospect.monthlyRentCents === null ||
+  f.prospect.yearlyIncome === null ||
+  f.prospect.yearlyIncome * 100 >= multiple * f.prospect.monthlyRentCents
 
 const yearsBetween = (from: string, to: string) => {
   const [fy, fm, fd] = from.split("-").map(Number) as [number, number, number]
@@ -126,6 +140,21 @@ export const eligibilityRules: ReadonlyArray<EligibilityRule> = [
     passes: (f) => f.prospect.screeningResult !== "denied",
   },
   {
+    name: "deposit_within_limit",
+    products: ["security_deposit_insurance"],
+    reason: `Deposit must be at most ${SDI_MAX_DEPOSIT_TO_RENT} times the monthly rent`,
+    passes: (f) =>
+      f.prospect.depositAmountCents === null ||
+      f.prospect.monthlyRentCents === null ||
+      f.prospect.depositAmountCents <= SDI_MAX_DEPOSIT_TO_RENT * f.prospect.monthlyRentCents,
+  },
+  {
+    name: "sdi_income_covers_rent",
+    products: ["security_deposit_insurance"],
+    reason: `Yearly income must be at least ${SDI_INCOME_TO_RENT} times the monthly rent`,
+    passes: (f) => incomeCovers(f, SDI_INCOME_TO_RENT),
+  },
+  {
     name: "deposit_present",
     products: ["cash_deposit"],
     reason: "Deposit amount must be greater than zero",
@@ -154,11 +183,15 @@ export const eligibilityRules: ReadonlyArray<EligibilityRule> = [
     name: "income_covers_rent",
     products: ["renter_guarantee_insurance"],
     reason: `Yearly income must be at least ${RG_INCOME_TO_RENT} times the monthly rent`,
-    passes: (f) =>
-      f.prospect.monthlyRentCents === null ||
-      (f.prospect.yearlyIncome ?? 0) * 100 >= RG_INCOME_TO_RENT * f.prospect.monthlyRentCents,
+    passes: (f) => incomeCovers(f, RG_INCOME_TO_RENT),
   },
 ]
+
+/** The rules `product` fails on `facts`, in the table's order. */
+export const failingRules = (product: Product, facts: EligibilityFacts) => {
+  const coverage = effectiveCoverage(facts)
+  return eligibilityRules.filter((r) => r.products.includes(product) && !r.passes(facts, coverage))
+}
 
 export interface EligibilityDecision {
   /** The unit's multiplier, else the property's, times monthly rent, capped by the owner's ceiling. */
@@ -184,10 +217,7 @@ export const effectiveCoverage = (facts: EligibilityFacts): number | null => {
 /** Applies every rule; a product is offered when none of its rules fails. */
 export const decideEligibility = (facts: EligibilityFacts): EligibilityDecision => {
   const coverage = effectiveCoverage(facts)
-  const reasonsFor = (product: Product) =>
-    eligibilityRules
-      .filter((r) => r.products.includes(product) && !r.passes(facts, coverage))
-      .map((r) => r.reason)
+  const reasonsFor = (product: Product) => failingRules(product, facts).map((r) => r.reason)
   const sdi = reasonsFor("security_deposit_insurance")
   const cd = reasonsFor("cash_deposit")
   const rg = facts.prospect.guarantorCoverage ? reasonsFor("renter_guarantee_insurance") : undefined

@@ -7,7 +7,15 @@ import { Outbox, type OutboxMessage } from "../platform/Outbox.ts"
 import { decodeFields } from "../platform/Validation.ts"
 import { failed, type ItemResult, type OwnerRow } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
-import { ProspectFields, ProspectIncomplete, ProspectInvalid, ProspectNotFound } from "./Domain.ts"
+import {
+  type EnrollmentFacts,
+  type LatestCoverage,
+  type OfferedProduct,
+  ProspectFields,
+  ProspectIncomplete,
+  ProspectInvalid,
+  ProspectNotFound,
+} from "./Domain.ts"
 import { decideEligibility, factsOf, isoDate } from "./Eligibility.ts"
 import {
   eligibilityDecided,
@@ -16,8 +24,8 @@ import {
   enrollmentUrls,
   prospectEvent,
 } from "./Events.ts"
-import { type ProspectRow, ProspectsRepo, type ProspectWrite } from "./Repo.ts"
-import { missingFields, prospectView } from "./View.ts"
+import { enrollmentSummaryOf, type ProspectRow, ProspectsRepo, type ProspectWrite } from "./Repo.ts"
+import { missingFields, prospectView, toInt } from "./View.ts"
 import { type Source, Sources, UnknownSource } from "./Sources.ts"
 
 const decodeProspect = decodeFields(ProspectFields)
@@ -324,7 +332,7 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
             existing === undefined
               ? yield* repo.insert(write)
               : (yield* repo.update(existing.id, write), existing.id)
-          const row: ProspectRow = { ...write, id }
+          const row: ProspectRow = { ...write, id, ...enrollmentSummaryOf(existing) }
           yield* outbox.enqueue(writeMessages(slug, existing, row, complete))
           return {
             stale: false as const,
@@ -626,9 +634,118 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
       )
     })
 
+    /**
+     * The enrollment journey's read of a prospect by its key: what the partner sent, with its source, owner,
+     * building and unit as they are now; undefined when there is no such prospect.
+     */
+    const enrollmentFacts = Effect.fn("Prospects.enrollmentFacts")(function* (
+      source: string,
+      sourceProspectId: string,
+    ) {
+      const row = yield* repo.find(source, sourceProspectId)
+      if (row === undefined) return undefined
+      const more = yield* repo.enrollmentFacts(row.id)
+      if (more === undefined) return undefined
+      const urls = enrollmentUrls(config.enrollmentHost, more.flow, more.slug, row)
+      return {
+        prospect: {
+          id: row.id,
+          version: row.version,
+          source: row.source,
+          sourceProspectId: row.source_prospect_id,
+          status: row.status,
+          eligible: row.status === "ready" && row.eligible === true,
+          email: row.email,
+          phone: row.phone,
+          firstName: row.first_name,
+          lastName: row.last_name,
+          birthdate: row.birthdate,
+          leaseStartDate: row.lease_start_date,
+          leaseEndDate: row.lease_end_date,
+          monthlyRentCents: toInt(row.monthly_rent_cents),
+          depositAmountCents: toInt(row.deposit_amount_cents),
+          screeningResult: row.screening_result as EnrollmentFacts["prospect"]["screeningResult"],
+          employmentStatus: row.employment_status as EnrollmentFacts["prospect"]["employmentStatus"],
+          yearlyIncome: toInt(row.yearly_income),
+          hasSsn: row.has_ssn,
+          termsAcceptedAt: row.terms_accepted_at,
+          guarantorCoverage: row.guarantor_coverage,
+          pmsType: row.pms_type,
+          pmsPropertyId: row.pms_property_id,
+          pmsUnitId: row.pms_unit_id,
+          pmsProspectId: row.pms_prospect_id,
+          applicationSubmitted: row.application_submitted ?? false,
+        },
+        source: { flow: more.flow, redirectDomains: more.redirect_domains },
+        owner: {
+          id: more.owner_id,
+          slug: more.slug,
+          name: more.name,
+          active: more.purchase_flow_enabled,
+          maxCoverageAmountCents: toInt(more.max_coverage_amount_cents),
+          embeddedFrameAncestors: more.embedded_frame_ancestors,
+        },
+        property:
+          more.property === null
+            ? undefined
+            : {
+                id: more.property.id,
+                buildingName: more.property.building_name,
+                street: more.property.street,
+                city: more.property.city,
+                state: more.property.state,
+                zip: more.property.zip,
+                active: more.property.active,
+                renterGuaranteeEnabled: more.property.renter_guarantee_enabled,
+                defaultCoverageMultiplier: more.property.default_coverage_value,
+                pmsType: more.property.pms_type,
+                pmsPropertyId: more.property.pms_property_id,
+                policyHolderName: more.property.policy_holder_name,
+              },
+        unit:
+          more.property === null || more.unit === null
+            ? undefined
+            : {
+                id: more.unit.id,
+                name: more.unit.name,
+                pmsUnitId: more.unit.pms_unit_id,
+                defaultCoverageMultiplier: more.unit.default_coverage_value,
+              },
+        enrollmentUrl: urls.enrollment_url,
+      } satisfies EnrollmentFacts
+    })
+
+    /** The journey's offers, published on the prospect as `offered_products` (and `percent_savings`). */
+    const recordOffers = Effect.fn("Prospects.recordOffers")(function* (
+      prospectId: string,
+      offered: ReadonlyArray<OfferedProduct>,
+      percentSavings: number | null,
+    ) {
+      yield* repo.recordOffers(prospectId, offered, percentSavings)
+    })
+
+    /** The renter submitted an application: `application_submitted` from now on. */
+    const recordApplicationSubmitted = Effect.fn("Prospects.recordApplicationSubmitted")(function* (
+      prospectId: string,
+    ) {
+      yield* repo.recordApplicationSubmitted(prospectId)
+    })
+
+    /** The coverage of the prospect's latest documented policy: `latest_coverage`. */
+    const recordLatestCoverage = Effect.fn("Prospects.recordLatestCoverage")(function* (
+      prospectId: string,
+      coverage: LatestCoverage,
+    ) {
+      yield* repo.recordLatestCoverage(prospectId, coverage)
+    })
+
     return {
       upsert,
       save,
+      enrollmentFacts,
+      recordOffers,
+      recordApplicationSubmitted,
+      recordLatestCoverage,
       saveEvents,
       validate,
       get,

@@ -1,5 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Db, type Sql } from "../platform/Db.ts"
+import type { LatestCoverage, OfferedProduct } from "./Domain.ts"
 
 /** Serializes writes of one (source, source_prospect_id), including the first two racing to create it. */
 const PROSPECT_LOCK = 7_239_200
@@ -49,7 +50,23 @@ export interface ProspectRow {
   readonly error_reason: string | null
   /** ISO 8601: the time of the newest inbound event applied. */
   readonly last_event_at: string | null
+  /** Written by the enrollment journey only (never by a partner write); absent on a row being written. */
+  readonly offered_products?: ReadonlyArray<OfferedProduct>
+  readonly percent_savings?: number | null
+  readonly application_submitted?: boolean
+  readonly latest_coverage?: LatestCoverage | null
 }
+
+/** The columns the enrollment journey writes on a prospect, as a row carries them. */
+export const enrollmentSummaryOf = (row: ProspectRow | undefined) =>
+  row === undefined
+    ? {}
+    : {
+        offered_products: row.offered_products ?? [],
+        percent_savings: row.percent_savings ?? null,
+        application_submitted: row.application_submitted ?? false,
+        latest_coverage: row.latest_coverage ?? null,
+      }
 
 /** The columns a prospect write sets (everything but the identity and timestamps). */
 export type ProspectWrite = Omit<ProspectRow, "id">
@@ -137,7 +154,8 @@ const selectProspects = (sql: Sql, where: ReturnType<Sql>) => sql<Array<Prospect
          pms_unit_id, pms_prospect_id, property_external_id, unit_external_id, property_id, unit_id, version,
          decided_version, effective_coverage_amount_cents, sdi_ineligibility_reasons, cd_ineligibility_reasons,
          rg_eligibility_status, rg_ineligibility_reasons, eligible, error_reason,
-         to_char(last_event_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as last_event_at
+         to_char(last_event_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as last_event_at,
+         offered_products, percent_savings::float8 as percent_savings, application_submitted, latest_coverage
   from prospects ${where}`
 
 /** The row as parameters: the members array goes to its jsonb column as JSON, not as a Postgres array. */
@@ -174,6 +192,38 @@ export interface EligibilityFactsRow {
   }
   readonly property: ResolvedProperty | undefined
   readonly unit: ResolvedUnit | undefined
+}
+
+/** What `enrollmentFacts` reads besides the prospect. */
+export interface EnrollmentFactsRow {
+  readonly owner_id: string
+  readonly slug: string
+  readonly name: string
+  readonly purchase_flow_enabled: boolean
+  readonly max_coverage_amount_cents: string | null
+  readonly embedded_frame_ancestors: Array<string>
+  readonly flow: "embedded" | "expedited"
+  readonly redirect_domains: Array<string>
+  readonly property: {
+    readonly id: string
+    readonly building_name: string
+    readonly street: string
+    readonly city: string
+    readonly state: string
+    readonly zip: string
+    readonly active: boolean
+    readonly renter_guarantee_enabled: boolean
+    readonly default_coverage_value: number
+    readonly pms_type: string | null
+    readonly pms_property_id: string | null
+    readonly policy_holder_name: string
+  } | null
+  readonly unit: {
+    readonly id: string
+    readonly name: string
+    readonly pms_unit_id: string | null
+    readonly default_coverage_value: number | null
+  } | null
 }
 
 export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
@@ -382,6 +432,47 @@ export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
               unit: row!.unit ?? undefined,
             } satisfies EligibilityFactsRow
           }),
+        /** The prospect's owner, source, building and unit as they are now, for the enrollment journey. */
+        enrollmentFacts: (id: string) =>
+          db
+            .query(
+              (sql) => sql<Array<EnrollmentFactsRow>>`
+                select o.id::text as owner_id, o.slug, o.name, o.purchase_flow_enabled,
+                       o.max_coverage_amount_cents::text as max_coverage_amount_cents, o.embedded_frame_ancestors,
+                       s.flow, s.redirect_domains,
+                       (select to_jsonb(p) from (
+                          select id::text, building_name, street, city, state, zip, active, renter_guarantee_enabled,
+                                 default_coverage_value::float8 as default_coverage_value, pms_type, pms_property_id,
+                                 coalesce(policy_holder_name, o.name || ', LLC') as policy_holder_name
+                          from properties where id = pr.property_id) p) as property,
+                       (select to_jsonb(u) from (
+                          select id::text, name, pms_unit_id, default_coverage_value::float8 as default_coverage_value
+                          from units where id = pr.unit_id) u) as unit
+                from prospects pr
+                join owners o on o.id = pr.owner_id
+                join sources s on s.code = pr.source
+                where pr.id = ${id}`,
+            )
+            .pipe(Effect.map(([row]) => row)),
+        /** The offers the journey computed after the renter's underwriting inputs (published shape). */
+        recordOffers: (id: string, offered: ReadonlyArray<OfferedProduct>, percentSavings: number | null) =>
+          db.query(
+            (sql) => sql`
+              update prospects set offered_products = ${sql.json(offered as never)},
+                                   percent_savings = ${percentSavings}, updated_at = now()
+              where id = ${id}`,
+          ),
+        recordApplicationSubmitted: (id: string) =>
+          db.query(
+            (sql) =>
+              sql`update prospects set application_submitted = true, updated_at = now() where id = ${id}`,
+          ),
+        recordLatestCoverage: (id: string, coverage: LatestCoverage) =>
+          db.query(
+            (sql) => sql`
+              update prospects set latest_coverage = ${sql.json(coverage as never)}, updated_at = now()
+              where id = ${id}`,
+          ),
         ownerSlug: (ownerId: string) =>
           db
             .query((sql) => sql<Array<{ slug: string }>>`select slug from owners where id = ${ownerId}`)

@@ -74,7 +74,13 @@ describe("npm run cli -- webhooks test-receiver", () => {
       Effect.gen(function* () {
         const productionDir = mkdtempSync(join(tmpdir(), "partner-test-receiver-production-"))
         const run = yield* runCli(
-          { ...service.env, SERVICE_ENV: "production", PARTNER_DATA_DIR: productionDir },
+          {
+            ...service.env,
+            SERVICE_ENV: "production",
+            PAYMENT_PROVIDER: "stripe",
+            STRIPE_SECRET_KEY: "sk_test_receiver",
+            PARTNER_DATA_DIR: productionDir,
+          },
           "webhooks",
           "test-receiver",
         )

@@ -145,6 +145,9 @@ describe("AppConfig", () => {
     )
   }
 
+  /** Production needs a real payment provider besides MASTER_KEY. */
+  const PAYMENTS = { PAYMENT_PROVIDER: "stripe", STRIPE_SECRET_KEY: "sk_test_config" }
+
   for (const serviceEnv of ["staging", "production"]) {
     it.effect(`requires MASTER_KEY when SERVICE_ENV is ${serviceEnv}`, () =>
       Effect.gen(function* () {
@@ -153,7 +156,7 @@ describe("AppConfig", () => {
         assert.include(error.message, `SERVICE_ENV=${serviceEnv}`)
         assert.include(error.message, MASTER_KEY_FORM)
 
-        const config = yield* configFrom({ SERVICE_ENV: serviceEnv, MASTER_KEY: masterKey })
+        const config = yield* configFrom({ SERVICE_ENV: serviceEnv, MASTER_KEY: masterKey, ...PAYMENTS })
         assert.strictEqual(Redacted.value(Option.getOrThrow(config.masterKey)), masterKey)
       }),
     )
@@ -163,13 +166,14 @@ describe("AppConfig", () => {
     Effect.gen(function* () {
       const allowed = (env: Record<string, string>) =>
         Effect.map(configFrom(env), (config) => config.webhook.allowPrivateDestinations)
-      assert.isFalse(yield* allowed({ SERVICE_ENV: "production", MASTER_KEY: masterKey }))
+      assert.isFalse(yield* allowed({ SERVICE_ENV: "production", MASTER_KEY: masterKey, ...PAYMENTS }))
       assert.isTrue(yield* allowed({ SERVICE_ENV: "staging", MASTER_KEY: masterKey }))
       assert.isTrue(yield* allowed({ SERVICE_ENV: "development" }))
       assert.isTrue(
         yield* allowed({
           SERVICE_ENV: "production",
           MASTER_KEY: masterKey,
+          ...PAYMENTS,
           WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: "true",
         }),
       )

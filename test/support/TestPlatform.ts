@@ -38,7 +38,10 @@ export const dropIsolated = async (env: Record<string, string>) => {
   const jsm = await jetstreamManager(nc)
   const streamPrefix = `${env.NATS_SUBJECT_PREFIX!.toUpperCase()}_`
   for await (const stream of jsm.streams.names()) {
-    if (stream.startsWith(streamPrefix)) await jsm.streams.delete(stream)
+    // Object store buckets are streams too, named `OBJ_<bucket>`.
+    if (stream.startsWith(streamPrefix) || stream.startsWith(`OBJ_${streamPrefix}`)) {
+      await jsm.streams.delete(stream)
+    }
   }
   await nc.close()
 }

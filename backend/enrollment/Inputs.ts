@@ -1,0 +1,127 @@
+import { textProblem } from "../platform/FieldLimits.ts"
+import { EmploymentStatuses, MAX_AMOUNT } from "../prospects/Domain.ts"
+import type { Cadence, ProductType } from "../policies/Domain.ts"
+import type { Card } from "../policies/Payments.ts"
+import type {
+  ChoiceInput,
+  DetailsInput,
+  EmploymentStatus,
+  Offer,
+  PaymentInput,
+  UnderwritingInput,
+} from "./Domain.ts"
+
+/**
+ * The renter's forms, checked: each parser answers with the clean value or a message per field (keyed by the
+ * form's field names), in GOV.UK's words: what to enter, not what went wrong.
+ */
+export type Parsed<A> = { readonly ok: A } | { readonly fields: Readonly<Record<string, string>> }
+
+const isBlank = (value: string | undefined) => value === undefined || value.trim() === ""
+
+export const parseDetails = (input: DetailsInput): Parsed<{ readonly phone: string | null }> => {
+  if (isBlank(input.phone)) return { ok: { phone: null } }
+  const phone = input.phone!.replace(/[\s().-]/g, "")
+  return /^\d{10}$/.test(phone)
+    ? { ok: { phone } }
+    : { fields: { phone: "Enter a phone number of exactly 10 digits, like 5551234567" } }
+}
+
+export interface Answers {
+  readonly yearlyIncome: number
+  readonly employmentStatus: EmploymentStatus
+  readonly hasSsn: boolean
+}
+
+export const parseUnderwriting = (input: UnderwritingInput): Parsed<Answers> => {
+  const fields: Record<string, string> = {}
+  const income = (input.yearlyIncome ?? "").replace(/[\s$,]/g, "")
+  if (!/^\d{1,12}$/.test(income) || Number(income) > MAX_AMOUNT / 100) {
+    fields.yearly_income = "Enter your yearly income in whole dollars, like 65000"
+  }
+  const employment = (EmploymentStatuses as ReadonlyArray<string>).includes(input.employmentStatus)
+    ? (input.employmentStatus as EmploymentStatus)
+    : undefined
+  if (employment === undefined) fields.employment_status = "Select your employment status"
+  const ssn =
+    typeof input.hasSsn === "boolean"
+      ? input.hasSsn
+      : input.hasSsn === "yes"
+        ? true
+        : input.hasSsn === "no"
+          ? false
+          : undefined
+  if (ssn === undefined) fields.has_ssn = "Select yes if you have a Social Security number"
+  if (input.termsAccepted !== true) fields.terms_accepted = "Accept the terms to continue"
+  return Object.keys(fields).length > 0
+    ? { fields }
+    : { ok: { yearlyIncome: Number(income), employmentStatus: employment!, hasSsn: ssn! } }
+}
+
+export const parseChoice = (
+  input: ChoiceInput,
+  offers: ReadonlyArray<Offer>,
+): Parsed<{ readonly product: ProductType; readonly cadence: Cadence }> => {
+  const offer = offers.find((o) => o.product === input.product)
+  if (offer === undefined) return { fields: { product: "Select one of the products offered" } }
+  const cadences = offer.cadences.map((c) => c.cadence)
+  const cadence = isBlank(input.cadence) && cadences.length === 1 ? cadences[0]! : input.cadence
+  const chosen = offer.cadences.find((c) => c.cadence === cadence)
+  return chosen === undefined
+    ? { fields: { cadence: "Select how you want to pay: upfront or monthly" } }
+    : { ok: { product: offer.product, cadence: chosen.cadence } }
+}
+
+/** The Luhn check every card number passes. */
+export const luhn = (digits: string) => {
+  let sum = 0
+  for (let i = 0; i < digits.length; i++) {
+    let d = Number(digits[digits.length - 1 - i])
+    if (i % 2 === 1) {
+      d *= 2
+      if (d > 9) d -= 9
+    }
+    sum += d
+  }
+  return sum % 10 === 0
+}
+
+/** The card as typed; `today` (`YYYY-MM-DD`) decides whether the expiry month is still to come. */
+export const parseCard = (input: PaymentInput, today: string): Parsed<Card> => {
+  const fields: Record<string, string> = {}
+  const number = (input.cardNumber ?? "").replace(/[\s-]/g, "")
+  if (!/^\d{12,19}$/.test(number) || !luhn(number)) fields.card_number = "Enter a valid card number"
+  const expiry = /^\s*(\d{1,2})\s*\/\s*(\d{2}|\d{4})\s*$/.exec(input.expiry ?? "")
+  const month = expiry === null ? 0 : Number(expiry[1])
+  const year = expiry === null ? 0 : expiry[2]!.length === 2 ? 2000 + Number(expiry[2]) : Number(expiry[2])
+  const thisMonth = today.slice(0, 7)
+  if (
+    expiry === null ||
+    month < 1 ||
+    month > 12 ||
+    `${String(year).padStart(4, "0")}-${String(month).padStart(2, "0")}` < thisMonth
+  ) {
+    fields.expiry = "Enter the card's expiry date, in the future, as MM/YY"
+  }
+  const cvc = (input.cvc ?? "").trim()
+  if (!/^\d{3,4}$/.test(cvc)) fields.cvc = "Enter the 3 or 4 digit security code on the card"
+  const name = (input.nameOnCard ?? "").trim()
+  if (name === "" || textProblem("name", name) !== undefined)
+    fields.name_on_card = "Enter the name on the card"
+  const postal = (input.postalCode ?? "").trim()
+  if (postal !== "" && !/^\d{5}(-\d{4})?$/.test(postal)) {
+    fields.postal_code = "Enter a ZIP code of 5 digits, like 62701"
+  }
+  return Object.keys(fields).length > 0
+    ? { fields }
+    : {
+        ok: {
+          number,
+          expMonth: month,
+          expYear: year,
+          cvc,
+          name,
+          ...(postal === "" ? {} : { postalCode: postal }),
+        },
+      }
+}

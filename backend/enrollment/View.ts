@@ -1,0 +1,197 @@
+import type { EnrollmentFacts, OfferedProduct } from "../prospects/Domain.ts"
+import { decideEligibility } from "../prospects/Eligibility.ts"
+import { type ApplicationRow, applicationId, policyId, type PolicyRow } from "../policies/Domain.ts"
+import { offersFor, ruleFacts } from "../policies/Underwriting.ts"
+import type {
+  EmploymentStatus,
+  JourneyError,
+  JourneyLink,
+  JourneyStep,
+  JourneyView,
+  Offer,
+  Preselection,
+} from "./Domain.ts"
+import type { EnrollmentRow } from "./Repo.ts"
+
+/** Where the journey stands, as read under its lock: the renter's answers, the application and its policy. */
+export interface JourneyState {
+  readonly facts: EnrollmentFacts
+  readonly enrollment: EnrollmentRow | undefined
+  readonly application: ApplicationRow | undefined
+  readonly policy: PolicyRow | undefined
+  readonly today: string
+}
+
+/** The offers as `offered_products` publishes them, with links preselecting product and cadence. */
+export const offeredProducts = (
+  offers: ReadonlyArray<Offer>,
+  enrollmentUrl: string | null,
+): Array<OfferedProduct> => {
+  const link = (product: string, cadence: string) =>
+    enrollmentUrl === null
+      ? null
+      : `${enrollmentUrl}&product=${encodeURIComponent(product)}&cadence=${encodeURIComponent(cadence)}`
+  return offers.map((offer): OfferedProduct => {
+    const premium = (cadence: string) =>
+      offer.cadences.find((c) => c.cadence === cadence)?.premiumCents ?? null
+    return offer.product === "cash_deposit"
+      ? {
+          product_type: "cash_deposit",
+          cash_deposit_amount_cents: premium("upfront"),
+          enrollment_url: link(offer.product, "upfront"),
+        }
+      : {
+          product_type: offer.product,
+          ...(offer.productVersion === undefined ? {} : { product_version: offer.productVersion }),
+          upfront_premium_cents: premium("upfront"),
+          monthly_premium_cents: premium("monthly"),
+          upfront_enrollment_url: link(offer.product, "upfront"),
+          monthly_enrollment_url: link(offer.product, "monthly"),
+        }
+  })
+}
+
+/** Why nothing can be offered any more: each product's reasons on the prospect as it is now. */
+export const blockedReasonOf = (facts: EnrollmentFacts, today: string) => {
+  const decision = decideEligibility(ruleFacts(facts, today))
+  const reasons = [
+    ...new Set([
+      ...decision.sdiIneligibilityReasons,
+      ...decision.cdIneligibilityReasons,
+      ...(decision.renterGuarantee?.reasons ?? []),
+    ]),
+  ]
+  return `No product can be offered: ${reasons.join("; ") || "the prospect is not eligible"}`
+}
+
+/** Where the renter is, from the state (a journey that began but can offer nothing any more is `blocked`). */
+export const stepOf = (state: JourneyState): JourneyStep => {
+  const { enrollment, application } = state
+  if (application?.outcome === "submitted") return "completed"
+  if (application?.outcome === "declined") return "declined"
+  if (enrollment?.details_confirmed_at == null) return "details"
+  if (offersFor(state.facts, state.today).length === 0) return "blocked"
+  if (enrollment.inputs_supplied_at === null) return "underwriting"
+  if (application?.outcome === "quoted" && application.status === "created") return "quote"
+  return "choose"
+}
+
+/** What the pages show for the state; `documentsUrl` is the policy's newest archive, when there is one. */
+export const journeyView = (
+  link: JourneyLink,
+  state: JourneyState,
+  extra: {
+    readonly preselection?: Preselection | undefined
+    readonly error?: JourneyError | undefined
+    readonly documentsUrl?: string | undefined
+  } = {},
+): JourneyView => {
+  const { facts, enrollment, application, policy } = state
+  const p = facts.prospect
+  const step = stepOf(state)
+  const offers = enrollment?.offers ?? []
+  const preselected = (() => {
+    const wanted = extra.preselection
+    const offer = offers.find((o) => o.product === wanted?.product)
+    if (offer === undefined) return undefined
+    const cadence =
+      offer.cadences.find((c) => c.cadence === wanted?.cadence)?.cadence ??
+      (offer.cadences.length === 1 ? offer.cadences[0]!.cadence : undefined)
+    return cadence === undefined ? undefined : { product: offer.product, cadence }
+  })()
+  const quote =
+    application !== undefined && (application.outcome === "quoted" || application.outcome === "submitted")
+      ? {
+          applicationId: applicationId(application.id),
+          product: application.product_type,
+          ...(application.product_version === null ? {} : { productVersion: application.product_version }),
+          cadence: application.cadence,
+          coverageAmountCents: Number(application.coverage_amount_cents),
+          premiumCents: Number(application.premium_cents),
+          dueNowCents: Number(application.premium_cents),
+          payments: application.payments,
+          coverageStartDate: application.coverage_start_date,
+          coverageEndDate: application.coverage_end_date,
+        }
+      : undefined
+  const documentsUrl = extra.documentsUrl
+  return {
+    step,
+    link,
+    owner: {
+      slug: facts.owner.slug,
+      name: facts.owner.name,
+      embeddedFrameAncestors: facts.owner.embeddedFrameAncestors,
+    },
+    redirectDomains: facts.source.redirectDomains,
+    renter: {
+      firstName: p.firstName ?? "",
+      lastName: p.lastName ?? "",
+      email: p.email ?? "",
+      phone: enrollment?.phone ?? p.phone ?? "",
+      birthdate: p.birthdate ?? "",
+    },
+    lease: {
+      address: {
+        lineOne: facts.property?.street ?? "",
+        city: facts.property?.city ?? "",
+        state: facts.property?.state ?? "",
+        zip: facts.property?.zip ?? "",
+      },
+      buildingName: facts.property?.buildingName ?? "",
+      unitName: facts.unit?.name ?? "",
+      startDate: p.leaseStartDate ?? "",
+      endDate: p.leaseEndDate ?? "",
+      monthlyRentCents: p.monthlyRentCents ?? 0,
+      depositAmountCents: p.depositAmountCents ?? 0,
+    },
+    answers:
+      enrollment?.inputs_supplied_at != null
+        ? {
+            yearlyIncome: Number(enrollment.yearly_income),
+            employmentStatus: enrollment.employment_status as EmploymentStatus,
+            hasSsn: enrollment.has_ssn,
+            termsAccepted: true,
+          }
+        : {
+            yearlyIncome: p.yearlyIncome,
+            employmentStatus: p.employmentStatus,
+            hasSsn: p.hasSsn,
+            termsAccepted: false,
+          },
+    offers,
+    ...(preselected === undefined ? {} : { preselected }),
+    ...(application === undefined ||
+    application.outcome === "underwriting" ||
+    application.status === "canceled"
+      ? {}
+      : {
+          application: {
+            id: applicationId(application.id),
+            product: application.product_type,
+            cadence: application.cadence,
+            outcome: application.outcome,
+          },
+        }),
+    ...(quote === undefined ? {} : { quote }),
+    ...(policy === undefined
+      ? {}
+      : {
+          policy: {
+            id: policyId(policy.id),
+            policyNumber: policy.policy_number,
+            status: policy.status,
+            productType: policy.product_type,
+            cadence: policy.cadence,
+            coverageAmountCents: Number(policy.coverage_amount_cents),
+            coverageStartDate: policy.coverage_start_date,
+            coverageEndDate: policy.coverage_end_date,
+            paidCents: Number(policy.premium_cents),
+            cardLast4: policy.card_last4,
+            ...(documentsUrl === undefined ? {} : { documentsUrl }),
+          },
+        }),
+    ...(step === "blocked" ? { blockedReason: blockedReasonOf(facts, state.today) } : {}),
+    ...(extra.error === undefined ? {} : { error: extra.error }),
+  } satisfies JourneyView
+}

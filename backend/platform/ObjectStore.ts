@@ -1,0 +1,74 @@
+import { Objm, type ObjectStore as Bucket } from "@nats-io/obj"
+import { StorageType } from "@nats-io/jetstream"
+import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "./Config.ts"
+import { NatsClient } from "./nats/Client.ts"
+
+/**
+ * Blobs in JetStream object store buckets, written once: a name is never written twice, so what a link named
+ * stays what it was. Buckets keep objects for ever (no TTL) and carry the deployment's prefix in their name
+ * (`<PREFIX>_<BUCKET>`, stream `OBJ_<PREFIX>_<BUCKET>`).
+ */
+export interface ObjectStoreShape {
+  /**
+   * Stores `data` under `name` unless an object of that name exists already (then nothing is written): whether it
+   * wrote.
+   */
+  readonly putOnce: (
+    bucket: string,
+    name: string,
+    data: Uint8Array,
+    description?: string,
+  ) => Effect.Effect<boolean>
+  /** The object's bytes, or undefined when there is none of that name. */
+  readonly get: (bucket: string, name: string) => Effect.Effect<Uint8Array | undefined>
+}
+
+export class ObjectStore extends Context.Service<ObjectStore, ObjectStoreShape>()(
+  "partner-service/platform/ObjectStore",
+) {
+  static readonly layer = Layer.effect(
+    ObjectStore,
+    Effect.gen(function* () {
+      const { connection } = yield* NatsClient
+      const config = yield* AppConfig
+      const objm = new Objm(connection)
+      const prefix = config.natsSubjectPrefix
+      /** As stream names carry the prefix: `staging` makes `STAGING_POLICY_DOCUMENTS`. */
+      const bucketName = (base: string) =>
+        prefix === "" ? base : `${prefix.replace(/[^A-Za-z0-9]/g, "_").toUpperCase()}_${base}`
+      const opened = new Map<string, Promise<Bucket>>()
+      /** Creating a bucket that exists opens it; the promise is kept, so each bucket is set up once a process. */
+      const bucketOf = (base: string) => {
+        let bucket = opened.get(base)
+        if (bucket === undefined) {
+          bucket = objm.create(bucketName(base), {
+            storage: StorageType.File,
+            replicas: config.natsStreamReplicas,
+          })
+          bucket.catch(() => opened.delete(base))
+          opened.set(base, bucket)
+        }
+        return Effect.promise(() => bucket)
+      }
+      return ObjectStore.of({
+        putOnce: (base, name, data, description) =>
+          Effect.gen(function* () {
+            const bucket = yield* bucketOf(base)
+            const existing = yield* Effect.promise(() => bucket.info(name))
+            if (existing !== null && !existing.deleted) return false
+            yield* Effect.promise(() =>
+              bucket.putBlob({ name, ...(description === undefined ? {} : { description }) }, data),
+            )
+            return true
+          }),
+        get: (base, name) =>
+          Effect.gen(function* () {
+            const bucket = yield* bucketOf(base)
+            const data = yield* Effect.promise(() => bucket.getBlob(name))
+            return data ?? undefined
+          }),
+      })
+    }),
+  )
+}

@@ -1,0 +1,193 @@
+import { createServer, type IncomingMessage } from "node:http"
+import type { AddressInfo } from "node:net"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import postgres from "postgres"
+import { AppConfig } from "../../backend/platform/Config.ts"
+import { stripeProvider, TEST_CARDS, testProvider } from "../../backend/policies/Payments.ts"
+import { runCli } from "../support/Cli.ts"
+import { baseDatabaseUrl, isolatedEnv } from "../support/TestPlatform.ts"
+
+const card = (number: string) => ({ number, expMonth: 12, expYear: 2039, cvc: "123", name: "John Doe" })
+const charge = (reference: string, occasion: "enrollment" | "recurring") => ({
+  card: reference,
+  amountCents: 1_000,
+  idempotencyKey: `key-${occasion}`,
+  description: "premium",
+  occasion,
+})
+
+interface Seen {
+  readonly method: string
+  readonly path: string
+  readonly headers: IncomingMessage["headers"]
+  readonly form: URLSearchParams
+}
+
+/** A stand-in for Stripe's API on loopback: records each request and answers as Stripe does. */
+const fakeStripe = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const seen: Array<Seen> = []
+    const server = createServer((req, res) => {
+      const chunks: Array<Buffer> = []
+      req.on("data", (c: Buffer) => chunks.push(c))
+      req.on("end", () => {
+        const form = new URLSearchParams(Buffer.concat(chunks).toString("utf8"))
+        seen.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, form })
+        const reply = (status: number, body: unknown) => {
+          res.writeHead(status, { "content-type": "application/json", "request-id": "req_1" })
+          res.end(JSON.stringify(body))
+        }
+        if (req.url === "/v1/payment_methods") {
+          return reply(200, {
+            id: "pm_1",
+            object: "payment_method",
+            card: { last4: form.get("card[number]")!.slice(-4), brand: "visa" },
+          })
+        }
+        if (req.url === "/v1/customers") return reply(200, { id: "cus_1", object: "customer" })
+        if (req.url === "/v1/payment_intents") {
+          return form.get("off_session") === "true"
+            ? reply(402, {
+                error: { type: "card_error", code: "card_declined", message: "Your card was declined." },
+              })
+            : reply(200, { id: "pi_1", object: "payment_intent", status: "succeeded" })
+        }
+        reply(404, { error: { type: "invalid_request_error", message: "Unrecognized request URL" } })
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    return { server, seen, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+  }),
+  ({ server }) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve()))),
+)
+
+/** Whether the server holds the database a URL names. */
+const databaseExists = (url: string) =>
+  Effect.promise(async () => {
+    const admin = new URL(baseDatabaseUrl)
+    admin.pathname = "/postgres"
+    const sql = postgres(admin.toString(), { max: 1, onnotice: () => undefined })
+    const rows = await sql`select 1 from pg_database where datname = ${new URL(url).pathname.slice(1)}`
+    await sql.end()
+    return rows.length > 0
+  })
+
+describe("payment providers", () => {
+  it.effect("the test provider answers as each documented test card says", () =>
+    Effect.gen(function* () {
+      const saved = async (number: string) => {
+        const outcome = await Effect.runPromise(testProvider.saveCard(card(number)))
+        if (!outcome.saved) throw new Error(outcome.reason)
+        return outcome.card
+      }
+      const ok = yield* Effect.promise(() => saved(TEST_CARDS.ok))
+      const decline = yield* Effect.promise(() => saved(TEST_CARDS.decline))
+      const failsNext = yield* Effect.promise(() => saved(TEST_CARDS["fails-next-charge"]))
+      assert.deepStrictEqual([ok.last4, decline.last4, failsNext.last4], ["4242", "0002", "0341"])
+      for (const saved of [ok, decline, failsNext]) assert.notInclude(saved.reference, "4000")
+
+      const charged = (reference: string, occasion: "enrollment" | "recurring") =>
+        Effect.map(testProvider.charge(charge(reference, occasion)), (outcome) => outcome.charged)
+      assert.isTrue(yield* charged(ok.reference, "enrollment"))
+      assert.isTrue(yield* charged(ok.reference, "recurring"))
+      assert.isFalse(yield* charged(decline.reference, "enrollment"))
+      assert.isTrue(yield* charged(failsNext.reference, "enrollment"))
+      assert.isFalse(yield* charged(failsNext.reference, "recurring"))
+
+      const real = yield* testProvider.saveCard(card("4111111111111111"))
+      assert.isFalse(real.saved)
+    }),
+  )
+
+  it.effect("the Stripe provider saves a card on a customer and charges it by reference, once per key", () =>
+    Effect.gen(function* () {
+      const stripe = yield* fakeStripe
+      const provider = yield* stripeProvider("sk_test_fake", stripe.url)
+      const saved = yield* provider.saveCard({ ...card("4242424242424242"), postalCode: "62701" })
+      assert.deepStrictEqual(saved, {
+        saved: true,
+        card: { reference: "cus_1/pm_1", last4: "4242", brand: "visa" },
+      })
+      const paid = yield* provider.charge(charge("cus_1/pm_1", "enrollment"))
+      assert.deepStrictEqual(paid, { charged: true, reference: "pi_1" })
+      const monthly = yield* provider.charge(charge("cus_1/pm_1", "recurring"))
+      assert.deepStrictEqual(monthly, { charged: false, reason: "Your card was declined." })
+
+      const [method, customer, intent, offSession] = stripe.seen
+      assert.strictEqual(method!.path, "/v1/payment_methods")
+      assert.strictEqual(method!.headers.authorization, "Bearer sk_test_fake")
+      assert.strictEqual(method!.form.get("card[number]"), "4242424242424242")
+      assert.strictEqual(method!.form.get("billing_details[address][postal_code]"), "62701")
+      assert.strictEqual(customer!.path, "/v1/customers")
+      assert.strictEqual(customer!.form.get("payment_method"), "pm_1")
+      assert.strictEqual(intent!.path, "/v1/payment_intents")
+      assert.strictEqual(intent!.headers["idempotency-key"], "key-enrollment")
+      assert.deepStrictEqual(
+        [intent!.form.get("amount"), intent!.form.get("currency"), intent!.form.get("customer")],
+        ["1000", "usd", "cus_1"],
+      )
+      assert.strictEqual(intent!.form.get("payment_method"), "pm_1")
+      assert.strictEqual(intent!.form.get("confirm"), "true")
+      assert.strictEqual(offSession!.form.get("off_session"), "true")
+      assert.strictEqual(offSession!.headers["idempotency-key"], "key-recurring")
+    }).pipe(Effect.scoped),
+  )
+
+  it.effect("production starts only with a real provider configured", () =>
+    Effect.gen(function* () {
+      const load = (env: Record<string, string>) =>
+        AppConfig.use((config) => Effect.succeed(config.payments.provider)).pipe(
+          Effect.provide(AppConfig.layerFrom(env)),
+          Effect.exit,
+        )
+      const production = { SERVICE_ENV: "production", MASTER_KEY: Buffer.alloc(32, 7).toString("base64") }
+      const refused = (exit: Exit.Exit<unknown, unknown>, variable: string) => {
+        assert.isTrue(Exit.isFailure(exit))
+        assert.include(String(Exit.isFailure(exit) ? exit.cause : ""), variable)
+      }
+      refused(yield* load(production), "PAYMENT_PROVIDER")
+      refused(yield* load({ ...production, PAYMENT_PROVIDER: "test" }), "PAYMENT_PROVIDER")
+      refused(yield* load({ ...production, PAYMENT_PROVIDER: "stripe" }), "STRIPE_SECRET_KEY")
+      const stripe = yield* load({
+        ...production,
+        PAYMENT_PROVIDER: "stripe",
+        STRIPE_SECRET_KEY: "sk_live_abc123",
+      })
+      assert.deepStrictEqual(stripe, Exit.succeed("stripe"))
+      assert.deepStrictEqual(
+        yield* load({ SERVICE_ENV: "staging", MASTER_KEY: production.MASTER_KEY }),
+        Exit.succeed("test"),
+      )
+      assert.deepStrictEqual(yield* load({}), Exit.succeed("test"))
+    }),
+  )
+
+  it.live(
+    "the CLI helper is refused in production, before it connects to anything",
+    () =>
+      Effect.gen(function* () {
+        const env = isolatedEnv({
+          SERVICE_ENV: "production",
+          PAYMENT_PROVIDER: "stripe",
+          STRIPE_SECRET_KEY: "sk_test_cli",
+        })
+        const run = yield* runCli(
+          env,
+          "enrollment",
+          "complete",
+          "--source",
+          "s",
+          "--id",
+          "p",
+          "--product",
+          "cash_deposit",
+        )
+        assert.strictEqual(run.code, 2, run.stderr)
+        assert.include(run.stderr, "refused in production")
+        assert.strictEqual(run.stdout, "")
+        assert.isFalse(yield* databaseExists(env.DATABASE_URL!), "the command connected to the database")
+      }),
+    60_000,
+  )
+})
