@@ -13,6 +13,13 @@ export default tseslint.config(
     },
   },
   {
+    files: ["backend/enrollment/assets/*.js"],
+    languageOptions: {
+      sourceType: "script",
+      globals: { document: "readonly", window: "readonly" },
+    },
+  },
+  {
     files: ["backend/**/*.ts"],
     ignores: ["backend/platform/**"],
     rules: {

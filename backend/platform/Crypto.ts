@@ -1,6 +1,8 @@
 import {
   createCipheriv,
   createDecipheriv,
+  createHmac,
+  hkdfSync,
   randomBytes,
   scrypt as scryptCallback,
   type ScryptOptions,
@@ -61,6 +63,11 @@ export interface CryptoShape {
   /** AES-256-GCM under MASTER_KEY: version byte, 12-byte IV, 16-byte tag, ciphertext. */
   readonly seal: (plaintext: Uint8Array) => Effect.Effect<Buffer>
   readonly open: (sealed: Uint8Array) => Effect.Effect<Buffer>
+  /**
+   * HMAC-SHA256 of `message` (base64url) under a key derived from MASTER_KEY for `purpose` alone, so a tag made
+   * for one purpose is worthless for another and every process of a deployment makes the same tags.
+   */
+  readonly mac: (purpose: string, message: string) => string
 }
 
 /**
@@ -110,7 +117,16 @@ export class Crypto extends Context.Service<Crypto, CryptoShape>()("partner-serv
               { cause },
             ),
         }).pipe(Effect.orDie)
-      return Crypto.of({ seal, open })
+      const purposeKeys = new Map<string, Buffer>()
+      const mac = (purpose: string, message: string) => {
+        let purposeKey = purposeKeys.get(purpose)
+        if (purposeKey === undefined) {
+          purposeKey = Buffer.from(hkdfSync("sha256", key, Buffer.alloc(0), `partner-service mac ${purpose}`, 32))
+          purposeKeys.set(purpose, purposeKey)
+        }
+        return createHmac("sha256", purposeKey).update(message).digest("base64url")
+      }
+      return Crypto.of({ seal, open, mac })
     }),
   )
 }
