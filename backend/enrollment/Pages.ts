@@ -90,7 +90,7 @@ const messageFor = (errors: ReadonlyArray<FieldError>, id: string) =>
 
 const addressOf = (view: JourneyView): SafeHtml => {
   const { address, buildingName, unitName } = view.lease
-  return html`${buildingName}, unit ${unitName}<br>${address.lineOne}<br>${address.city}, ${address.state}
+  return html`${buildingName}, unit ${unitName}<br />${address.lineOne}<br />${address.city}, ${address.state}
     ${address.zip}`
 }
 
@@ -99,8 +99,10 @@ const detailsPage = (view: JourneyView, context: PageContext, errors: ReadonlyAr
     title: "Check your details",
     errors,
     body: html`<h1>Check your details</h1>
-      <p>${view.owner.name} sent these details. If something other than your phone number is wrong, contact them
-        before you continue.</p>
+      <p>
+        ${view.owner.name} sent these details. If something other than your phone number is wrong, contact
+        them before you continue.
+      </p>
       ${summaryList([
         { key: "Name", value: `${view.renter.firstName} ${view.renter.lastName}` },
         { key: "Email", value: view.renter.email },
@@ -270,13 +272,17 @@ const quotePage = (view: JourneyView, context: PageContext, errors: ReadonlyArra
       ${summaryList(quoteRows(quote))}
       <p><a href="${context.linkPath}&amp;change=choice">Choose a different option</a></p>
       <h2>Pay ${due} now</h2>
-      ${cards.length === 0
-        ? undefined
-        : html`<div class="inset">
-            <p>This is a test environment: no real card is charged. Use one of these card numbers with any future
-              expiry date and any 3-digit security code.</p>
-            ${summaryList(cards.map((card) => ({ key: card.number, value: card.outcome })))}
-          </div>`}
+      ${
+        cards.length === 0
+          ? undefined
+          : html`<div class="inset">
+              <p>
+                This is a test environment: no real card is charged. Use one of these card numbers with any
+                future expiry date and any 3-digit security code.
+              </p>
+              ${summaryList(cards.map((card) => ({ key: card.number, value: card.outcome })))}
+            </div>`
+      }
       ${form({
         token: context.formToken,
         step: "quote",
@@ -345,7 +351,9 @@ const outcomeOf = (step: JourneyStep, context: PageContext) =>
 const continueLink = (context: PageContext) =>
   context.continueUrl === undefined
     ? undefined
-    : html`<p><a class="button" href="${context.continueUrl}">Continue to ${new URL(context.continueUrl).host}</a></p>`
+    : html`<p>
+        <a class="button" href="${context.continueUrl}">Continue to ${new URL(context.continueUrl).host}</a>
+      </p>`
 
 const completedPage = (view: JourneyView, context: PageContext) => {
   const policy = view.policy
@@ -362,16 +370,22 @@ const completedPage = (view: JourneyView, context: PageContext) => {
     title: "Your deposit is protected",
     body: html`<div class="panel">
         <h1>Your deposit is protected</h1>
-        <div class="panel__body">Your policy number<br><strong>${policy.policyNumber}</strong></div>
+        <div class="panel__body">Your policy number<br /><strong>${policy.policyNumber}</strong></div>
       </div>
       ${outcomeOf("completed", context)}
       ${summaryList([
         ...(view.quote ? quoteRows(view.quote) : []),
         { key: "Paid", value: `${dollars(policy.paidCents)} with the card ending ${policy.cardLast4}` },
       ])}
-      ${policy.documentsUrl === undefined
-        ? html`<p>Your policy documents are being prepared. Reload this page in a minute to download them.</p>`
-        : html`<p><a href="${policy.documentsUrl}" download>Download your policy documents (ZIP file)</a></p>`}
+      ${
+        policy.documentsUrl === undefined
+          ? html`<p>
+              Your policy documents are being prepared. Reload this page in a minute to download them.
+            </p>`
+          : html`<p>
+              <a href="${policy.documentsUrl}" download>Download your policy documents (ZIP file)</a>
+            </p>`
+      }
       ${continueLink(context)}`,
   })
 }
@@ -416,7 +430,3 @@ export const journeyPage = (view: JourneyView, context: PageContext): string => 
       return blockedPage(view, context)
   }
 }
-
-/** The step a page's form answers: the quote step's product choice is a choice, not a payment. */
-export const formStep = (step: JourneyStep, changingChoice: boolean): string =>
-  step === "quote" && changingChoice ? "choose" : step

@@ -3,8 +3,17 @@ import { Journey } from "../../backend/enrollment/Journey.ts"
 import type { JourneyLink, JourneyView } from "../../backend/enrollment/Domain.ts"
 import { TEST_CARDS } from "../../backend/policies/Payments.ts"
 import { testCa } from "./Receiver.ts"
-import { authEnv, authService } from "./Auth.ts"
-import { ENROLLMENT_HOST } from "./Prospects.ts"
+import { type Answer, authEnv, authService, gatewayPort, httpRequest } from "./Auth.ts"
+import {
+  awaitProspect,
+  completeProspect,
+  ENROLLMENT_HOST,
+  issueSource,
+  postProspect,
+  prospectPartner,
+  provisionedOwner,
+} from "./Prospects.ts"
+import type { RosterPartner } from "./Roster.ts"
 
 /**
  * The whole service for enrollment tests: the partner gateway, the enrollment host and the workers (relay,
@@ -76,3 +85,113 @@ export const walkJourney = (link: JourneyLink, walk: Walk) =>
     )
     return views
   })
+
+export interface Renter {
+  readonly partner: RosterPartner
+  readonly slug: string
+  readonly source: string
+  readonly sourceProspectId: string
+  readonly email: string
+  /** The prospect's `enrollment_url` (on the source's flow) and `hosted_enrollment_url`, as the API gave them. */
+  readonly enrollmentUrl: string
+  readonly hostedEnrollmentUrl: string
+}
+
+/**
+ * A partner, an owner (with `frameAncestors`), a source (on `flow`, allowing `redirectDomains`) and a prospect of
+ * it that is ready and eligible, with its enrollment links.
+ */
+export const enrollableRenter = (
+  org: string,
+  options: {
+    readonly flow?: "embedded" | "expedited"
+    readonly frameAncestors?: ReadonlyArray<string>
+    readonly redirectDomains?: ReadonlyArray<string>
+    readonly prospect?: Record<string, unknown>
+    readonly sourceProspectId?: string
+  } = {},
+) =>
+  Effect.gen(function* () {
+    const partner = yield* prospectPartner()
+    const source = `src-${org}`
+    yield* issueSource({
+      code: source,
+      clients: [partner.clientId],
+      flow: options.flow ?? "embedded",
+      redirectDomains: options.redirectDomains ?? [],
+    })
+    const slug = yield* provisionedOwner(partner, org, {
+      owner: { embedded_frame_ancestors: options.frameAncestors ?? [] },
+    })
+    return yield* anotherRenter(
+      { partner, slug, source },
+      options.sourceProspectId ?? `p-${org}`,
+      options.prospect,
+    )
+  })
+
+/** One more ready, eligible prospect of the same owner and source. */
+export const anotherRenter = (
+  at: { readonly partner: RosterPartner; readonly slug: string; readonly source: string },
+  sourceProspectId: string,
+  overrides: Record<string, unknown> = {},
+) =>
+  Effect.gen(function* () {
+    const body = completeProspect(at.source, sourceProspectId, overrides)
+    const posted = yield* postProspect(at.partner, at.slug, body)
+    if (posted.status !== 200)
+      return yield* Effect.die(new Error(`prospect answered ${posted.status}: ${posted.text}`))
+    const prospect = yield* awaitProspect(at.partner, at.slug, at.source, sourceProspectId)
+    if (typeof prospect.enrollment_url !== "string" || typeof prospect.hosted_enrollment_url !== "string") {
+      return yield* Effect.die(
+        new Error(`prospect ${sourceProspectId} is not eligible: ${JSON.stringify(prospect)}`),
+      )
+    }
+    return {
+      ...at,
+      sourceProspectId,
+      email: body.email as string,
+      enrollmentUrl: prospect.enrollment_url,
+      hostedEnrollmentUrl: prospect.hosted_enrollment_url,
+    } satisfies Renter
+  })
+
+/** A URL's path and query, to request it from the enrollment gateway directly. */
+export const pathOf = (url: string) => {
+  const parsed = new URL(url)
+  return `${parsed.pathname}${parsed.search}`
+}
+
+/** `GET path` on the enrollment host. */
+export const getPage = (path: string) =>
+  Effect.flatMap(gatewayPort("enrollment"), (port) => httpRequest(port, path, { redirect: "manual" }))
+
+/** The CSRF token of a page's form. */
+export const formTokenOf = (page: Answer) => /name="csrf_token" value="([^"]+)"/.exec(page.text)?.[1] ?? ""
+
+/**
+ * `POST path` as the page's own form would (its token, this host's `Origin`), or as `options` say; redirects
+ * are not followed.
+ */
+export const postForm = (
+  path: string,
+  fields: Record<string, string>,
+  options: { readonly token?: string; readonly origin?: string | null } = {},
+) =>
+  Effect.gen(function* () {
+    const token = options.token ?? formTokenOf(yield* getPage(path))
+    const origin = options.origin === undefined ? ENROLLMENT_HOST : options.origin
+    return yield* httpRequest(yield* gatewayPort("enrollment"), path, {
+      method: "POST",
+      redirect: "manual",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        ...(origin === null ? {} : { origin }),
+      },
+      body: new URLSearchParams({ csrf_token: token, ...fields }).toString(),
+    })
+  })
+
+/** The text of a page's `<h1>` (the first one), tags removed. */
+export const headingOf = (page: Answer) =>
+  (/<h1[^>]*>([\s\S]*?)<\/h1>/.exec(page.text)?.[1] ?? "").replace(/<[^>]+>/g, "").trim()

@@ -24,6 +24,7 @@ export const issueSource = (input: {
   readonly code: string
   readonly flow?: "embedded" | "expedited"
   readonly optionalIngestFields?: boolean
+  readonly redirectDomains?: ReadonlyArray<string>
   readonly clients: ReadonlyArray<string>
 }) =>
   Effect.flatMap(Effect.service(Sources), (sources) =>
@@ -31,6 +32,7 @@ export const issueSource = (input: {
       code: input.code,
       flow: input.flow ?? "embedded",
       optionalIngestFields: input.optionalIngestFields,
+      redirectDomains: input.redirectDomains,
       clients: input.clients,
     }),
   ).pipe(Effect.orDie)

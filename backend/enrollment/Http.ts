@@ -1,0 +1,234 @@
+import { Cause, Clock, Effect } from "effect"
+import { FastResponse } from "srvx/node"
+import { Cadences, type Cadence, type ProductType, ProductTypes } from "../policies/Domain.ts"
+import { AppConfig } from "../platform/Config.ts"
+import { Crypto } from "../platform/Crypto.ts"
+import type { HttpRequest, Route } from "../platform/Http.ts"
+import { Roster } from "../roster/Roster.ts"
+import { type Asset, assets } from "./Assets.ts"
+import type { JourneyLink, JourneyView, Preselection } from "./Domain.ts"
+import { formTokenValid, issueFormToken, postedFromThisHost } from "./FormToken.ts"
+import { Journey, type JourneyShape } from "./Journey.ts"
+import { type EnrollmentLink, followedRedirect, linkPath, parseLink } from "./Link.ts"
+import { badRequestPage, formRefusedPage, NEUTRAL_STATUS, neutralPage, unavailablePage } from "./Notices.ts"
+import { journeyPage, parseChoice } from "./Pages.ts"
+import { assetHeaders, type Framing, pageHeaders } from "./SecurityHeaders.ts"
+
+/**
+ * The enrollment host's routes: the renter's pages of an enrollment link (GET shows the step the renter is on,
+ * POST answers it and redirects back), the pages' own CSS and script, and the neutral page for anything else
+ * under `/enrollment/`.
+ */
+
+type Services = Journey | Roster | AppConfig | Crypto
+
+const LINK_PATH = "/enrollment/:flow/:owner_slug/:source/:source_prospect_id"
+
+const htmlResponse = (status: number, body: string, headers: Record<string, string>) =>
+  new FastResponse(body, { status, headers })
+
+const seeOther = (location: string) =>
+  new FastResponse(null, { status: 303, headers: { location, "cache-control": "no-store" } })
+
+/**
+ * Who may frame the link's pages, whether or not the link is valid: an embedded link's owner's origins, so a
+ * partner's frame shows the neutral page rather than a browser error. It depends on the owner alone (whose slug
+ * every link of the owner shows), never on the prospect.
+ */
+const framingOf = (params: Readonly<Record<string, string | undefined>>) =>
+  Effect.gen(function* () {
+    const flow = params.flow === "embedded" || params.flow === "expedited" ? params.flow : undefined
+    const slug = params.owner_slug
+    if (flow !== "embedded" || slug === undefined || slug.length > 255) {
+      return { flow, frameAncestors: [] } satisfies Framing
+    }
+    const owner = yield* Roster.use((roster) => roster.ownerBySlug(slug))
+    return { flow, frameAncestors: owner?.embedded_frame_ancestors ?? [] } satisfies Framing
+  })
+
+const isHttps = Effect.map(Effect.service(AppConfig), (config) => config.enrollmentHost.startsWith("https:"))
+
+const neutral = (framing: Framing) =>
+  Effect.map(isHttps, (https) => htmlResponse(NEUTRAL_STATUS, neutralPage, pageHeaders(framing, { https })))
+
+const journeyLink = (link: EnrollmentLink): JourneyLink => ({
+  flow: link.flow,
+  ownerSlug: link.ownerSlug,
+  source: link.source,
+  sourceProspectId: link.sourceProspectId,
+  email: link.email,
+})
+
+/** An `offered_products` link's product and cadence, when they name ones that exist. */
+const preselectionOf = (link: EnrollmentLink): Preselection => ({
+  product: ProductTypes.find((product): product is ProductType => product === link.product),
+  cadence: Cadences.find((cadence): cadence is Cadence => cadence === link.cadence),
+})
+
+/** The cards the built-in test provider knows, shown on the payment form outside production. */
+const TEST_CARDS: ReadonlyArray<{ readonly number: string; readonly outcome: string }> = []
+
+/** The page of `view`, with everything that depends on the request rather than the journey. */
+const renderView = (
+  view: JourneyView,
+  link: EnrollmentLink,
+  framing: Framing,
+  options: {
+    readonly status: number
+    readonly changingChoice: boolean
+    readonly submitted?: URLSearchParams
+  },
+) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const crypto = yield* Crypto
+    const now = yield* Clock.currentTimeMillis
+    const continueUrl = followedRedirect(link, { redirectDomains: view.redirectDomains })
+    const body = journeyPage(view, {
+      linkPath: linkPath(link),
+      formToken: issueFormToken(crypto.mac, link, now),
+      parentOrigins: framing.flow === "embedded" ? framing.frameAncestors : [],
+      continueUrl,
+      testCards: config.serviceEnv === "production" ? [] : TEST_CARDS,
+      changingChoice: options.changingChoice,
+      submitted: options.submitted,
+    })
+    const headers = pageHeaders(framing, {
+      https: config.enrollmentHost.startsWith("https:"),
+      formTargets: continueUrl === undefined ? [] : [new URL(continueUrl).origin],
+    })
+    return htmlResponse(options.status, body, headers)
+  })
+
+/** A failure of ours becomes a page a renter can read; what they had sent and was accepted stays accepted. */
+const asRenterPage = <R>(effect: Effect.Effect<Response, unknown, R>) =>
+  effect.pipe(
+    Effect.catch(() =>
+      Effect.succeed(htmlResponse(400, badRequestPage, pageHeaders(noFraming, { https: false }))),
+    ),
+    Effect.catchCause((cause) =>
+      Effect.logError("enrollment page failed").pipe(
+        Effect.annotateLogs({ cause: Cause.pretty(cause) }),
+        Effect.as(htmlResponse(500, unavailablePage, pageHeaders(noFraming, { https: false }))),
+      ),
+    ),
+  )
+
+const noFraming: Framing = { flow: undefined, frameAncestors: [] }
+
+const logRefused = (reason: string) =>
+  Effect.logDebug("enrollment link refused").pipe(Effect.annotateLogs({ reason }))
+
+const show = (request: HttpRequest) =>
+  Effect.gen(function* () {
+    const framing = yield* framingOf(request.params)
+    const link = parseLink(request.params, request.query)
+    if (link === undefined) return yield* neutral(framing)
+    const changingChoice = request.query.get("change") === "choice"
+    return yield* Journey.use((journey) => journey.open(journeyLink(link), preselectionOf(link))).pipe(
+      Effect.flatMap((view) => renderView(view, link, framing, { status: 200, changingChoice })),
+      Effect.catchTag("LinkInvalid", (error) => Effect.andThen(logRefused(error.reason), neutral(framing))),
+    )
+  })
+
+const FORM_TYPE = "application/x-www-form-urlencoded"
+const decoder = new TextDecoder()
+
+/** The journey call a form answers, by the `step` it was rendered for. */
+const answer = (journey: JourneyShape, link: JourneyLink, step: string | null, form: URLSearchParams) => {
+  const field = (name: string) => form.get(name) ?? ""
+  switch (step) {
+    case "details":
+      return journey.confirmDetails(link, { phone: form.get("phone") ?? undefined })
+    case "underwriting":
+      return journey.supplyUnderwritingInputs(link, {
+        yearlyIncome: field("yearly_income"),
+        employmentStatus: field("employment_status"),
+        hasSsn: field("has_ssn"),
+        termsAccepted: form.get("terms_accepted") === "yes",
+      })
+    case "choose":
+      return journey.choose(link, parseChoice(form.get("choice")))
+    case "quote":
+      return journey.pay(link, {
+        cardNumber: field("card_number"),
+        expiry: field("expiry"),
+        cvc: field("cvc"),
+        nameOnCard: field("name_on_card"),
+        postalCode: form.get("postal_code") ?? undefined,
+      })
+    default:
+      return journey.open(link)
+  }
+}
+
+/** What the renter sent, kept to fill the form again beside its errors; card details are never sent back. */
+const resubmittable = (form: URLSearchParams) => {
+  const kept = new URLSearchParams(form)
+  for (const secret of ["card_number", "cvc", "csrf_token"]) kept.delete(secret)
+  return kept
+}
+
+const submit = (request: HttpRequest) =>
+  Effect.gen(function* () {
+    const framing = yield* framingOf(request.params)
+    const link = parseLink(request.params, request.query)
+    if (link === undefined) return yield* neutral(framing)
+    const config = yield* AppConfig
+    const crypto = yield* Crypto
+    const now = yield* Clock.currentTimeMillis
+    const https = config.enrollmentHost.startsWith("https:")
+    const contentType = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase()
+    if (contentType !== FORM_TYPE) return htmlResponse(400, badRequestPage, pageHeaders(framing, { https }))
+    const form = new URLSearchParams(decoder.decode(yield* request.bytes))
+    // The token depends on the link's parts alone, so this answer says nothing about the prospect.
+    if (
+      !postedFromThisHost(request.headers, new URL(config.enrollmentHost).origin) ||
+      !formTokenValid(crypto.mac, link, form.get("csrf_token"), now)
+    ) {
+      return htmlResponse(403, formRefusedPage(linkPath(link)), pageHeaders(framing, { https }))
+    }
+    const step = form.get("step")
+    return yield* Journey.use((journey) => answer(journey, journeyLink(link), step, form)).pipe(
+      Effect.flatMap((view) => {
+        if (view.error !== undefined) {
+          return renderView(view, link, framing, {
+            status: 422,
+            changingChoice: view.step === "quote" && step === "choose",
+            submitted: resubmittable(form),
+          })
+        }
+        const continueUrl = followedRedirect(link, { redirectDomains: view.redirectDomains })
+        // The expedited flow returns the renter to the partner as soon as the enrollment completes.
+        const location = view.step === "completed" && continueUrl !== undefined ? continueUrl : linkPath(link)
+        return Effect.succeed(seeOther(location))
+      }),
+      Effect.catchTag("LinkInvalid", (error) => Effect.andThen(logRefused(error.reason), neutral(framing))),
+    )
+  })
+
+const serveAsset = (request: HttpRequest, asset: Asset) => {
+  const current = request.query.get("v") === asset.href.split("?v=")[1]
+  return htmlResponse(200, asset.body, {
+    ...assetHeaders(asset.contentType),
+    // A link naming this version may be kept for good; any other is revalidated.
+    "cache-control": current ? "public, max-age=31536000, immutable" : "no-cache",
+  })
+}
+
+export const enrollmentRoutes: ReadonlyArray<Route<Services>> = [
+  ...assets.map((asset): Route<Services> => ({
+    method: "GET",
+    path: `/enrollment/assets/${asset.name}`,
+    access: "public",
+    handle: (request) => Effect.succeed(serveAsset(request, asset)),
+  })),
+  { method: "GET", path: LINK_PATH, access: "public", handle: (request) => asRenterPage(show(request)) },
+  { method: "POST", path: LINK_PATH, access: "public", handle: (request) => asRenterPage(submit(request)) },
+  ...(["GET", "POST"] as const).map((method): Route<Services> => ({
+    method,
+    path: "/enrollment/**",
+    access: "public",
+    handle: () => asRenterPage(neutral(noFraming)),
+  })),
+]

@@ -1,0 +1,111 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { gatewayPort, httpRequest } from "../support/Auth.ts"
+import {
+  enrollableRenter,
+  enrollmentService,
+  formTokenOf,
+  getPage,
+  headingOf,
+  pathOf,
+  postForm,
+} from "../support/Enrollment.ts"
+
+const service = enrollmentService()
+
+describe("the renter's forms", () => {
+  layer(service.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
+    it.effect("move the renter on when the page's own form is sent, once however often it is sent", () =>
+      Effect.gen(function* () {
+        const renter = yield* enrollableRenter("forms-advance")
+        const link = pathOf(renter.enrollmentUrl)
+        const details = yield* getPage(link)
+        const token = formTokenOf(details)
+        const sent = yield* postForm(link, { step: "details", phone: "5559876543" }, { token })
+        assert.strictEqual(sent.status, 303)
+        assert.strictEqual(sent.headers.get("location"), link)
+        assert.strictEqual(headingOf(yield* getPage(link)), "Your income and employment")
+
+        // The same form again (a double click, a back button): nothing changes and the renter stays where they are.
+        const again = yield* postForm(link, { step: "details", phone: "5550000000" }, { token })
+        assert.strictEqual(again.status, 303)
+        const now = yield* getPage(link)
+        assert.strictEqual(headingOf(now), "Your income and employment")
+      }),
+    )
+
+    it.effect("show what needs fixing on the same step, each error tied to its field", () =>
+      Effect.gen(function* () {
+        const renter = yield* enrollableRenter("forms-errors")
+        const link = pathOf(renter.enrollmentUrl)
+        const answer = yield* postForm(link, { step: "details", phone: "12345" })
+        assert.strictEqual(answer.status, 422)
+        assert.strictEqual(headingOf(answer), "Check your details")
+        assert.match(answer.text, /<title>Error: /)
+        assert.match(answer.text, /class="error-summary"[^>]*role="alert"/)
+        assert.match(answer.text, /<a href="#phone">[^<]+<\/a>/, "the summary links to the field")
+        assert.match(answer.text, /<p class="error-message" id="phone-error">/)
+        assert.match(
+          answer.text,
+          /id="phone"[^>]*value="12345"[^>]*aria-describedby="phone-hint phone-error"/,
+        )
+        assert.strictEqual(headingOf(yield* getPage(link)), "Check your details", "nothing moved on")
+      }),
+    )
+
+    it.effect("refuse a post that did not come from the page, and change nothing", () =>
+      Effect.gen(function* () {
+        const renter = yield* enrollableRenter("forms-csrf")
+        const other = yield* enrollableRenter("forms-csrf-other")
+        const link = pathOf(renter.enrollmentUrl)
+        const token = formTokenOf(yield* getPage(link))
+        const otherToken = formTokenOf(yield* getPage(pathOf(other.enrollmentUrl)))
+        const forged = [
+          { name: "no token", token: "" },
+          { name: "a made-up token", token: `${Date.now() + 60_000}.${"A".repeat(43)}` },
+          { name: "another link's token", token: otherToken },
+          { name: "another site's page", token, origin: "https://attacker.example" },
+          { name: "no origin at all", token, origin: null },
+        ] as const
+        for (const attempt of forged) {
+          const answer = yield* postForm(
+            link,
+            { step: "details", phone: "5559876543" },
+            { token: attempt.token, ...("origin" in attempt ? { origin: attempt.origin } : {}) },
+          )
+          assert.strictEqual(answer.status, 403, attempt.name)
+          assert.strictEqual(headingOf(answer), "Your answers were not sent", attempt.name)
+        }
+        const crossSite = yield* httpRequest(yield* gatewayPort("enrollment"), link, {
+          method: "POST",
+          redirect: "manual",
+          headers: {
+            "content-type": "application/x-www-form-urlencoded",
+            origin: "https://enroll.test",
+            "sec-fetch-site": "cross-site",
+          },
+          body: new URLSearchParams({ csrf_token: token, step: "details", phone: "5559876543" }).toString(),
+        })
+        assert.strictEqual(crossSite.status, 403, "the browser's fetch metadata says another site sent it")
+        assert.strictEqual(headingOf(yield* getPage(link)), "Check your details", "nothing moved on")
+      }),
+    )
+
+    it.effect("answer a post to a link that is not valid with the neutral page", () =>
+      Effect.gen(function* () {
+        const renter = yield* enrollableRenter("forms-neutral")
+        const link = pathOf(renter.enrollmentUrl)
+        const token = formTokenOf(yield* getPage(link))
+        const wrong = new URL(renter.enrollmentUrl)
+        wrong.searchParams.set("email", "someone.else@example.com")
+        const answer = yield* postForm(
+          pathOf(wrong.href),
+          { step: "details", phone: "5559876543" },
+          { token },
+        )
+        assert.strictEqual(answer.status, 404)
+        assert.strictEqual(headingOf(answer), "This link is not valid")
+      }),
+    )
+  })
+})
