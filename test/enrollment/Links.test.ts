@@ -22,6 +22,13 @@ const withEmail = (url: string, email: string) => {
   return pathOf(parsed.href)
 }
 
+/** The link with a `redirect_url` added. */
+const withRedirect = (url: string, redirectUrl: string) => {
+  const parsed = new URL(url)
+  parsed.searchParams.set("redirect_url", redirectUrl)
+  return pathOf(parsed.href)
+}
+
 const frameAncestorsOf = (headers: Headers) =>
   /(?:^|;\s*)frame-ancestors ([^;]*)/.exec(headers.get("content-security-policy") ?? "")?.[1]
 
@@ -133,6 +140,53 @@ describe("enrollment links", () => {
         assert.strictEqual(page.status, 200)
         assert.strictEqual(frameAncestorsOf(page.headers), "'none'")
         assert.strictEqual(page.headers.get("x-frame-options"), "DENY")
+      }),
+    )
+
+    it.effect("lets an expedited page send the renter only to an allowlisted redirect_url", () =>
+      Effect.gen(function* () {
+        const renter = yield* enrollableRenter("links-redirect", { redirectDomains: ["partner.example"] })
+        const formActionFor = (url: string, redirectUrl: string) =>
+          Effect.map(getPage(withRedirect(url, redirectUrl)), (page) => {
+            assert.strictEqual(page.status, 200, redirectUrl)
+            return /(?:^|;\s*)form-action ([^;]*)/.exec(
+              page.headers.get("content-security-policy") ?? "",
+            )?.[1]
+          })
+        const allowed = {
+          "https://partner.example/return": "'self' https://partner.example",
+          "https://app.partner.example:8443/done?x=1": "'self' https://app.partner.example:8443",
+        }
+        for (const [redirectUrl, formAction] of Object.entries(allowed)) {
+          assert.strictEqual(
+            yield* formActionFor(renter.hostedEnrollmentUrl, redirectUrl),
+            formAction,
+            redirectUrl,
+          )
+        }
+        const ignored = [
+          "https://evilpartner.example/return",
+          "https://partner.example.attacker.test/return",
+          "http://partner.example/return",
+          "https://user:secret@partner.example/return",
+          "https://attacker.test/?next=https://partner.example",
+          "javascript:alert(1)",
+          "//partner.example/return",
+          "not a url",
+        ]
+        for (const redirectUrl of ignored) {
+          assert.strictEqual(
+            yield* formActionFor(renter.hostedEnrollmentUrl, redirectUrl),
+            "'self'",
+            redirectUrl,
+          )
+        }
+        // An embedded link never redirects, whatever it carries.
+        assert.strictEqual(
+          yield* formActionFor(renter.enrollmentUrl, "https://partner.example/return"),
+          "'self'",
+          "embedded",
+        )
       }),
     )
 
