@@ -28,7 +28,7 @@ const framingPage = (src: string) => `<!doctype html>
 <body>
 <h1>Partner page</h1>
 <iframe id="enrollment" title="Enrollment" src="${src.replaceAll("&", "&amp;").replaceAll('"', "&quot;")}"
-  width="380" height="900"></iframe>
+  width="380" height="1600"></iframe>
 <script>
   window.received = []
   window.addEventListener("message", (event) => window.received.push({ origin: event.origin, data: event.data }))
