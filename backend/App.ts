@@ -2,11 +2,13 @@ import { Layer } from "effect"
 import { Auth } from "./auth/Auth.ts"
 import { authGuard, authRoutes } from "./auth/Http.ts"
 import { ingestWorkersLayer } from "./ingest/Consumer.ts"
+import { enrollmentRoutes } from "./enrollment/Http.ts"
 import { Journey } from "./enrollment/Journey.ts"
 import { ingestRoutes } from "./ingest/Http.ts"
 import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
 import { actorLayer } from "./platform/Actor.ts"
+import { Crypto } from "./platform/Crypto.ts"
 import { gatewayLayer, type Guard, ListeningPorts, metricsLayer, type Route } from "./platform/Http.ts"
 import { relayLayer } from "./platform/Outbox.ts"
 import { PlatformLayer } from "./platform/Platform.ts"
@@ -25,7 +27,8 @@ import { webhookRoutes } from "./webhooks/Http.ts"
 import { webhookWorkersLayer } from "./webhooks/Workers.ts"
 
 /** What route handlers and actors may use, besides the platform. */
-type AppServices = Auth | AppConfig | Roster | Sources | Prospects | Ingest | Endpoints | Policies | Journey
+type AppServices =
+  Auth | AppConfig | Roster | Sources | Prospects | Ingest | Endpoints | Policies | Journey | Crypto
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
@@ -50,7 +53,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
       // client without them gets 403.
       return [...authRoutes("ingest"), ...ingestRoutes, ...prospectRoutes]
     case "enrollment":
-      return [...documentRoutes]
+      return [...enrollmentRoutes, ...documentRoutes]
     case "console":
       return []
   }
@@ -85,7 +88,7 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(Journey.layer),
     Layer.provideMerge(Policies.layer),
     Layer.provideMerge(Prospects.layer),
-    Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer, Sources.layer)),
+    Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer, Sources.layer, Crypto.layer)),
     Layer.provideMerge(PlatformLayer),
     Layer.provide(Layer.succeed(AppConfig, config)),
   )

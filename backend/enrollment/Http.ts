@@ -1,6 +1,7 @@
 import { Cause, Clock, Effect } from "effect"
 import { FastResponse } from "srvx/node"
 import { Cadences, type Cadence, type ProductType, ProductTypes } from "../policies/Domain.ts"
+import { TEST_CARDS } from "../policies/Payments.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import type { HttpRequest, Route } from "../platform/Http.ts"
@@ -65,8 +66,17 @@ const preselectionOf = (link: EnrollmentLink): Preselection => ({
   cadence: Cadences.find((cadence): cadence is Cadence => cadence === link.cadence),
 })
 
-/** The cards the built-in test provider knows, shown on the payment form outside production. */
-const TEST_CARDS: ReadonlyArray<{ readonly number: string; readonly outcome: string }> = []
+const spaced = (number: string) => number.replace(/(\d{4})(?=\d)/g, "$1 ")
+
+/** The built-in test provider's cards, shown on the payment form when that provider takes the payments. */
+const testCards = [
+  { number: spaced(TEST_CARDS.ok), outcome: "Paid" },
+  { number: spaced(TEST_CARDS.decline), outcome: "Declined" },
+  {
+    number: spaced(TEST_CARDS["fails-next-charge"]),
+    outcome: "Paid now, declined on the next monthly charge",
+  },
+]
 
 /** The page of `view`, with everything that depends on the request rather than the journey. */
 const renderView = (
@@ -89,7 +99,7 @@ const renderView = (
       formToken: issueFormToken(crypto.mac, link, now),
       parentOrigins: framing.flow === "embedded" ? framing.frameAncestors : [],
       continueUrl,
-      testCards: config.serviceEnv === "production" ? [] : TEST_CARDS,
+      testCards: config.payments.provider === "test" ? testCards : [],
       changingChoice: options.changingChoice,
       submitted: options.submitted,
     })

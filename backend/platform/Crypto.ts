@@ -121,7 +121,9 @@ export class Crypto extends Context.Service<Crypto, CryptoShape>()("partner-serv
       const mac = (purpose: string, message: string) => {
         let purposeKey = purposeKeys.get(purpose)
         if (purposeKey === undefined) {
-          purposeKey = Buffer.from(hkdfSync("sha256", key, Buffer.alloc(0), `partner-service mac ${purpose}`, 32))
+          purposeKey = Buffer.from(
+            hkdfSync("sha256", key, Buffer.alloc(0), `partner-service mac ${purpose}`, 32),
+          )
           purposeKeys.set(purpose, purposeKey)
         }
         return createHmac("sha256", purposeKey).update(message).digest("base64url")

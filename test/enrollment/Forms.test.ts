@@ -1,7 +1,9 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { TEST_CARDS } from "../../backend/policies/Payments.ts"
 import { gatewayPort, httpRequest } from "../support/Auth.ts"
 import {
+  anotherRenter,
   enrollableRenter,
   enrollmentService,
   formTokenOf,
@@ -12,6 +14,35 @@ import {
 } from "../support/Enrollment.ts"
 
 const service = enrollmentService()
+
+/** Every step answered by posting the page's own forms, up to and including the payment; its answer. */
+const enrollByForms = (link: string) =>
+  Effect.gen(function* () {
+    const steps: ReadonlyArray<Record<string, string>> = [
+      { step: "details", phone: "5559876543" },
+      {
+        step: "underwriting",
+        yearly_income: "95000",
+        employment_status: "employed",
+        has_ssn: "yes",
+        terms_accepted: "yes",
+      },
+      { step: "choose", choice: "security_deposit_insurance:upfront" },
+    ]
+    for (const fields of steps) {
+      const answer = yield* postForm(link, fields)
+      assert.strictEqual(answer.status, 303, `${fields.step}: ${answer.text}`)
+    }
+    assert.strictEqual(headingOf(yield* getPage(link)), "Your quote")
+    return yield* postForm(link, {
+      step: "quote",
+      card_number: TEST_CARDS.ok,
+      expiry: "12/30",
+      cvc: "123",
+      name_on_card: "John Doe",
+      postal_code: "62701",
+    })
+  })
 
 describe("the renter's forms", () => {
   layer(service.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
@@ -89,6 +120,31 @@ describe("the renter's forms", () => {
         assert.strictEqual(crossSite.status, 403, "the browser's fetch metadata says another site sent it")
         assert.strictEqual(headingOf(yield* getPage(link)), "Check your details", "nothing moved on")
       }),
+    )
+
+    it.effect(
+      "return the renter to an allowlisted redirect_url when the expedited payment completes, and only then",
+      () =>
+        Effect.gen(function* () {
+          const renter = yield* enrollableRenter("forms-redirect", { redirectDomains: ["partner.example"] })
+          const back = "https://shop.partner.example/enrolled?ref=42"
+          const returning = new URL(renter.hostedEnrollmentUrl)
+          returning.searchParams.set("redirect_url", back)
+          const paid = yield* enrollByForms(pathOf(returning.href))
+          assert.strictEqual(paid.status, 303)
+          assert.strictEqual(paid.headers.get("location"), back)
+
+          const other = yield* anotherRenter(renter, "p-forms-redirect-2", { email: "other@example.com" })
+          const elsewhere = new URL(other.hostedEnrollmentUrl)
+          elsewhere.searchParams.set("redirect_url", "https://partner.example.attacker.test/enrolled")
+          const link = pathOf(elsewhere.href)
+          const stayed = yield* enrollByForms(link)
+          assert.strictEqual(stayed.status, 303)
+          assert.strictEqual(stayed.headers.get("location"), link, "back to the link, not the other domain")
+          const completed = yield* getPage(link)
+          assert.strictEqual(headingOf(completed), "Your deposit is protected")
+          assert.notInclude(completed.text, "attacker.test")
+        }),
     )
 
     it.effect("answer a post to a link that is not valid with the neutral page", () =>

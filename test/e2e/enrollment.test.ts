@@ -1,0 +1,336 @@
+import { mkdir } from "node:fs/promises"
+import path from "node:path"
+import { assert, describe, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import type { BrowserContext, FrameLocator, Page } from "playwright-core"
+import { gatewayPort } from "../support/Auth.ts"
+import { launchBrowser } from "../support/Browser.ts"
+import { anotherRenter, enrollableRenter, enrollmentService, type Renter } from "../support/Enrollment.ts"
+import { freePort } from "../support/Net.ts"
+import { TEST_CARDS } from "../../backend/policies/Payments.ts"
+import { ENROLLMENT_HOST_NAME, type ParentSites, startParentSites } from "../support/ParentSites.ts"
+
+const SCREENSHOTS = path.join(process.cwd(), ".data", "screenshots", "enrollment")
+
+/** The partner's site (an allowed frame ancestor and redirect domain) and a site the partner never registered. */
+const PARTNER = "partner.test"
+const STRANGER = "stranger.test"
+
+// Chosen before the service starts: the enrollment links carry this host and port.
+const PORT = await freePort()
+const ENROLLMENT_ORIGIN = `https://${ENROLLMENT_HOST_NAME}:${PORT}`
+
+const service = enrollmentService({ ENROLLMENT_HOST: ENROLLMENT_ORIGIN })
+
+/**
+ * One browser for the file, the HTTPS sites in front of the service it visits, and the owner and source every
+ * scenario enrolls with: framed by the partner's site, returning to it.
+ */
+class E2e extends Context.Service<
+  E2e,
+  {
+    readonly browser: BrowserContext
+    readonly sites: ParentSites
+    readonly first: Renter
+  }
+>()("test/e2e/enrollment/E2e") {
+  static readonly layer = Layer.effect(
+    E2e,
+    Effect.gen(function* () {
+      const sites = yield* startParentSites({
+        port: PORT,
+        enrollmentPort: yield* gatewayPort("enrollment"),
+        hosts: [PARTNER, STRANGER],
+      })
+      const browser = yield* launchBrowser({
+        hosts: [ENROLLMENT_HOST_NAME, PARTNER, STRANGER],
+        acceptCertificates: true,
+      })
+      const first = yield* enrollableRenter("e2e", {
+        frameAncestors: [sites.origin(PARTNER)],
+        redirectDomains: [PARTNER],
+        sourceProspectId: "p-e2e-first",
+      })
+      return { browser, sites, first }
+    }),
+  )
+}
+
+/** A new renter of the owner and source (`p-e2e-first` is the one made with them). */
+const renter = (id: string, overrides: Record<string, unknown> = {}) =>
+  Effect.flatMap(Effect.service(E2e), ({ first }) =>
+    id === first.sourceProspectId ? Effect.succeed(first) : anotherRenter(first, id, overrides),
+  )
+
+const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
+
+/** Saves the page as it looks now under `.data/screenshots/enrollment/<scenario>-<nn>-<step>.png`. */
+const screenshots = (page: Page, scenario: string) => {
+  let n = 0
+  return async (step: string) => {
+    await mkdir(SCREENSHOTS, { recursive: true })
+    n += 1
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, `${scenario}-${String(n).padStart(2, "0")}-${step}.png`),
+      fullPage: true,
+    })
+  }
+}
+
+type Surface = Page | FrameLocator
+type Shot = (step: string) => Promise<void>
+
+const heading = (surface: Surface, text: string) =>
+  surface.getByRole("heading", { level: 1, name: text }).waitFor({ timeout: 30_000 })
+
+/** Each step as a person answers it, with a screenshot before the answer is sent. */
+const confirmDetails = async (surface: Surface, shot: Shot) => {
+  await heading(surface, "Check your details")
+  await shot("details")
+  await surface.getByRole("button", { name: "Confirm and continue" }).click()
+}
+
+const answerUnderwriting = async (surface: Surface, shot: Shot, yearlyIncome: string) => {
+  await heading(surface, "Your income and employment")
+  await surface.getByLabel("What is your yearly income before tax?").fill(yearlyIncome)
+  await surface.getByRole("radio", { name: "Employed", exact: true }).check()
+  await surface
+    .getByRole("group", { name: "Do you have a Social Security number?" })
+    .getByLabel("Yes")
+    .check()
+  await surface.getByLabel(/I agree to the terms/).check()
+  await shot("underwriting")
+  await surface.getByRole("button", { name: "Continue" }).click()
+}
+
+const choose = async (surface: Surface, shot: Shot, option: string) => {
+  await heading(surface, "How do you want to protect your deposit?")
+  await surface.getByRole("radio", { name: option }).check()
+  await shot("choose")
+  await surface.getByRole("button", { name: "Continue" }).click()
+}
+
+const pay = async (surface: Surface, shot: Shot, cardNumber: string) => {
+  await heading(surface, "Your quote")
+  await surface.getByLabel("Card number").fill(cardNumber)
+  await surface.getByLabel("Expiry date").fill("12/30")
+  await surface.getByLabel("Security code").fill("123")
+  await surface.getByLabel("Billing ZIP code").fill("62701")
+  await shot("quote")
+  await surface.getByRole("button", { name: /^Pay / }).click()
+}
+
+interface Message {
+  readonly origin: string
+  readonly data: unknown
+}
+
+/** What the partner's page keeps (see `ParentSites`). */
+interface ParentWindow {
+  readonly received: Array<Message>
+}
+
+/** The little of the DOM the tests read inside the page (the project's types have no DOM library). */
+interface PageDocument {
+  readonly document: { readonly activeElement: { readonly id: string; readonly className: string } | null }
+}
+
+/** The messages the partner's page received from its frame, once there is one. */
+const messagesOf = async (page: Page) => {
+  await page.waitForFunction(() => (globalThis as unknown as ParentWindow).received.length > 0)
+  return page.evaluate(() => (globalThis as unknown as ParentWindow).received)
+}
+
+const framed = (sites: ParentSites, host: string, url: string) =>
+  `${sites.origin(host)}/frame?src=${encodeURIComponent(url)}`
+
+/** The expedited link with a `redirect_url`. */
+const returningTo = (url: string, redirectUrl: string) => {
+  const link = new URL(url)
+  link.searchParams.set("redirect_url", redirectUrl)
+  return link.href
+}
+
+/** The id of the element that has focus (in the top document). */
+const focused = (page: Page) =>
+  page.evaluate(() => {
+    const element = (globalThis as unknown as PageDocument).document.activeElement
+    return element === null ? "" : element.id || element.className
+  })
+
+const OPTION = "Deposit insurance, paid once"
+
+describe("the renter's enrollment in headless Chromium", () => {
+  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 300_000 })(
+    (it) => {
+      it.effect("completes the embedded flow inside the partner's page, which is told `completed`", () =>
+        Effect.gen(function* () {
+          const { browser, sites } = yield* E2e
+          const { enrollmentUrl } = yield* renter("p-e2e-first")
+          const page = yield* promise(() => browser.newPage())
+          const shot = screenshots(page, "embedded")
+          yield* promise(() => page.goto(framed(sites, PARTNER, enrollmentUrl)))
+          const frame = page.frameLocator("#enrollment")
+          yield* promise(async () => {
+            await confirmDetails(frame, shot)
+            await answerUnderwriting(frame, shot, "95000")
+            await choose(frame, shot, OPTION)
+            // A declined card keeps the renter on the quote, with the error at the top.
+            await pay(frame, shot, TEST_CARDS.decline)
+            await frame
+              .getByRole("alert")
+              .getByText(/declined/i)
+              .waitFor()
+            await shot("card-declined")
+            await pay(frame, shot, TEST_CARDS.ok)
+            await heading(frame, "Your deposit is protected")
+            await shot("completed")
+          })
+          const messages = yield* promise(() => messagesOf(page))
+          assert.deepStrictEqual(messages, [{ origin: ENROLLMENT_ORIGIN, data: "completed" }])
+          yield* promise(() => page.close())
+        }),
+      )
+
+      it.effect("tells the partner's page `declined` when underwriting declines the application", () =>
+        Effect.gen(function* () {
+          const { browser, sites } = yield* E2e
+          const { enrollmentUrl } = yield* renter("p-e2e-declined")
+          const page = yield* promise(() => browser.newPage())
+          const shot = screenshots(page, "declined")
+          yield* promise(() => page.goto(framed(sites, PARTNER, enrollmentUrl)))
+          const frame = page.frameLocator("#enrollment")
+          yield* promise(async () => {
+            await confirmDetails(frame, shot)
+            // Less than deposit insurance asks of the rent ($2,000 a month): the application is declined.
+            await answerUnderwriting(frame, shot, "30000")
+            await choose(frame, shot, OPTION)
+            await heading(frame, "We cannot offer this protection")
+            await shot("declined")
+          })
+          const messages = yield* promise(() => messagesOf(page))
+          assert.deepStrictEqual(messages, [{ origin: ENROLLMENT_ORIGIN, data: "declined" }])
+          yield* promise(() => page.close())
+        }),
+      )
+
+      it.effect("cannot be framed by a site the owner did not list", () =>
+        Effect.gen(function* () {
+          const { browser, sites } = yield* E2e
+          const { enrollmentUrl } = yield* renter("p-e2e-stranger")
+          const page = yield* promise(() => browser.newPage())
+          const refusals: Array<string> = []
+          page.on("console", (message) => {
+            if (/frame-ancestors/.test(message.text())) refusals.push(message.text())
+          })
+          const refused = page.waitForEvent("console", {
+            predicate: (message) => /frame-ancestors/.test(message.text()),
+            timeout: 30_000,
+          })
+          yield* promise(() => page.goto(framed(sites, STRANGER, enrollmentUrl)))
+          yield* promise(() => refused)
+          yield* promise(() => screenshots(page, "stranger")("frame-refused"))
+          assert.include(
+            refusals[0] ?? "",
+            ENROLLMENT_ORIGIN,
+            "the browser refused to frame the enrollment page",
+          )
+          const shown = yield* promise(() =>
+            page.frameLocator("#enrollment").getByRole("heading", { name: "Check your details" }).count(),
+          )
+          assert.strictEqual(shown, 0, "the stranger's page shows none of the enrollment")
+          yield* promise(() => page.close())
+        }),
+      )
+
+      it.effect("shows the neutral page for a wrong email, in the partner's frame and on its own", () =>
+        Effect.gen(function* () {
+          const { browser, sites } = yield* E2e
+          const { enrollmentUrl } = yield* renter("p-e2e-first")
+          const wrong = new URL(enrollmentUrl)
+          wrong.searchParams.set("email", "someone.else@example.com")
+          const page = yield* promise(() => browser.newPage())
+          const shot = screenshots(page, "wrong-email")
+          yield* promise(async () => {
+            await page.goto(framed(sites, PARTNER, wrong.href))
+            await heading(page.frameLocator("#enrollment"), "This link is not valid")
+            await shot("framed")
+            await page.goto(wrong.href)
+            await heading(page, "This link is not valid")
+            await shot("alone")
+          })
+          const text = yield* promise(() => page.locator("main").innerText())
+          assert.notInclude(text, "John")
+          yield* promise(() => page.close())
+        }),
+      )
+
+      it.effect("returns the renter to an allowlisted redirect_url at the end of the expedited flow", () =>
+        Effect.gen(function* () {
+          const { browser, sites } = yield* E2e
+          const { hostedEnrollmentUrl } = yield* renter("p-e2e-return")
+          const back = `${sites.origin(PARTNER)}/return?from=enrollment`
+          const page = yield* promise(() => browser.newPage())
+          const shot = screenshots(page, "expedited")
+          yield* promise(async () => {
+            await page.setViewportSize({ width: 360, height: 740 })
+            await page.goto(returningTo(hostedEnrollmentUrl, back))
+            await heading(page, "Check your details")
+            await shot("details")
+            // The keyboard alone: the skip link, the phone number, then the button.
+            await page.keyboard.press("Tab")
+            assert.strictEqual(await focused(page), "skip-link")
+            await page.keyboard.press("Tab")
+            assert.strictEqual(await focused(page), "phone")
+            await page.keyboard.press("Tab")
+            await page.keyboard.press("Enter")
+            // Sent without an income: the error summary takes focus, and its link moves focus to the field.
+            await heading(page, "Your income and employment")
+            await page.getByLabel("What is your yearly income before tax?").fill("")
+            await page.getByRole("button", { name: "Continue" }).click()
+            await page.getByRole("alert").waitFor()
+            assert.strictEqual(await focused(page), "error-summary")
+            await shot("underwriting-errors")
+            await page.getByRole("alert").getByRole("link").first().click()
+            assert.strictEqual(await focused(page), "yearly-income")
+            await answerUnderwriting(page, shot, "95000")
+            await choose(page, shot, OPTION)
+            await pay(page, shot, TEST_CARDS.ok)
+            await page.waitForURL(back, { timeout: 30_000 })
+            await heading(page, "Back at the partner")
+            await shot("returned")
+          })
+          assert.include(sites.visits(), back)
+          yield* promise(() => page.close())
+        }),
+      )
+
+      it.effect("ignores a redirect_url on a domain the source did not allow", () =>
+        Effect.gen(function* () {
+          const { browser, sites } = yield* E2e
+          const { hostedEnrollmentUrl } = yield* renter("p-e2e-stay")
+          const elsewhere = `${sites.origin(STRANGER)}/return?from=enrollment`
+          const page = yield* promise(() => browser.newPage())
+          const shot = screenshots(page, "expedited-other-domain")
+          yield* promise(async () => {
+            await page.setViewportSize({ width: 360, height: 740 })
+            await page.goto(returningTo(hostedEnrollmentUrl, elsewhere))
+            await confirmDetails(page, shot)
+            await answerUnderwriting(page, shot, "95000")
+            await choose(page, shot, OPTION)
+            await pay(page, shot, TEST_CARDS.ok)
+            await heading(page, "Your deposit is protected")
+            await shot("completed")
+          })
+          assert.isTrue(page.url().startsWith(`${ENROLLMENT_ORIGIN}/enrollment/expedited/`), page.url())
+          assert.strictEqual(
+            yield* promise(() => page.getByRole("link", { name: /^Continue to/ }).count()),
+            0,
+          )
+          assert.notInclude(sites.visits(), elsewhere, "the browser never went to the other domain")
+          yield* promise(() => page.close())
+        }),
+      )
+    },
+  )
+})
