@@ -4,7 +4,7 @@ import { Cadences, type Cadence, type ProductType, ProductTypes } from "../polic
 import { TEST_CARDS } from "../policies/Payments.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Crypto } from "../platform/Crypto.ts"
-import type { HttpRequest, Route } from "../platform/Http.ts"
+import type { BadRequest, HttpRequest, PayloadTooLarge, Route } from "../platform/Http.ts"
 import { Roster } from "../roster/Roster.ts"
 import { type Asset, assets } from "./Assets.ts"
 import type { JourneyLink, JourneyView, Preselection } from "./Domain.ts"
@@ -110,24 +110,31 @@ const renderView = (
     return htmlResponse(options.status, body, headers)
   })
 
-/** A failure of ours becomes a page a renter can read; what they had sent and was accepted stays accepted. */
-const asRenterPage = <R>(effect: Effect.Effect<Response, unknown, R>) =>
+const noFraming: Framing = { flow: undefined, frameAncestors: [] }
+
+/**
+ * A body that could not be read, or a failure of ours, becomes a page a renter can read (framed by nobody: the
+ * owner is not looked up again). What they had sent and was accepted stays accepted.
+ */
+const asRenterPage = <R>(effect: Effect.Effect<Response, PayloadTooLarge | BadRequest, R>) =>
   effect.pipe(
-    Effect.catch(() =>
-      Effect.succeed(htmlResponse(400, badRequestPage, pageHeaders(noFraming, { https: false }))),
+    Effect.catch((error) =>
+      Effect.map(isHttps, (https) => {
+        const headers = pageHeaders(noFraming, { https })
+        // The rest of an oversized body is left unread, so the connection cannot carry another request.
+        return error._tag === "PayloadTooLarge"
+          ? htmlResponse(413, badRequestPage, { ...headers, connection: "close" })
+          : htmlResponse(400, badRequestPage, headers)
+      }),
     ),
     Effect.catchCause((cause) =>
       Effect.logError("enrollment page failed").pipe(
         Effect.annotateLogs({ cause: Cause.pretty(cause) }),
-        Effect.as(htmlResponse(500, unavailablePage, pageHeaders(noFraming, { https: false }))),
+        Effect.andThen(isHttps),
+        Effect.map((https) => htmlResponse(500, unavailablePage, pageHeaders(noFraming, { https }))),
       ),
     ),
   )
-
-const noFraming: Framing = { flow: undefined, frameAncestors: [] }
-
-const logRefused = (reason: string) =>
-  Effect.logDebug("enrollment link refused").pipe(Effect.annotateLogs({ reason }))
 
 const show = (request: HttpRequest) =>
   Effect.gen(function* () {
@@ -137,7 +144,8 @@ const show = (request: HttpRequest) =>
     const changingChoice = request.query.get("change") === "choice"
     return yield* Journey.use((journey) => journey.open(journeyLink(link), preselectionOf(link))).pipe(
       Effect.flatMap((view) => renderView(view, link, framing, { status: 200, changingChoice })),
-      Effect.catchTag("LinkInvalid", (error) => Effect.andThen(logRefused(error.reason), neutral(framing))),
+      // The journey has logged why; the renter learns nothing of it.
+      Effect.catchTag("LinkInvalid", () => neutral(framing)),
     )
   })
 
@@ -213,7 +221,8 @@ const submit = (request: HttpRequest) =>
         const location = view.step === "completed" && continueUrl !== undefined ? continueUrl : linkPath(link)
         return Effect.succeed(seeOther(location))
       }),
-      Effect.catchTag("LinkInvalid", (error) => Effect.andThen(logRefused(error.reason), neutral(framing))),
+      // The journey has logged why; the renter learns nothing of it.
+      Effect.catchTag("LinkInvalid", () => neutral(framing)),
     )
   })
 

@@ -2,6 +2,8 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { TEST_CARDS } from "../../backend/policies/Payments.ts"
 import { gatewayPort, httpRequest } from "../support/Auth.ts"
+import { PROPERTY } from "../support/Prospects.ts"
+import { postBatch } from "../support/Roster.ts"
 import {
   anotherRenter,
   enrollableRenter,
@@ -145,6 +147,50 @@ describe("the renter's forms", () => {
           assert.strictEqual(headingOf(completed), "Your deposit is protected")
           assert.notInclude(completed.text, "attacker.test")
         }),
+    )
+
+    it.effect(
+      "end on the blocked page, which tells an allowed parent `blocked`, when the building leaves the roster",
+      () =>
+        Effect.gen(function* () {
+          const parent = "https://pms.partner.example"
+          const renter = yield* enrollableRenter("forms-blocked", { frameAncestors: [parent] })
+          const link = pathOf(renter.enrollmentUrl)
+          assert.strictEqual((yield* postForm(link, { step: "details", phone: "5559876543" })).status, 303)
+          yield* postBatch(renter.partner, renter.slug, "properties", [{ ...PROPERTY, active: false }])
+          const page = yield* getPage(link)
+          assert.strictEqual(headingOf(page), "You cannot continue online")
+          assert.match(
+            page.text,
+            /data-outcome="blocked" data-parent-origins="https:\/\/pms\.partner\.example"/,
+          )
+          assert.notInclude(page.text, "<form", "nothing more to answer")
+        }),
+    )
+
+    it.effect("answer a body that is not a form, or too large, with a page the renter can read", () =>
+      Effect.gen(function* () {
+        const renter = yield* enrollableRenter("forms-hostile")
+        const link = pathOf(renter.enrollmentUrl)
+        const port = yield* gatewayPort("enrollment")
+        const post = (body: string, contentType: string) =>
+          httpRequest(port, link, {
+            method: "POST",
+            redirect: "manual",
+            headers: { "content-type": contentType, origin: "https://enroll.test" },
+            body,
+          })
+        const json = yield* post(JSON.stringify({ step: "details" }), "application/json")
+        assert.strictEqual(json.status, 400)
+        assert.strictEqual(headingOf(json), "Your answers could not be read")
+        const huge = yield* post(
+          `step=details&phone=${"5".repeat(3 * 1024 * 1024)}`,
+          "application/x-www-form-urlencoded",
+        )
+        assert.strictEqual(huge.status, 413)
+        assert.strictEqual(headingOf(huge), "Your answers could not be read")
+        assert.strictEqual(headingOf(yield* getPage(link)), "Check your details", "nothing moved on")
+      }),
     )
 
     it.effect("answer a post to a link that is not valid with the neutral page", () =>
