@@ -17,21 +17,23 @@ import {
 
 const service = enrollmentService()
 
+/** The answers that take a renter from their details to the quote. */
+const UP_TO_QUOTE: ReadonlyArray<Record<string, string>> = [
+  { step: "details", phone: "5559876543" },
+  {
+    step: "underwriting",
+    yearly_income: "95000",
+    employment_status: "employed",
+    has_ssn: "yes",
+    terms_accepted: "yes",
+  },
+  { step: "choose", choice: "security_deposit_insurance:upfront" },
+]
+
 /** Every step answered by posting the page's own forms, up to and including the payment; its answer. */
 const enrollByForms = (link: string) =>
   Effect.gen(function* () {
-    const steps: ReadonlyArray<Record<string, string>> = [
-      { step: "details", phone: "5559876543" },
-      {
-        step: "underwriting",
-        yearly_income: "95000",
-        employment_status: "employed",
-        has_ssn: "yes",
-        terms_accepted: "yes",
-      },
-      { step: "choose", choice: "security_deposit_insurance:upfront" },
-    ]
-    for (const fields of steps) {
+    for (const fields of UP_TO_QUOTE) {
       const answer = yield* postForm(link, fields)
       assert.strictEqual(answer.status, 303, `${fields.step}: ${answer.text}`)
     }
@@ -147,6 +149,30 @@ describe("the renter's forms", () => {
           assert.strictEqual(headingOf(completed), "Your deposit is protected")
           assert.notInclude(completed.text, "attacker.test")
         }),
+    )
+
+    it.effect("let the renter choose another option from the quote", () =>
+      Effect.gen(function* () {
+        const renter = yield* enrollableRenter("forms-rechoose")
+        const link = pathOf(renter.enrollmentUrl)
+        for (const fields of UP_TO_QUOTE) assert.strictEqual((yield* postForm(link, fields)).status, 303)
+        const quote = yield* getPage(link)
+        assert.strictEqual(headingOf(quote), "Your quote")
+        assert.include(quote.text, "paid once")
+
+        const changing = yield* getPage(`${link}&change=choice`)
+        assert.strictEqual(headingOf(changing), "How do you want to protect your deposit?")
+        assert.match(changing.text, /value="security_deposit_insurance:upfront"\s+checked/)
+        const chosen = yield* postForm(`${link}&change=choice`, {
+          step: "choose",
+          choice: "security_deposit_insurance:monthly",
+        })
+        assert.strictEqual(chosen.status, 303)
+        assert.strictEqual(chosen.headers.get("location"), link)
+        const requoted = yield* getPage(link)
+        assert.strictEqual(headingOf(requoted), "Your quote")
+        assert.include(requoted.text, "a month")
+      }),
     )
 
     it.effect(
