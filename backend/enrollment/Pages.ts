@@ -78,11 +78,15 @@ const errorsOf = (view: JourneyView): ReadonlyArray<FieldError> => {
   const error = view.error
   if (error === undefined) return []
   if (error.kind === "payment_declined") return [{ field: "card-number", message: error.message }]
-  const seen = new Set<string>()
-  return Object.entries(error.fields)
-    .sort(([a], [b]) => fieldOrder.indexOf(a) - fieldOrder.indexOf(b))
-    .map(([key, message]) => ({ field: fieldIds[key] ?? key, message }))
-    .filter((error) => !seen.has(error.field) && seen.add(error.field) !== undefined)
+  // `product` and `cadence` are one radio group: its first message is the one shown.
+  const byField = new Map<string, string>()
+  for (const [key, message] of Object.entries(error.fields).sort(
+    ([a], [b]) => fieldOrder.indexOf(a) - fieldOrder.indexOf(b),
+  )) {
+    const field = fieldIds[key] ?? key
+    if (!byField.has(field)) byField.set(field, message)
+  }
+  return [...byField].map(([field, message]) => ({ field, message }))
 }
 
 const messageFor = (errors: ReadonlyArray<FieldError>, id: string) =>
