@@ -1,4 +1,4 @@
-import { MAX_TEXT } from "../prospects/Domain.ts"
+import { FIELD_LIMITS, hasControlCharacter } from "../platform/FieldLimits.ts"
 import { type EnrollmentFlow, redirectAllowed, type Source } from "../prospects/Sources.ts"
 
 /**
@@ -20,17 +20,12 @@ export interface EnrollmentLink {
 /** Longest `redirect_url` taken: a browser's practical URL limit, far beyond any real return page. */
 const MAX_REDIRECT_URL = 2048
 
-/** C0 controls and DEL: no part of a link holds one. */
-const hasControl = (value: string) => {
-  for (let i = 0; i < value.length; i++) {
-    const code = value.charCodeAt(i)
-    if (code < 0x20 || code === 0x7f) return true
-  }
-  return false
-}
-
-const text = (value: string | undefined | null, max = MAX_TEXT) =>
-  value !== undefined && value !== null && value.length > 0 && value.length <= max && !hasControl(value)
+const text = (value: string | undefined | null, max: number) =>
+  value !== undefined &&
+  value !== null &&
+  value.length > 0 &&
+  value.length <= max &&
+  !hasControlCharacter(value)
     ? value
     : undefined
 
@@ -48,10 +43,10 @@ export const parseLink = (
   query: URLSearchParams,
 ): EnrollmentLink | undefined => {
   const flow = params.flow
-  const ownerSlug = text(params.owner_slug)
-  const source = text(params.source)
-  const sourceProspectId = text(params.source_prospect_id)
-  const email = text(query.get("email")?.trim())
+  const ownerSlug = text(params.owner_slug, FIELD_LIMITS.external_org_id)
+  const source = text(params.source, FIELD_LIMITS.source)
+  const sourceProspectId = text(params.source_prospect_id, FIELD_LIMITS.source_prospect_id)
+  const email = text(query.get("email")?.trim(), FIELD_LIMITS.email)
   if (!isFlow(flow) || !ownerSlug || !source || !sourceProspectId || !email) return undefined
   return {
     flow,
