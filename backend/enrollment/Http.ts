@@ -242,12 +242,23 @@ export const enrollmentRoutes: ReadonlyArray<Route<Services>> = [
     access: "public",
     handle: (request) => Effect.succeed(serveAsset(request, asset)),
   })),
-  { method: "GET", path: LINK_PATH, access: "public", handle: (request) => asRenterPage(show(request)) },
-  { method: "POST", path: LINK_PATH, access: "public", handle: (request) => asRenterPage(submit(request)) },
+  ...(
+    [
+      ["GET", show],
+      ["POST", submit],
+    ] as const
+  ).map(([method, answer]): Route<Services> => ({
+    method,
+    path: LINK_PATH,
+    access: "public",
+    checksOwnAddress: true,
+    handle: (request) => asRenterPage(answer(request)),
+  })),
   ...(["GET", "POST"] as const).map((method): Route<Services> => ({
     method,
     path: "/enrollment/**",
     access: "public",
+    checksOwnAddress: true,
     handle: () => asRenterPage(neutral(noFraming)),
   })),
 ]

@@ -183,6 +183,11 @@ export interface Route<R = never> {
   readonly access: "public" | { readonly scope: string; readonly ownerFromQuery?: true }
   /** Present on routes that appear in the gateway's OpenAPI document. */
   readonly doc?: RouteDoc
+  /**
+   * A public route that answers a control character in its path or query itself (the renter's pages show their
+   * neutral page for it) rather than with the gateway's 404/400.
+   */
+  readonly checksOwnAddress?: true
   readonly handle: (request: HttpRequest) => Effect.Effect<Response, ApiError, R>
 }
 
@@ -461,7 +466,7 @@ export const gatewayLayer = <R, G = never>(
           json: Effect.flatMap(bytes, parseJson),
         }
         const started = performance.now()
-        const respond = refusedAddress(request).pipe(
+        const respond = (route.checksOwnAddress ? Effect.void : refusedAddress(request)).pipe(
           Effect.andThen(authenticate(route as Route<unknown>, request)),
           Effect.flatMap((caller) => route.handle({ ...request, caller })),
           Effect.catch((error) => Effect.succeed(errorResponse(error))),
