@@ -37,6 +37,8 @@ export interface ChargeRequest {
   readonly description: string
   /** `enrollment`: the renter is paying now; `recurring`: a later monthly premium, without them. */
   readonly occasion: "enrollment" | "recurring"
+  /** Which premium a recurring charge asks for (2 is the first after enrollment's), for the provider's records. */
+  readonly installment?: number
 }
 
 export type ChargeOutcome =
@@ -92,8 +94,9 @@ const DECLINED = "Your card was declined."
 /**
  * The built-in test provider: it charges nothing real. It accepts only its test cards (so a real card typed on
  * staging goes nowhere), remembers a card's behaviour in its reference, and answers as the card says: `ok` always
- * succeeds, `decline` is declined, `fails_next_charge` succeeds while the renter pays and is declined on every
- * later (monthly) charge.
+ * succeeds, `decline` is declined, `fails_next_charge` succeeds while the renter pays, is declined on the next
+ * (monthly) charge, the second premium (a recurring charge naming no installment counts as that one), and
+ * succeeds again after it, so a missed premium and its later payment can both be seen.
  */
 export const testProvider: PaymentProviderShape = {
   name: "test",
@@ -123,7 +126,9 @@ export const testProvider: PaymentProviderShape = {
       const declined =
         behaviour === undefined ||
         behaviour === "decline" ||
-        (behaviour === "fails_next_charge" && request.occasion === "recurring")
+        (behaviour === "fails_next_charge" &&
+          request.occasion === "recurring" &&
+          (request.installment ?? 2) <= 2)
       return declined
         ? ({ charged: false, reason: DECLINED } as const)
         : ({ charged: true, reference: `tch_${randomBytes(12).toString("hex")}` } as const)
@@ -209,6 +214,9 @@ const stripeWith = (stripe: Stripe): PaymentProviderShape => ({
             confirm: true,
             off_session: request.occasion === "recurring",
             description: request.description,
+            ...(request.installment === undefined
+              ? {}
+              : { metadata: { installment: String(request.installment) } }),
           },
           { idempotencyKey: request.idempotencyKey },
         )
