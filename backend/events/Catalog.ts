@@ -205,9 +205,13 @@ export const Delinquency = Schema.Struct({
   status: Schema.Literals(["active", "resolved"]).annotate({ description: "Status of the delinquency." }),
   amount_cents: cents("Outstanding amount in cents."),
   policy_number: text("The policy concerned."),
-  pms_property_code: text("PMS property code."),
-  pms_unit_code: text("PMS unit code."),
-  pms_tenant_code: text("PMS tenant code."),
+  pms_property_code: Schema.optionalKey(
+    text("PMS property code of the policy's building; omitted when it has none."),
+  ),
+  pms_unit_code: Schema.optionalKey(text("PMS unit code of the policy's unit; omitted when it has none.")),
+  pms_tenant_code: Schema.optionalKey(
+    text("PMS tenant code of the insured renter; omitted when the renter has no PMS record."),
+  ),
   source_prospect_id: Schema.optionalKey(
     text(
       "The partner's prospect id; omitted when the policy did not originate from a prospect the partner created.",
