@@ -14,7 +14,13 @@ import { relayLayer } from "./platform/Outbox.ts"
 import { PlatformLayer } from "./platform/Platform.ts"
 import { documentActor } from "./policies/Consumer.ts"
 import { documentRoutes } from "./policies/Http.ts"
+import { lifecycleLayer } from "./policies/Lifecycle.ts"
+import { lifecycleJobLayer } from "./policies/LifecycleJob.ts"
+import type { MoveOuts } from "./policies/MoveOuts.ts"
+import { moveOutRoutes } from "./policies/MoveOutsHttp.ts"
 import { Policies } from "./policies/Policies.ts"
+import type { TestClocks } from "./policies/TestClocks.ts"
+import { testClockRoutes } from "./policies/TestClocksHttp.ts"
 import { eligibilityActor } from "./prospects/Consumer.ts"
 import { prospectRoutes, stagingRoutes } from "./prospects/Http.ts"
 import { Prospects } from "./prospects/Prospects.ts"
@@ -28,11 +34,22 @@ import { webhookWorkersLayer } from "./webhooks/Workers.ts"
 
 /** What route handlers and actors may use, besides the platform. */
 type AppServices =
-  Auth | AppConfig | Roster | Sources | Prospects | Ingest | Endpoints | Policies | Journey | Crypto
+  | Auth
+  | AppConfig
+  | Roster
+  | Sources
+  | Prospects
+  | Ingest
+  | Endpoints
+  | Policies
+  | Journey
+  | MoveOuts
+  | TestClocks
+  | Crypto
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
- * staging reset routes exist only when `SERVICE_ENV=staging`.
+ * staging reset routes exist only when `SERVICE_ENV=staging`, the test clock only outside production.
  */
 export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray<Route<AppServices>> => {
   switch (role) {
@@ -43,7 +60,9 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
         ...rosterRoutes,
         ...prospectRoutes,
         ...webhookRoutes,
+        ...moveOutRoutes,
         ...(serviceEnv === "staging" ? stagingRoutes : []),
+        ...(serviceEnv === "production" ? [] : testClockRoutes),
         ...referenceRoutes(() => routes),
       ]
       return routes
@@ -77,6 +96,7 @@ export const appLayer = (config: AppConfigShape) => {
         relayLayer(),
         actorLayer(eligibilityActor),
         actorLayer(documentActor),
+        lifecycleJobLayer,
         ingestWorkersLayer,
         webhookWorkersLayer,
       ]
@@ -86,6 +106,7 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Endpoints.layer),
     Layer.provideMerge(Journey.layer),
+    Layer.provideMerge(lifecycleLayer),
     Layer.provideMerge(Policies.layer),
     Layer.provideMerge(Prospects.layer),
     Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer, Sources.layer, Crypto.layer)),

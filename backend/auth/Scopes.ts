@@ -8,6 +8,7 @@ export const Scopes = {
   "prospects:read": "Read prospects, their status and enrollment links",
   "webhooks:manage": "Manage webhook endpoints and their deliveries",
   "move_outs:write": "Create move-outs",
+  "test_clock:write": "Read and advance the owner's test clock (staging and development)",
   "ingest:events": "Send events to the ingestion gateway",
 } as const
 
