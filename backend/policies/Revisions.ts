@@ -70,6 +70,9 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
 
     const parseChanges = (policy: PolicyRow, input: RevisionInput) =>
       Effect.gen(function* () {
+        if (input.property !== undefined && input.unit === undefined) {
+          return yield* rejected("--property names the building of --unit; give --unit too")
+        }
         if (
           input.coverageCents === undefined &&
           input.start === undefined &&
@@ -77,9 +80,6 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
           input.unit === undefined
         ) {
           return yield* rejected("nothing to revise: give --coverage-cents, --start, --end or --unit")
-        }
-        if (input.property !== undefined && input.unit === undefined) {
-          return yield* rejected("--property names the building of --unit; give --unit too")
         }
         let coverage = Number(policy.coverage_amount_cents)
         if (input.coverageCents !== undefined) {
