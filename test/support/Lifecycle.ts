@@ -16,7 +16,7 @@ import {
 } from "./Prospects.ts"
 import type { Json } from "./PublishedApi.ts"
 import type { Receiver, Received } from "./Receiver.ts"
-import type { RosterPartner } from "./Roster.ts"
+import { postJson, type RosterPartner } from "./Roster.ts"
 import { eventually } from "./Streams.ts"
 import { createEndpoint } from "./Webhooks.ts"
 
@@ -53,7 +53,11 @@ export const awaitDeliveries = (
   receiver: Receiver,
   path: string,
   check: (received: ReadonlyArray<Delivered>) => boolean,
-) => eventually(Effect.sync(() => deliveries(receiver, path)), check)
+) =>
+  eventually(
+    Effect.sync(() => deliveries(receiver, path)),
+    check,
+  )
 
 /** Each delivery's body decodes with its event's catalog schema, and no payload field is null. */
 export const assertCatalogShapes = (received: ReadonlyArray<Delivered>) => {
@@ -110,6 +114,22 @@ export const issuePolicy = (
       return yield* Effect.die(new Error(`journey of ${sourceProspectId} ended on ${last.step}`))
     }
     return last.policy satisfies IssuedPolicy
+  })
+
+/** `POST /partners/{slug}/test_clock/advance` with `{"days": days}` as the owner's partner; the clock after. */
+export const advanceClock = (
+  owner: { readonly partner: RosterPartner; readonly slug: string },
+  days: number,
+) =>
+  Effect.gen(function* () {
+    const answer = yield* postJson<{ test_clock: { offset_days: number; today: string } }>(
+      owner.partner,
+      `/partners/${owner.slug}/test_clock/advance`,
+      { days },
+    )
+    if (answer.status !== 200)
+      return yield* Effect.die(new Error(`advance answered ${answer.status}: ${answer.text}`))
+    return answer.body.test_clock
   })
 
 /** The actor the tests' operator actions are audited as. */
