@@ -198,6 +198,49 @@ export const COMMANDS = {
       "After fixing what put it in error, or after a roster change: prints it in status processing and the workers " +
       "decide it. An unknown or incomplete prospect is refused.",
   },
+  "policies show": {
+    args: ["POLICY_NUMBER"],
+    options: {},
+    synopsis: "POLICY_NUMBER",
+    summary: "a policy with its documents link, billing, delinquencies and move-outs",
+    details:
+      'Prints {"policy" (as the webhooks carry it), "owner_slug", "policy_url" (the newest documents), "owner_today" ' +
+      "(the date the owner's policies live on: its test clock's in staging and development), insured_name, premises, " +
+      "unit_name, policy_holder_name, cadence, premium_cents, payments, installments_billed, next_charge_on, " +
+      'card_last4, cancellation_reason, "delinquencies", "move_outs"}.',
+  },
+  "policies revise": {
+    args: ["POLICY_NUMBER"],
+    options: { "coverage-cents": string, start: string, end: string, unit: string, property: string },
+    synopsis:
+      "POLICY_NUMBER [--coverage-cents N] [--start YYYY-MM-DD] [--end YYYY-MM-DD] [--unit EXTERNAL_ID [--property EXTERNAL_ID]]",
+    summary: "change a policy's coverage amount, dates or unit (audited)",
+    details:
+      "Only a policy in force (active, upcoming). --coverage-cents at most the owner's ceiling; --unit is the unit's " +
+      "external_system_id (--property picks its building when several have one). Emits policy.updated, then the " +
+      "documents are made again and policy.documents_updated carries a new policy_url; a revision whose end comes " +
+      "before its start also cancels the policy (policy.canceled). The premium stays as sold; a revision that " +
+      'changes nothing emits nothing. Prints {"changed", "canceled", "policy", "documents_generation"}. Audited ' +
+      "with the state before and after.",
+  },
+  "policies cancel": {
+    args: ["POLICY_NUMBER"],
+    options: { reason: required },
+    synopsis: "POLICY_NUMBER --reason TEXT",
+    summary: "cancel a policy in force: policy.canceled, no more premiums (audited)",
+    details:
+      "The reason (1 to 500 characters) is kept for operators and in the audit log, never sent to partners. Prints " +
+      "the policy as policy.canceled carries it.",
+  },
+  "delinquencies resolve": {
+    args: ["DELINQUENCY_ID"],
+    options: {},
+    synopsis: "DELINQUENCY_ID",
+    summary: "clear an active delinquency (a payment received another way): delinquency.resolved (audited)",
+    details:
+      "DELINQUENCY_ID is delinquency_<n>, as delinquency.created and policies show carry it. The delinquency is " +
+      "resolved with nothing outstanding; the next monthly premium is charged alone.",
+  },
   "providers create": {
     args: ["NAME"],
     options: { owners: string, properties: string },

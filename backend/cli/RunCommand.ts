@@ -8,6 +8,8 @@ import { AppConfig, type ConfigInvalid } from "../platform/Config.ts"
 import { Nats } from "../platform/Nats.ts"
 import { loggerLayer } from "../platform/Observability.ts"
 import { PlatformLayer } from "../platform/Platform.ts"
+import { lifecycleLayer } from "../policies/Lifecycle.ts"
+import type { LifecycleCommandRejected, PolicyNotFound } from "../policies/LifecycleDomain.ts"
 import { Policies } from "../policies/Policies.ts"
 import type { ProspectIncomplete, ProspectNotFound } from "../prospects/Domain.ts"
 import { Prospects } from "../prospects/Prospects.ts"
@@ -22,6 +24,7 @@ import { completeEnrollment, EnrollmentStopped } from "./Enrollment.ts"
 import { ingestLog } from "./Ingest.ts"
 import { CliIo, type CliIoShape, printLine } from "./Io.ts"
 import { createManagedOwner, grantOwner } from "./Owners.ts"
+import { cancelPolicy, resolveDelinquency, revisePolicy, showPolicy } from "./Policies.ts"
 import { setPropertyAddress } from "./Properties.ts"
 import { recheckProspect, showProspect } from "./Prospects.ts"
 import { createProvider, listProviders } from "./Providers.ts"
@@ -44,6 +47,8 @@ type CommandFailure =
   | OwnerUnknown
   | ProviderNotProvisioned
   | EnrollmentStopped
+  | PolicyNotFound
+  | LifecycleCommandRejected
 
 type Handler<N extends CommandName> = (
   input: Input<N>,
@@ -86,6 +91,16 @@ const withJourney = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.provide(PlatformLayer),
   )
 
+/** Policies after issue: revisions, cancellation, billing and delinquencies (and what they stand on). */
+const withLifecycle = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(
+    Effect.provide(lifecycleLayer),
+    Effect.provide(Policies.layer),
+    Effect.provide(Prospects.layer),
+    Effect.provide(Layer.mergeAll(Roster.layer, Sources.layer)),
+    Effect.provide(PlatformLayer),
+  )
+
 const handlers: { readonly [N in CommandName]: Handler<N> } = {
   migrate: () =>
     Effect.scoped(Layer.build(PlatformLayer)).pipe(
@@ -108,6 +123,10 @@ const handlers: { readonly [N in CommandName]: Handler<N> } = {
   "ingest log": (input) => withIngest(ingestLog(input)),
   "prospects show": (input) => withProspects(showProspect(input)),
   "prospects recheck": (input) => withProspects(recheckProspect(input)),
+  "policies show": (input) => withLifecycle(showPolicy(input)),
+  "policies revise": (input) => withLifecycle(revisePolicy(input)),
+  "policies cancel": (input) => withLifecycle(cancelPolicy(input)),
+  "delinquencies resolve": (input) => withLifecycle(resolveDelinquency(input)),
   "providers create": (input) => withSecrets(createProvider(input)),
   "providers list": () => withSecrets(listProviders()),
   "secrets show": (input) => withSecrets(showSecrets(input)),
@@ -172,6 +191,8 @@ export const runCommand = async (line: Extract<CommandLine, { _tag: "Command" }>
       WebhookCommandRejected: (error) => refuse(error.message),
       OwnerUnknown: (error) => refuse(`no owner ${error.slug}`),
       EnrollmentStopped: (error) => refuse(error.message),
+      PolicyNotFound: (error) => refuse(error.message),
+      LifecycleCommandRejected: (error) => refuse(error.message),
       ProviderNotProvisioned: (error) =>
         refuse(`provider ${error.provider} is not provisioned: run providers create ${error.provider} first`),
     }),

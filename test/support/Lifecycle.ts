@@ -4,7 +4,7 @@ import type { IssuedPolicy } from "../../backend/enrollment/Domain.ts"
 import { EventNames, type EventName } from "../../backend/events/Catalog.ts"
 import { Envelopes } from "../../backend/events/Envelope.ts"
 import { type RevisionInput, Revisions } from "../../backend/policies/Revisions.ts"
-import { runCli } from "./ChildProcess.ts"
+import { runCli } from "./Cli.ts"
 import { linkOf, walkJourney, type Walk } from "./Enrollment.ts"
 import {
   awaitProspect,
