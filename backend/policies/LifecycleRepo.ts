@@ -236,7 +236,7 @@ export class LifecycleRepo extends Context.Service<LifecycleRepo>()(
                 for update of p skip locked
               )
               update policies set status = 'expired', expired_at = ${at}, next_charge_on = null, updated_at = now()
-              from due where policies.id = due.id
+              from due where policies.id = due.id and policies.status in ('active', 'upcoming', 'pending')
               returning policies.id::text`
             })
             .pipe(Effect.map(ids)),
