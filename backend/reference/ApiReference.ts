@@ -15,7 +15,7 @@ export const API_TITLE = "Partner API"
 export const API_VERSION = "v2"
 
 const DESCRIPTION = `Provision property owners, bank accounts, properties and units; submit prospects and read their
-enrollment links; manage webhook endpoints and their deliveries.
+enrollment links; report move-outs; manage webhook endpoints and their deliveries.
 
 ## Authentication
 Get a token from \`POST /token\` with the OAuth 2.0 client credentials grant (\`grant_type\` =
