@@ -53,6 +53,13 @@ export const addMonths = (date: string, months: number) => {
   return first.toISOString().slice(0, 10)
 }
 
+/**
+ * The day monthly premiums count from: the coverage start, or the day the policy was issued when its coverage
+ * had already begun (premium n is due n - 1 months after it; nothing is charged for months before the sale).
+ */
+export const billingAnchor = (coverageStart: string, issuedOn: string) =>
+  coverageStart > issuedOn ? coverageStart : issuedOn
+
 /** A policy is `upcoming` until its coverage starts, then `active`. */
 export const statusOn = (today: string, start: string): PolicyStatus =>
   today < start ? "upcoming" : "active"
@@ -232,9 +239,10 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
             : `${property.street}, ${property.city}, ${property.state} ${property.zip}`,
         unit_name: facts.unit?.name ?? "",
         policy_holder_name: property?.policyHolderName ?? facts.owner.name,
+        // Monthly premiums run from the coverage start, or from today for a policy whose coverage already began.
         next_charge_on:
           application.cadence === "monthly" && application.payments > 1
-            ? addMonths(application.coverage_start_date, 1)
+            ? addMonths(billingAnchor(application.coverage_start_date, today), 1)
             : null,
       })
       yield* repo.attachCharge(chargeId, id)
