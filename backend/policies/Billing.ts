@@ -6,7 +6,7 @@ import { delinquencyEvent, delinquencyPayload } from "./LifecycleEvents.ts"
 import { delinquencyId, delinquencyRowId, LifecycleCommandRejected } from "./LifecycleDomain.ts"
 import { LifecycleRepo } from "./LifecycleRepo.ts"
 import { PaymentProvider } from "./Payments.ts"
-import { addMonths } from "./Policies.ts"
+import { addMonths, billingAnchor } from "./Policies.ts"
 import { PoliciesRepo } from "./Repo.ts"
 import { TestClocks } from "./TestClocks.ts"
 
@@ -20,7 +20,7 @@ export interface InstallmentOutcome {
 
 /**
  * Monthly premiums and delinquencies. Premium n of a monthly policy is due n - 1 months after its coverage
- * starts (the first is paid at enrollment) and is charged off-session on the card the renter paid with, keyed
+ * starts, or after it was issued when the coverage had already begun (the first is paid at enrollment) and is charged off-session on the card the renter paid with, keyed
  * `policy_<id>-installment-<n>` so that asking again is the same charge. A declined premium opens a delinquency
  * (`delinquency.created`, `amount_cents` outstanding) or, when one is open, adds to it without a new event; the
  * next premium is then charged together with what is outstanding, and when that succeeds the delinquency is
@@ -90,7 +90,12 @@ export class Billing extends Context.Service<Billing>()("partner-service/policie
           yield* repo.advanceSchedule(
             policy.id,
             installment,
-            installment < policy.payments ? addMonths(policy.coverage_start_date, installment) : null,
+            installment < policy.payments
+              ? addMonths(
+                  billingAnchor(policy.coverage_start_date, policy.created_at.slice(0, 10)),
+                  installment,
+                )
+              : null,
           )
           const at = new Date(yield* Clock.currentTimeMillis)
           if (charged.charged && open !== undefined) {

@@ -8,7 +8,7 @@ import { insurancePolicy, policyEvent } from "./Events.ts"
 import { delinquencyPayload } from "./LifecycleEvents.ts"
 import { IN_FORCE, isCalendarDate, LifecycleCommandRejected, PolicyNotFound } from "./LifecycleDomain.ts"
 import { LifecycleRepo, type RevisionWrite, type UnitCandidate } from "./LifecycleRepo.ts"
-import { addMonths, Policies, statusOn } from "./Policies.ts"
+import { addMonths, billingAnchor, Policies, statusOn } from "./Policies.ts"
 import { PoliciesRepo, type PolicyRow } from "./Repo.ts"
 import { TestClocks } from "./TestClocks.ts"
 
@@ -169,7 +169,10 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
             next_charge_on: cancels
               ? null
               : startMoved && policy.next_charge_on !== null
-                ? addMonths(changes.start, lifecycle.installments_billed)
+                ? addMonths(
+                    billingAnchor(changes.start, policy.created_at.slice(0, 10)),
+                    lifecycle.installments_billed,
+                  )
                 : policy.next_charge_on,
             canceled_at: cancels ? new Date(yield* Clock.currentTimeMillis) : null,
           }

@@ -63,6 +63,15 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
           const missed = yield* issuePolicy(owner, "missed", monthly("fails-next-charge"), lease)
           const paying = yield* issuePolicy(owner, "paying", monthly("ok"), lease)
           const forgiven = yield* issuePolicy(owner, "forgiven", monthly("fails-next-charge"), lease)
+          // Sold months into its lease: its premiums count from the sale, not from the lease's start.
+          const midLease = yield* issuePolicy(owner, "mid-lease", monthly("ok"), {
+            lease_start_date: dateFromToday(-100),
+            lease_end_date: dateFromToday(265),
+          })
+          assert.strictEqual(
+            (yield* showPolicy(midLease.policyNumber)).next_charge_on,
+            addMonths(dateFromToday(0), 1),
+          )
           const premium = Number((yield* showPolicy(missed.policyNumber)).premium_cents)
           assert.strictEqual(
             (yield* showPolicy(missed.policyNumber)).next_charge_on,
@@ -119,7 +128,7 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
           })
           assert.strictEqual(received.filter((d) => d.event === "delinquency.created").length, 2)
 
-          // Each policy's third premium is charged in a transaction of its own: wait for all three.
+          // Each policy's third premium is charged in a transaction of its own: wait for all four.
           const charges = yield* eventually(
             query(
               (sql) => sql<
@@ -129,7 +138,7 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
                 from charges c join policies p on p.id = c.policy_id
                 where c.kind = 'monthly' order by p.policy_number, c.installment`,
             ),
-            (rows) => rows.length === 6,
+            (rows) => rows.length === 8,
           )
           const of = (policyNumber: string) =>
             charges
@@ -141,6 +150,10 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
           ])
           assert.deepStrictEqual(of(forgiven.policyNumber), [
             [2, premium, "declined"],
+            [3, premium, "succeeded"],
+          ])
+          assert.deepStrictEqual(of(midLease.policyNumber), [
+            [2, premium, "succeeded"],
             [3, premium, "succeeded"],
           ])
           assert.deepStrictEqual(of(paying.policyNumber), [
