@@ -219,9 +219,29 @@ describe("outbound webhook events", () => {
       pms_tenant_code: "t-9",
     }
     assert.isTrue(decodes("delinquency.created", body("delinquency.created", "delinquency", delinquency)))
-    const withIds = { ...delinquency, pms_property_id: "prop-123" } as Record<string, unknown>
-    delete withIds.pms_property_code
-    assert.isFalse(decodes("delinquency.created", body("delinquency.created", "delinquency", withIds)))
+    for (const code of ["pms_property_code", "pms_unit_code", "pms_tenant_code"]) {
+      assert.isFalse(
+        decodes(
+          "delinquency.created",
+          body("delinquency.created", "delinquency", { ...delinquency, [code]: 7 }),
+        ),
+        code,
+      )
+    }
+    // A policy without PMS identifiers: the codes are omitted, never null.
+    const withoutCodes = {
+      id: delinquency.id,
+      status: delinquency.status,
+      amount_cents: delinquency.amount_cents,
+      policy_number: delinquency.policy_number,
+    }
+    assert.isTrue(decodes("delinquency.created", body("delinquency.created", "delinquency", withoutCodes)))
+    assert.isFalse(
+      decodes(
+        "delinquency.created",
+        body("delinquency.created", "delinquency", { ...delinquency, pms_unit_code: null }),
+      ),
+    )
 
     const moveOut = { move_out_id: 12, external_id: "mo-1", status: "initiated" }
     assert.isTrue(decodes("move_out.initiated", body("move_out.initiated", "move_out", moveOut)))
