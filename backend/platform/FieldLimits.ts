@@ -33,6 +33,8 @@ export const FIELD_LIMITS = {
   embedded_frame_ancestors: 2048,
   destination_url: 2048,
   client_id: 255,
+  external_id: 255,
+  policy_number: 64,
 } as const
 export type LimitedField = keyof typeof FIELD_LIMITS
 

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { limitedText } from "../platform/FieldLimits.ts"
 
 /**
  * A policy's life after issue: revisions and cancellation (operators), activation and expiry, monthly billing and
@@ -53,20 +54,6 @@ export class TestClockInvalid extends Schema.TaggedError<TestClockInvalid>()("Te
   fields: Schema.Record(Schema.String, Schema.String),
 }) {}
 
-export const MAX_TEXT = 255
-
-const hasControl = (text: string) =>
-  Array.from(text).some((char) => {
-    const code = char.charCodeAt(0)
-    return code < 0x20 || code === 0x7f
-  })
-
-const Text = Schema.String.check(
-  Schema.isMinLength(1, { message: "can't be blank" }),
-  Schema.isMaxLength(MAX_TEXT, { message: `is longer than ${MAX_TEXT} characters` }),
-  Schema.makeFilter((value: string) => (hasControl(value) ? "holds a control character" : undefined)),
-)
-
 const CalendarDate = Schema.String.annotate({ format: "date" }).check(
   Schema.makeFilter((value: string) =>
     isCalendarDate(value) ? undefined : "is not a valid date (YYYY-MM-DD)",
@@ -74,11 +61,11 @@ const CalendarDate = Schema.String.annotate({ format: "date" }).check(
 )
 
 export const MoveOutInput = Schema.Struct({
-  external_id: Text.annotate({
+  external_id: limitedText("external_id").annotate({
     description: "The partner's identifier of the move-out: the upsert key within the owner.",
   }),
   policy_number: Schema.optionalKey(
-    Text.annotate({
+    limitedText("policy_number").annotate({
       description:
         "The policy of the renter moving out (`policy_number` of the policy events). Required to create; a " +
         "move-out stays with its policy.",

@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
 import { Db } from "../platform/Db.ts"
+import { hasControlCharacter } from "../platform/FieldLimits.ts"
 import { Outbox } from "../platform/Outbox.ts"
 import { MAX_AMOUNT } from "../prospects/Domain.ts"
 import { policyId } from "./Domain.ts"
@@ -26,9 +27,6 @@ export interface RevisionInput {
 export const MAX_REASON = 500
 
 const rejected = (message: string) => new LifecycleCommandRejected({ message })
-
-const hasControl = (text: string) =>
-  Array.from(text).some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f)
 
 /** The revision's own columns of a policy, to compare before and after. */
 const revisedFields = (row: PolicyRow) => ({
@@ -226,7 +224,7 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
       actor: string,
     ) {
       const why = reason.trim()
-      if (why === "" || why.length > MAX_REASON || hasControl(why)) {
+      if (why === "" || why.length > MAX_REASON || hasControlCharacter(why)) {
         return yield* rejected(`--reason must be a sentence of 1 to ${MAX_REASON} characters`)
       }
       return yield* db.transaction(
