@@ -71,7 +71,7 @@ export class Billing extends Context.Service<Billing>()("partner-service/policie
                   new Error(`the card is held by the ${method.provider} provider, not ${provider.name}`),
                 )
           if (Exit.isFailure(asked)) {
-            yield* Effect.logError("monthly premium could not be charged; the next pass tries again").pipe(
+            yield* Effect.logError("monthly premium charge failed; retried next pass").pipe(
               Effect.annotateLogs({ policy: policyId(policy.id), installment, cause: String(asked.cause) }),
             )
             return { policyId: policy.id, installment, outcome: "failed" } satisfies InstallmentOutcome

@@ -84,7 +84,7 @@ export const lifecycleJobLayer = Layer.effectDiscard(
       yield* lifecyclePass.pipe(
         Effect.provideContext(context),
         Effect.catchCause((cause) =>
-          Effect.logWarning("policy lifecycle pass failed; the next one tries again").pipe(
+          Effect.logWarning("policy lifecycle pass failed; retried next pass").pipe(
             Effect.annotateLogs({ cause: String(cause) }),
           ),
         ),
