@@ -6,6 +6,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { testReceiverCaFile } from "../../backend/webhooks/Egress.ts"
 import { runCli, startCli } from "../support/Cli.ts"
+import { PRODUCTION } from "../support/TestPlatform.ts"
 import {
   awaitDeliveries,
   endpoint,
@@ -76,9 +77,7 @@ describe("npm run cli -- webhooks test-receiver", () => {
         const run = yield* runCli(
           {
             ...service.env,
-            SERVICE_ENV: "production",
-            PAYMENT_PROVIDER: "stripe",
-            STRIPE_SECRET_KEY: "sk_test_receiver",
+            ...PRODUCTION,
             PARTNER_DATA_DIR: productionDir,
           },
           "webhooks",

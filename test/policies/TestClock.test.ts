@@ -16,6 +16,7 @@ import { ENROLLMENT_HOST, prospectPartner, provisionedOwner } from "../support/P
 import type { Json } from "../support/PublishedApi.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import { query } from "../support/Roster.ts"
+import { PRODUCTION } from "../support/TestPlatform.ts"
 
 const clockRequest = (token: string, slug: string, method: "GET" | "POST", body?: string) =>
   Effect.gen(function* () {
@@ -122,9 +123,7 @@ layer(development.layer, { excludeTestServices: true, timeout: 180_000 })((it) =
 const production = authService({
   env: authEnv({
     ROLES: "partner-api",
-    SERVICE_ENV: "production",
-    PAYMENT_PROVIDER: "stripe",
-    STRIPE_SECRET_KEY: "sk_test_lifecycle",
+    ...PRODUCTION,
     ENROLLMENT_HOST,
   }),
 })

@@ -11,6 +11,16 @@ export const baseDatabaseUrl =
 export const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
 /** A database name and subject prefix of this test's own, so test files run in parallel on one server. */
+/**
+ * The settings production requires beyond the base env: a real payment provider, whose key here is a test key
+ * no call ever uses.
+ */
+export const PRODUCTION = {
+  SERVICE_ENV: "production",
+  PAYMENT_PROVIDER: "stripe",
+  STRIPE_SECRET_KEY: "sk_test_production",
+} as const
+
 export const isolatedEnv = (overrides: Record<string, string> = {}) => {
   const id = randomBytes(5).toString("hex")
   const url = new URL(baseDatabaseUrl)

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { isForbiddenAddress, isLocalhostName } from "../../backend/webhooks/Egress.ts"
 import { authEnv, authService } from "../support/Auth.ts"
 import { startReceiver } from "../support/Receiver.ts"
+import { PRODUCTION } from "../support/TestPlatform.ts"
 import {
   attemptsOf,
   awaitDeliveries,
@@ -65,7 +66,7 @@ describe("egress address forms", () => {
   })
 })
 
-const production = authService({ env: authEnv({ SERVICE_ENV: "production" }) })
+const production = authService({ env: authEnv(PRODUCTION) })
 
 describe("registering a webhook destination in production", () => {
   layer(production.layer, { excludeTestServices: true, timeout: 60_000 })((it) => {
@@ -86,7 +87,7 @@ describe("registering a webhook destination in production", () => {
   })
 })
 
-const engine = engineService({ SERVICE_ENV: "production" })
+const engine = engineService(PRODUCTION)
 
 describe("connecting to a webhook destination in production", () => {
   layer(engine.layer, { excludeTestServices: true, timeout: 60_000 })((it) => {
