@@ -549,7 +549,8 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
 
     /**
      * Staging: removes the owner's prospect so its identifiers can be used again (the next POST creates it,
-     * with `prospect.created`). Policies and PMS residents come with later issues, so those lists are empty.
+     * with `prospect.created`). Its policies stay, detached from it, and are listed; PMS residents are never
+     * linked, so that list is empty.
      */
     const resetTestResident = Effect.fn("Prospects.resetTestResident")(function* (
       slug: string,
@@ -560,9 +561,9 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
         Effect.gen(function* () {
           yield* repo.lock(source, sourceProspectId)
           const row = yield* ownersProspect(slug, source, sourceProspectId)
-          yield* repo.delete(row.id)
+          const policyIds = yield* repo.delete(row.id)
           return {
-            insurance_policy_ids: [],
+            insurance_policy_ids: policyIds,
             unlinked_yardi_resident_ids: [],
             reprocessed_prospect_id: Number(row.id),
           }
@@ -586,8 +587,8 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
           for (const key of yield* repo.keysByEmail(owner.id, email)) {
             yield* repo.lock(key.source, key.source_prospect_id)
           }
-          const ids = yield* repo.deleteByEmail(owner.id, email)
-          return { prospect_ids: ids.map(Number), insurance_policy_ids: [] }
+          const { ids, policyIds } = yield* repo.deleteByEmail(owner.id, email)
+          return { prospect_ids: ids, insurance_policy_ids: policyIds }
         }),
       )
     })

@@ -226,6 +226,14 @@ export interface EnrollmentFactsRow {
   } | null
 }
 
+/** Deleted prospects' ids and their policies' ids, each list in ascending order. */
+const deleted = (
+  rows: ReadonlyArray<{ readonly id: string; readonly policy_ids: ReadonlyArray<string> }>,
+) => {
+  const ascending = (ids: ReadonlyArray<string>) => ids.map(Number).sort((x, y) => x - y)
+  return { ids: ascending(rows.map((r) => r.id)), policyIds: ascending(rows.flatMap((r) => r.policy_ids)) }
+}
+
 export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
   "partner-service/prospects/ProspectsRepo",
   {
@@ -487,16 +495,33 @@ export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
               order by source, source_prospect_id`,
           ),
         /** Deletes the prospects `keysByEmail` names (those still matching); their ids, ascending. */
+        /**
+         * Deletes the owner's prospects with this email (every one without), answering their ids and the ids of
+         * the policies issued to them, which the delete detaches (read in the statement's snapshot, before it).
+         */
         deleteByEmail: (ownerId: string, email: string | undefined) =>
           db
             .query(
-              (sql) => sql<Array<{ id: string }>>`
-                delete from prospects
-                where owner_id = ${ownerId} ${email === undefined ? sql`` : sql`and lower(email) = lower(${email})`}
-                returning id`,
+              (sql) => sql<Array<{ id: string; policy_ids: Array<string> }>>`
+                with gone as (
+                  delete from prospects
+                  where owner_id = ${ownerId} ${email === undefined ? sql`` : sql`and lower(email) = lower(${email})`}
+                  returning id
+                )
+                select gone.id, array(select p.id from policies p where p.prospect_id = gone.id) as policy_ids
+                from gone`,
             )
-            .pipe(Effect.map((rows) => rows.map((r) => r.id).sort((x, y) => Number(x) - Number(y)))),
-        delete: (id: string) => db.query((sql) => sql`delete from prospects where id = ${id}`),
+            .pipe(Effect.map(deleted)),
+        /** Deletes one prospect, answering the ids of the policies issued to it (as `deleteByEmail`). */
+        delete: (id: string) =>
+          db
+            .query(
+              (sql) => sql<Array<{ id: string; policy_ids: Array<string> }>>`
+                with gone as (delete from prospects where id = ${id} returning id)
+                select gone.id, array(select p.id from policies p where p.prospect_id = gone.id) as policy_ids
+                from gone`,
+            )
+            .pipe(Effect.map((rows) => deleted(rows).policyIds)),
       }
     }),
   },
