@@ -494,9 +494,8 @@ export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
               where owner_id = ${ownerId} ${email === undefined ? sql`` : sql`and lower(email) = lower(${email})`}
               order by source, source_prospect_id`,
           ),
-        /** Deletes the prospects `keysByEmail` names (those still matching); their ids, ascending. */
         /**
-         * Deletes the owner's prospects with this email (every one without), answering their ids and the ids of
+         * Deletes the prospects `keysByEmail` names (those still matching), answering their ids and the ids of
          * the policies issued to them, which the delete detaches (read in the statement's snapshot, before it).
          */
         deleteByEmail: (ownerId: string, email: string | undefined) =>
