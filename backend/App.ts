@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url"
 import { Layer } from "effect"
 import { Auth } from "./auth/Auth.ts"
 import { authGuard, authRoutes } from "./auth/Http.ts"
@@ -8,6 +9,7 @@ import { ingestRoutes } from "./ingest/Http.ts"
 import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
 import { actorLayer } from "./platform/Actor.ts"
+import { consoleSiteRoutes } from "./platform/ConsoleSite.ts"
 import { Crypto } from "./platform/Crypto.ts"
 import { gatewayLayer, type Guard, ListeningPorts, metricsLayer, type Route } from "./platform/Http.ts"
 import { relayLayer } from "./platform/Outbox.ts"
@@ -31,6 +33,9 @@ import { Roster } from "./roster/Roster.ts"
 import { Endpoints } from "./webhooks/Endpoints.ts"
 import { webhookRoutes } from "./webhooks/Http.ts"
 import { webhookWorkersLayer } from "./webhooks/Workers.ts"
+
+/** The operator console's build (`console/build.mjs`), served by the console role; backend/ runs from source. */
+const CONSOLE_DIST = fileURLToPath(new URL("../dist/console", import.meta.url))
 
 /** What route handlers and actors may use, besides the platform. */
 type AppServices =
@@ -74,7 +79,8 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
     case "enrollment":
       return [...enrollmentRoutes, ...documentRoutes]
     case "console":
-      return []
+      // The operator API's routes go before the site, whose catch-all answers every other GET with the app.
+      return [...consoleSiteRoutes(CONSOLE_DIST)]
   }
 }
 
