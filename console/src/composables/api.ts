@@ -69,11 +69,11 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     throw new ApiError(0, fallbackMessage(0))
   }
   const text = await response.text()
-  let parsed: unknown = undefined
+  let parsed: unknown
   try {
     parsed = text ? JSON.parse(text) : undefined
   } catch {
-    parsed = undefined
+    // Not JSON (a proxy's error page): the status alone tells what happened.
   }
   if (response.ok) return parsed as T
   const error = errorFrom(response.status, parsed)
