@@ -29,8 +29,9 @@ export const retryDelivery = async (id: string | number) =>
   (await api<{ delivery: Delivery }>("POST", `/api/deliveries/${encodeURIComponent(String(id))}/retry`, {}))
     .delivery
 
-export const startBulkRetry = async (filter: Record<string, string>) =>
-  (await api<{ bulk_retry: BulkRetry }>("POST", "/api/bulk-retries", { filter })).bulk_retry
+export const startBulkRetry = async (filter: Record<string, string>, ratePerSecond: number) =>
+  (await api<{ bulk_retry: BulkRetry }>("POST", "/api/bulk-retries", { filter, rate_per_second: ratePerSecond }))
+    .bulk_retry
 
 export const getBulkRetry = async (id: string | number) =>
   (await api<{ bulk_retry: BulkRetry }>("GET", `/api/bulk-retries/${encodeURIComponent(String(id))}`))
