@@ -18,6 +18,9 @@ import { lifecycleLayer } from "./policies/Lifecycle.ts"
 import { lifecycleJobLayer } from "./policies/LifecycleJob.ts"
 import type { MoveOuts } from "./policies/MoveOuts.ts"
 import { moveOutRoutes } from "./policies/MoveOutsHttp.ts"
+import { operatorApiRoutes, operatorGuard } from "./operator/Http.ts"
+import { Operators } from "./operator/Operators.ts"
+import { Sessions } from "./operator/Sessions.ts"
 import { Policies } from "./policies/Policies.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
 import { testClockRoutes } from "./policies/TestClocksHttp.ts"
@@ -30,6 +33,7 @@ import { rosterRoutes } from "./roster/Http.ts"
 import { Roster } from "./roster/Roster.ts"
 import { Endpoints } from "./webhooks/Endpoints.ts"
 import { webhookRoutes } from "./webhooks/Http.ts"
+import { EndpointOperations } from "./webhooks/Operations.ts"
 import { webhookWorkersLayer } from "./webhooks/Workers.ts"
 
 /** What route handlers and actors may use, besides the platform. */
@@ -46,6 +50,9 @@ type AppServices =
   | MoveOuts
   | TestClocks
   | Crypto
+  | Operators
+  | Sessions
+  | EndpointOperations
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
@@ -74,7 +81,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
     case "enrollment":
       return [...enrollmentRoutes, ...documentRoutes]
     case "console":
-      return []
+      return operatorApiRoutes
   }
 }
 
@@ -82,6 +89,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
 const guards: Partial<Record<HttpRole, Guard<AppServices>>> = {
   "partner-api": authGuard("partner"),
   "ingest-api": authGuard("ingest"),
+  console: operatorGuard,
 }
 
 const httpRoles: ReadonlyArray<HttpRole> = ["partner-api", "ingest-api", "enrollment", "console"]
@@ -105,6 +113,7 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(ListeningPorts.layer),
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Endpoints.layer),
+    Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
     Layer.provideMerge(Journey.layer),
     Layer.provideMerge(lifecycleLayer),
     Layer.provideMerge(Policies.layer),
