@@ -20,6 +20,9 @@ import { lifecycleLayer } from "./policies/Lifecycle.ts"
 import { lifecycleJobLayer } from "./policies/LifecycleJob.ts"
 import type { MoveOuts } from "./policies/MoveOuts.ts"
 import { moveOutRoutes } from "./policies/MoveOutsHttp.ts"
+import { operatorApiRoutes, operatorGuard } from "./operator/Http.ts"
+import { Operators } from "./operator/Operators.ts"
+import { Sessions } from "./operator/Sessions.ts"
 import { Policies } from "./policies/Policies.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
 import { testClockRoutes } from "./policies/TestClocksHttp.ts"
@@ -32,6 +35,7 @@ import { rosterRoutes } from "./roster/Http.ts"
 import { Roster } from "./roster/Roster.ts"
 import { Endpoints } from "./webhooks/Endpoints.ts"
 import { webhookRoutes } from "./webhooks/Http.ts"
+import { EndpointOperations } from "./webhooks/Operations.ts"
 import { webhookWorkersLayer } from "./webhooks/Workers.ts"
 
 /** The operator console's build (`console/build.mjs`), served by the console role; backend/ runs from source. */
@@ -51,6 +55,9 @@ type AppServices =
   | MoveOuts
   | TestClocks
   | Crypto
+  | Operators
+  | Sessions
+  | EndpointOperations
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
@@ -80,7 +87,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
       return [...enrollmentRoutes, ...documentRoutes]
     case "console":
       // The operator API's routes go before the site, whose catch-all answers every other GET with the app.
-      return [...consoleSiteRoutes(CONSOLE_DIST)]
+      return [...operatorApiRoutes, ...consoleSiteRoutes(CONSOLE_DIST)]
   }
 }
 
@@ -88,6 +95,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
 const guards: Partial<Record<HttpRole, Guard<AppServices>>> = {
   "partner-api": authGuard("partner"),
   "ingest-api": authGuard("ingest"),
+  console: operatorGuard,
 }
 
 const httpRoles: ReadonlyArray<HttpRole> = ["partner-api", "ingest-api", "enrollment", "console"]
@@ -111,6 +119,7 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(ListeningPorts.layer),
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Endpoints.layer),
+    Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
     Layer.provideMerge(Journey.layer),
     Layer.provideMerge(lifecycleLayer),
     Layer.provideMerge(Policies.layer),

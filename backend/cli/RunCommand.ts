@@ -8,6 +8,8 @@ import { AppConfig, type ConfigInvalid } from "../platform/Config.ts"
 import { Nats } from "../platform/Nats.ts"
 import { loggerLayer } from "../platform/Observability.ts"
 import { PlatformLayer } from "../platform/Platform.ts"
+import type { OperatorNotFound, OperatorRejected } from "../operator/Domain.ts"
+import { Operators } from "../operator/Operators.ts"
 import { lifecycleLayer } from "../policies/Lifecycle.ts"
 import type { LifecycleCommandRejected, PolicyNotFound } from "../policies/LifecycleDomain.ts"
 import { Policies } from "../policies/Policies.ts"
@@ -23,6 +25,7 @@ import { type CommandLine, type CommandName, type Input, refusal } from "./Comma
 import { completeEnrollment, EnrollmentStopped } from "./Enrollment.ts"
 import { ingestLog } from "./Ingest.ts"
 import { CliIo, type CliIoShape, printLine } from "./Io.ts"
+import { createOperator, disableOperator, listOperators, setOperatorRole } from "./Operators.ts"
 import { createManagedOwner, grantOwner } from "./Owners.ts"
 import { cancelPolicy, resolveDelinquency, revisePolicy, showPolicy } from "./Policies.ts"
 import { setPropertyAddress } from "./Properties.ts"
@@ -49,6 +52,8 @@ type CommandFailure =
   | EnrollmentStopped
   | PolicyNotFound
   | LifecycleCommandRejected
+  | OperatorRejected
+  | OperatorNotFound
 
 type Handler<N extends CommandName> = (
   input: Input<N>,
@@ -101,6 +106,10 @@ const withLifecycle = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.provide(PlatformLayer),
   )
 
+/** Console operators. */
+const withOperators = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(Effect.provide(Operators.layer), Effect.provide(PlatformLayer))
+
 const handlers: { readonly [N in CommandName]: Handler<N> } = {
   migrate: () =>
     Effect.scoped(Layer.build(PlatformLayer)).pipe(
@@ -141,6 +150,10 @@ const handlers: { readonly [N in CommandName]: Handler<N> } = {
         (module) => module.testReceiver(input),
       ),
     ),
+  "operators create": (input) => withOperators(createOperator(input)),
+  "operators list": () => withOperators(listOperators()),
+  "operators disable": (input) => withOperators(disableOperator(input)),
+  "operators set-role": (input) => withOperators(setOperatorRole(input)),
   "enrollment complete": (input) =>
     Effect.gen(function* () {
       // Refused before anything connects: it pays with the test provider's cards.
@@ -193,6 +206,8 @@ export const runCommand = async (line: Extract<CommandLine, { _tag: "Command" }>
       EnrollmentStopped: (error) => refuse(error.message),
       PolicyNotFound: (error) => refuse(error.message),
       LifecycleCommandRejected: (error) => refuse(error.message),
+      OperatorRejected: (error) => refuse(error.message),
+      OperatorNotFound: (error) => refuse(`no operator ${error.email}`),
       ProviderNotProvisioned: (error) =>
         refuse(`provider ${error.provider} is not provisioned: run providers create ${error.provider} first`),
     }),

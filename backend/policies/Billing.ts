@@ -160,6 +160,8 @@ export class Billing extends Context.Service<Billing>()("partner-service/policie
               policy_number: resolved.policy_number,
               resolved_amount_cents: Number(resolved.resolved_amount_cents),
             },
+            before: { status: current.status },
+            after: { status: resolved.status, resolved_amount_cents: Number(resolved.resolved_amount_cents) },
           })
           yield* outbox.enqueue([delinquencyEvent("delinquency.resolved", resolved)])
           return {

@@ -191,6 +191,8 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
             action: "policies.revise",
             target: `policy:${policy.policy_number}`,
             details: { policy_id: policyId(policy.id), before, after },
+            before,
+            after,
           })
           const slug = revised.owner_slug
           yield* outbox.enqueue([
@@ -240,6 +242,8 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
             action: "policies.cancel",
             target: `policy:${policy.policy_number}`,
             details: { policy_id: policyId(policy.id), reason: why, before: { status: policy.status } },
+            before: { status: policy.status },
+            after: { status: "canceled", cancellation_reason: why },
           })
           yield* outbox.enqueue([
             policyEvent("policy.canceled", canceled.owner_slug, canceled, config.consoleBaseUrl),

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { Db, type Sql } from "../platform/Db.ts"
 import type { DeliveryStatus, EndpointStatus } from "./Domain.ts"
+import { type AuditEntry, recordAudit } from "../operator/Audit.ts"
 
 /** The engine's scheduler wakes on this channel and publishes every due delivery. */
 export const WEBHOOK_DUE = "webhook_due"
@@ -242,17 +243,7 @@ export class WebhooksRepo extends Context.Service<WebhooksRepo>()("partner-servi
             update webhook_subscribers set custom_headers = ${sql.json(headers as never)}
             where id = ${subscriberId}`,
         ),
-      audit: (entry: {
-        readonly actor: string
-        readonly action: string
-        readonly target: string
-        readonly details: Readonly<Record<string, unknown>>
-      }) =>
-        db.query(
-          (sql) => sql`
-            insert into audit_log (actor, action, target, details)
-            values (${entry.actor}, ${entry.action}, ${entry.target}, ${sql.json(entry.details as never)})`,
-        ),
+      audit: (entry: AuditEntry) => recordAudit(db, entry),
 
       insertEndpoint: (
         subscriberId: string,
