@@ -76,7 +76,9 @@ export const apiFromPage = (page: Page, method: string, apiPath: string, body?: 
   promise(() =>
     page.evaluate(
       async ({ method, apiPath, body }) => {
-        const session = await fetch("/api/session").then((r) => (r.ok ? r.json() : null))
+        const session = (await fetch("/api/session").then((r) => (r.ok ? r.json() : null))) as {
+          csrf_token?: string
+        } | null
         const response = await fetch(apiPath, {
           method,
           headers: {

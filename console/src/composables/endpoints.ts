@@ -10,7 +10,7 @@ export const listEndpoints = (filters: Query) =>
   )
 
 export const getEndpoint = (id: string) =>
-  api<{ endpoint: Endpoint; health: EndpointHealth }>("GET", `/api/endpoints/${encodeURIComponent(id)}`)
+  api<{ endpoint: Endpoint; health?: EndpointHealth }>("GET", `/api/endpoints/${encodeURIComponent(id)}`)
 
 export const setEndpointStatus = async (id: string | number, status: EndpointStatus, reason?: string) =>
   (
