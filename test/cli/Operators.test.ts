@@ -113,5 +113,23 @@ describe("npm run cli -- operators", () => {
         assert.include(missing.stderr, "no operator ghost@example.com")
       }),
     )
+
+    it.effect("records the state-changing commands whose services audit nothing themselves", () =>
+      Effect.gen(function* () {
+        const run = yield* cli("clients", "create", "--gateway", "partner", "--name", "audited-client")
+        assert.strictEqual(run.code, 0, run.stderr)
+        const [entry] = yield* auditOf("client:audited-client")
+        assert.strictEqual(entry?.actor, "cli:alice")
+        assert.strictEqual(entry?.channel, "cli")
+        assert.strictEqual(entry?.action, "clients.create")
+        assert.deepInclude((entry?.after as { options: object }).options, { gateway: "partner", name: "audited-client" })
+        // Its secret is printed once and never recorded.
+        const secret = JSON.parse(run.stdout).client_secret as string
+        assert.notInclude(JSON.stringify(entry), secret)
+        // A refused command records nothing.
+        assert.strictEqual((yield* cli("clients", "revoke", "no-such-client")).code, 2)
+        assert.deepStrictEqual(yield* auditOf("client:no-such-client"), [])
+      }),
+    )
   })
 })
