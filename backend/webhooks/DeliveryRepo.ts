@@ -30,6 +30,8 @@ export interface RoutedDelivery {
   readonly series: number
   readonly attempt_number: number
   readonly created: boolean
+  /** Recorded for a suspended endpoint: no attempt until the endpoint is active again (the scheduler releases it). */
+  readonly held: boolean
 }
 
 /**
@@ -199,27 +201,33 @@ export class DeliveryRepo extends Context.Service<
               join webhook_subscribers s on s.provider_id = pp.provider_id
             ),
             targets as (
-              select i.event_id, i.event, i.owner_slug, i.payload, e.id as endpoint_id
+              select i.event_id, i.event, i.owner_slug, i.payload, e.id as endpoint_id,
+                     e.status = 'suspended' as held
               from subscribers sub
               join input i on i.event_id = sub.event_id
               join webhook_endpoints e on e.subscriber_id = sub.subscriber_id
-              where e.status = 'active' and e.deleted_at is null and i.event = any(e.events)
+              where e.status in ('active', 'suspended') and e.deleted_at is null and i.event = any(e.events)
             ),
             created as (
-              insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, dispatched_at)
-              select endpoint_id, event_id, event, owner_slug, decode(payload, 'hex'), ${now}
+              -- A suspended endpoint's delivery is recorded held and not announced: its endpoint's activation
+              -- releases it (the scheduler makes it due), a disable or delete fails it.
+              insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, dispatched_at,
+                                              held_since)
+              select endpoint_id, event_id, event, owner_slug, decode(payload, 'hex'),
+                     case when held then null else ${now}::timestamptz end,
+                     case when held then ${now}::timestamptz end
               from targets order by event_id, endpoint_id
               on conflict (event_id, endpoint_id) do nothing
-              returning id, endpoint_id, event_id, series, attempt_number
+              returning id, endpoint_id, event_id, series, attempt_number, held_since is not null as held
             )
-            select id, endpoint_id, event_id, series, attempt_number, true as created from created
+            select id, endpoint_id, event_id, series, attempt_number, true as created, held from created
             ${
               again.length === 0
                 ? sql``
                 : sql`
                   union all
-                  select id, endpoint_id, event_id, series, attempt_number, false from webhook_deliveries
-                  where event_id = any(${again}::text[]) and status = 'pending'`
+                  select id, endpoint_id, event_id, series, attempt_number, false, false from webhook_deliveries
+                  where event_id = any(${again}::text[]) and status = 'pending' and held_since is null`
             }`,
         )
         return rows.map((r): RoutedDelivery => ({
@@ -229,6 +237,7 @@ export class DeliveryRepo extends Context.Service<
           series: int(r.series),
           attempt_number: int(r.attempt_number),
           created: r.created === true,
+          held: r.held === true,
         }))
       })
 

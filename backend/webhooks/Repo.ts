@@ -332,17 +332,28 @@ export class WebhooksRepo extends Context.Service<WebhooksRepo>()("partner-servi
             from webhook_attempts where delivery_id = ${deliveryId}
             order by series, attempt_number`,
         ),
-      /** A new series of attempts from attempt 1, due now; the scheduler is woken on commit. */
-      retryDelivery: (endpointId: string, id: string) =>
+      /**
+       * A new series of attempts from attempt 1, due now, for each delivery (of `endpointId` when given); the ids
+       * it applied to. Rows are locked in id order, as the claim locks them. The scheduler is woken on commit.
+       */
+      retryDeliveries: (ids: ReadonlyArray<number | string>, endpointId?: string) =>
         db.query(async (sql) => {
-          const updated = await sql`
-            update webhook_deliveries
+          if (ids.length === 0) return []
+          const updated = await sql<Array<{ id: string }>>`
+            with target as (
+              select id from webhook_deliveries
+              where id = any(${ids.map(String)}::bigint[])
+                ${endpointId === undefined ? sql`` : sql`and endpoint_id = ${endpointId}`}
+              order by id
+              for update
+            )
+            update webhook_deliveries d
             set series = series + 1, attempt_number = 1, status = 'pending', next_retry_at = now(),
                 lease_until = null, held_since = null, updated_at = now()
-            where id = ${id} and endpoint_id = ${endpointId}
-            returning id`
+            from target where d.id = target.id
+            returning d.id`
           if (updated.length > 0) await sql`select pg_notify(${WEBHOOK_DUE}, '')`
-          return updated.length > 0
+          return updated.map((row) => Number(row.id))
         }),
     }
   }),
