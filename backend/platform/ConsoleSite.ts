@@ -43,22 +43,24 @@ const notBuilt = new ServiceUnavailable({
 /**
  * The built single-page app in `dir` (Vite's output): files under `/assets/` with a long cache, and
  * `index.html` for every other GET path (the app's own router draws the page), except the API's and the
- * operators' endpoints. Static files only: the platform knows nothing of what the console shows. Files are read
- * once and kept in memory (the build is a few hundred kilobytes).
+ * operators' endpoints. Static files only: the platform knows nothing of what the console shows. Assets are kept
+ * in memory once read (their names change with their content); `index.html` is read on every page load, so a
+ * rebuild (`npm test` beside a running `npm start`) is served at once without a restart.
  */
 export const consoleSiteRoutes = (dir: string): ReadonlyArray<Route> => {
   const root = path.resolve(dir)
-  const cache = new Map<string, Uint8Array | null>()
-  const load = (relative: string) =>
+  const assets = new Map<string, Uint8Array>()
+  const read = (relative: string) =>
     Effect.promise(async () => {
-      if (cache.has(relative)) return cache.get(relative) ?? null
       const file = path.resolve(root, relative)
       // A path that climbs out of the build names nothing.
-      const inside = file.startsWith(root + path.sep)
-      const bytes = inside ? await readFile(file).catch(() => null) : null
-      // index.html is looked up again while missing, so a build finishing after startup is picked up.
-      if (bytes !== null || relative !== "index.html") cache.set(relative, bytes)
-      return bytes
+      return file.startsWith(root + path.sep) ? await readFile(file).catch(() => null) : null
+    })
+  const asset = (relative: string) =>
+    Effect.suspend(() => {
+      const known = assets.get(relative)
+      if (known !== undefined) return Effect.succeed(known)
+      return Effect.tap(read(relative), (bytes) => Effect.sync(() => bytes && assets.set(relative, bytes)))
     })
   const respond = (bytes: Uint8Array, file: string, cacheControl: string) =>
     new Response(bytes as Uint8Array<ArrayBuffer>, {
@@ -78,11 +80,11 @@ export const consoleSiteRoutes = (dir: string): ReadonlyArray<Route> => {
         if (NOT_THE_SITE.test(request.path)) return yield* new NotFound({ message: "Not found." })
         if (request.path.startsWith("/assets/")) {
           const relative = request.path.slice(1)
-          const bytes = yield* load(relative)
+          const bytes = yield* asset(relative)
           if (bytes === null) return yield* new NotFound({ message: "Not found." })
           return respond(bytes, relative, IMMUTABLE)
         }
-        const index = yield* load("index.html")
+        const index = yield* read("index.html")
         if (index === null) return yield* notBuilt
         return respond(index, "index.html", "no-cache")
       }),

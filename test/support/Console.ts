@@ -35,12 +35,27 @@ export interface OperatorAccount {
 }
 
 /** An operator account made as an admin makes one on the command line, with a password of the test's own. */
-export const operatorAccount = (env: Record<string, string>, role: OperatorAccount["role"], name: string = role) =>
+export const operatorAccount = (
+  env: Record<string, string>,
+  role: OperatorAccount["role"],
+  name: string = role,
+) =>
   Effect.gen(function* () {
     const email = `${name}-${randomBytes(3).toString("hex")}@console.test`
     const password = `pw-${randomBytes(12).toString("hex")}`
-    const run = yield* runCli(env, "operators", "create", "--email", email, "--role", role, "--password", password)
-    if (run.code !== 0) return yield* Effect.die(new Error(`operators create failed: ${run.stderr}${run.stdout}`))
+    const run = yield* runCli(
+      env,
+      "operators",
+      "create",
+      "--email",
+      email,
+      "--role",
+      role,
+      "--password",
+      password,
+    )
+    if (run.code !== 0)
+      return yield* Effect.die(new Error(`operators create failed: ${run.stderr}${run.stdout}`))
     return { email, password, role } satisfies OperatorAccount
   })
 

@@ -30,8 +30,12 @@ export const retryDelivery = async (id: string | number) =>
     .delivery
 
 export const startBulkRetry = async (filter: Record<string, string>, ratePerSecond: number) =>
-  (await api<{ bulk_retry: BulkRetry }>("POST", "/api/bulk-retries", { filter, rate_per_second: ratePerSecond }))
-    .bulk_retry
+  (
+    await api<{ bulk_retry: BulkRetry }>("POST", "/api/bulk-retries", {
+      filter,
+      rate_per_second: ratePerSecond,
+    })
+  ).bulk_retry
 
 export const getBulkRetry = async (id: string | number) =>
   (await api<{ bulk_retry: BulkRetry }>("GET", `/api/bulk-retries/${encodeURIComponent(String(id))}`))

@@ -22,6 +22,7 @@ import {
 } from "../../support/WebhookEngine.ts"
 
 const service = consoleService()
+const TIMEOUT = 120_000
 const OWNER = "acme"
 const EVENT = "policy.created"
 
@@ -45,6 +46,8 @@ class E2e extends Context.Service<
       receiver.respond("/hook", () => ({ status: 500, body: "receiver is down for maintenance" }))
       const browser = yield* launchBrowser()
       const page = yield* promise(() => browser.newPage())
+      // A step that never comes fails with what it waited for, well before the test's own timeout.
+      page.setDefaultTimeout(30_000)
       const operator = yield* operatorAccount(service.env, "operator")
       return { browser, page, origin: yield* consoleOrigin, operator, receiver, endpointId }
     }),
@@ -82,7 +85,9 @@ describe("console: deliveries", () => {
             yield* promise(() => page.getByLabel("Email").fill(operator.email))
             yield* promise(() => page.getByLabel("Password").fill("not the password"))
             yield* promise(() => page.getByRole("button", { name: "Sign in" }).click())
-            yield* promise(() => page.getByRole("alert").getByText("Email or password is incorrect.").waitFor())
+            yield* promise(() =>
+              page.getByRole("alert").getByText("Email or password is incorrect.").waitFor(),
+            )
             yield* screenshot(page, "login")
             yield* signIn(page, origin, operator)
 
@@ -110,49 +115,56 @@ describe("console: deliveries", () => {
             assert.strictEqual(yield* promise(() => attempts.count()), 3)
             yield* screenshot(page, "delivery-delivered")
           }),
+        TIMEOUT,
       )
 
-      it.effect("retries every delivery a filter selects after a preview, shows the progress and cancels", () =>
-        Effect.gen(function* () {
-          const { page, origin, receiver, endpointId } = yield* E2e
-          receiver.respond("/hook", () => ({ status: 503, body: "still down" }))
-          yield* failedDeliveries(endpointId, 6)
+      it.effect(
+        "retries every delivery a filter selects after a preview, shows the progress and cancels",
+        () =>
+          Effect.gen(function* () {
+            const { page, origin, receiver, endpointId } = yield* E2e
+            receiver.respond("/hook", () => ({ status: 503, body: "still down" }))
+            yield* failedDeliveries(endpointId, 6)
 
-          // The filters live in the URL: this link is the view of the endpoint's failed deliveries.
-          yield* promise(() => page.goto(`${origin}/deliveries?endpoint=${endpointId}&status=failed`))
-          yield* promise(() => page.locator("tr[data-delivery-id]").first().waitFor())
-          assert.strictEqual(yield* promise(() => page.locator("tr[data-delivery-id]").count()), 6)
-          assert.strictEqual(yield* promise(() => page.getByLabel("Status").inputValue()), "failed")
+            // The filters live in the URL: this link is the view of the endpoint's failed deliveries.
+            yield* promise(() => page.goto(`${origin}/deliveries?endpoint=${endpointId}&status=failed`))
+            yield* promise(() => page.locator("tr[data-delivery-id]").first().waitFor())
+            assert.strictEqual(yield* promise(() => page.locator("tr[data-delivery-id]").count()), 6)
+            assert.strictEqual(yield* promise(() => page.getByLabel("Status").inputValue()), "failed")
 
-          yield* promise(() => page.getByRole("button", { name: "Retry all matching" }).click())
-          yield* promise(() => page.getByTestId("bulk-preview").getByText("6 deliveries match").waitFor())
-          yield* promise(() => page.getByLabel("Rate").selectOption("1"))
-          yield* screenshot(page, "deliveries-bulk-preview")
-          yield* promise(() => page.getByRole("button", { name: "Retry 6 deliveries" }).click())
+            yield* promise(() => page.getByRole("button", { name: "Retry all matching" }).click())
+            yield* promise(() => page.getByTestId("bulk-preview").getByText("6 deliveries match").waitFor())
+            yield* promise(() => page.getByLabel("Rate").selectOption("1"))
+            yield* screenshot(page, "deliveries-bulk-preview")
+            yield* promise(() => page.getByRole("button", { name: "Retry 6 deliveries" }).click())
 
-          const progress = page.getByTestId("bulk-progress")
-          yield* promise(() => progress.getByText(/^[1-5] of 6 retried$/).waitFor({ timeout: 30_000 }))
-          yield* screenshot(page, "deliveries-bulk-progress")
-          yield* promise(() => page.getByRole("button", { name: "Cancel" }).click())
-          yield* promise(() => page.locator("#bulk-heading .badge", { hasText: "cancelled" }).waitFor())
-          const done = Number((yield* promise(() => progress.innerText())).split(" ")[0])
-          assert.isBelow(done, 6)
-          assert.isAtLeast(done, 1)
-        }),
+            const progress = page.getByTestId("bulk-progress")
+            yield* promise(() => progress.getByText(/^[1-5] of 6 retried$/).waitFor({ timeout: 30_000 }))
+            yield* screenshot(page, "deliveries-bulk-progress")
+            yield* promise(() => page.getByRole("button", { name: "Cancel" }).click())
+            yield* promise(() => page.locator("#bulk-heading .badge", { hasText: "cancelled" }).waitFor())
+            const done = Number((yield* promise(() => progress.innerText())).split(" ")[0])
+            assert.isBelow(done, 6)
+            assert.isAtLeast(done, 1)
+          }),
+        TIMEOUT,
       )
 
-      it.effect("lists each of the operator's actions in the audit log", () =>
-        Effect.gen(function* () {
-          const { page, origin, operator } = yield* E2e
-          yield* promise(() => page.goto(`${origin}/audit?actor=${encodeURIComponent(operator.email)}`))
-          const entries = page.getByTestId("audit-entry")
-          yield* promise(() => entries.first().waitFor())
-          const text = (yield* promise(() => entries.allInnerTexts())).join("\n")
-          assert.match(text, /retry/i)
-          assert.match(text, /bulk/i)
-          assert.match(text, /cancel/i)
-          yield* screenshot(page, "audit")
-        }),
+      it.effect(
+        "lists each of the operator's actions in the audit log",
+        () =>
+          Effect.gen(function* () {
+            const { page, origin, operator } = yield* E2e
+            yield* promise(() => page.goto(`${origin}/audit?actor=${encodeURIComponent(operator.email)}`))
+            const entries = page.getByTestId("audit-entry")
+            yield* promise(() => entries.first().waitFor())
+            const text = (yield* promise(() => entries.allInnerTexts())).join("\n")
+            assert.match(text, /retry/i)
+            assert.match(text, /bulk/i)
+            assert.match(text, /cancel/i)
+            yield* screenshot(page, "audit")
+          }),
+        TIMEOUT,
       )
     })
   })
