@@ -24,7 +24,9 @@ export function useResource<T>(load: () => Promise<T>, source?: WatchSource) {
       if (mine === generation) loading.value = false
     }
   }
-  if (source) watch(source, reload, { immediate: true })
+  // An empty source (a route parameter while the router leaves the page) loads nothing.
+  if (source)
+    watch(source, (value) => value !== undefined && value !== "" && void reload(), { immediate: true })
   else void reload()
   return { data, error, loading, reload }
 }
