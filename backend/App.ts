@@ -24,8 +24,11 @@ import { operatorApiRoutes, operatorGuard } from "./operator/Http.ts"
 import { DeliveryActions } from "./operator/DeliveryActions.ts"
 import { Deliveries } from "./operator/DeliveryQueries.ts"
 import { Operators } from "./operator/Operators.ts"
+import { policyRoutes } from "./operator/PolicyRoutes.ts"
 import { Sessions } from "./operator/Sessions.ts"
+import type { Billing } from "./policies/Billing.ts"
 import { Policies } from "./policies/Policies.ts"
+import type { Revisions } from "./policies/Revisions.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
 import { testClockRoutes } from "./policies/TestClocksHttp.ts"
 import { eligibilityActor } from "./prospects/Consumer.ts"
@@ -60,6 +63,8 @@ type AppServices =
   | Operators
   | Sessions
   | EndpointOperations
+  | Revisions
+  | Billing
   | Deliveries
   | DeliveryActions
 
@@ -91,7 +96,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
       return [...enrollmentRoutes, ...documentRoutes]
     case "console":
       // The operator API's routes go before the site, whose catch-all answers every other GET with the app.
-      return [...operatorApiRoutes, ...consoleSiteRoutes(CONSOLE_DIST)]
+      return [...policyRoutes, ...operatorApiRoutes, ...consoleSiteRoutes(CONSOLE_DIST)]
   }
 }
 

@@ -13,7 +13,11 @@ import { recordAudit } from "../operator/Audit.ts"
 import type { OperatorNotFound, OperatorRejected } from "../operator/Domain.ts"
 import { Operators } from "../operator/Operators.ts"
 import { lifecycleLayer } from "../policies/Lifecycle.ts"
-import type { LifecycleCommandRejected, PolicyNotFound } from "../policies/LifecycleDomain.ts"
+import type {
+  DelinquencyNotFound,
+  LifecycleCommandRejected,
+  PolicyNotFound,
+} from "../policies/LifecycleDomain.ts"
 import { Policies } from "../policies/Policies.ts"
 import type { ProspectIncomplete, ProspectNotFound } from "../prospects/Domain.ts"
 import { Prospects } from "../prospects/Prospects.ts"
@@ -53,6 +57,7 @@ type CommandFailure =
   | ProviderNotProvisioned
   | EnrollmentStopped
   | PolicyNotFound
+  | DelinquencyNotFound
   | LifecycleCommandRejected
   | OperatorRejected
   | OperatorNotFound
@@ -158,7 +163,8 @@ const handlers: { readonly [N in CommandName]: Handler<N> } = {
   "clients grant": (input) => withAuth(audited("clients grant", input)(grantClient(input))),
   "clients revoke": (input) => withAuth(audited("clients revoke", input)(revokeClient(input))),
   "keys rotate": (input) => withAuth(audited("keys rotate", input)(rotateKeys())),
-  "owners create-managed": (input) => withRoster(audited("owners create-managed", input)(createManagedOwner(input))),
+  "owners create-managed": (input) =>
+    withRoster(audited("owners create-managed", input)(createManagedOwner(input))),
   "owners grant": (input) => withRoster(audited("owners grant", input)(grantOwner(input))),
   "properties set-address": (input) => withRoster(setPropertyAddress(input)),
   "sources create": (input) => withIngest(audited("sources create", input)(createSource(input))),
@@ -242,6 +248,7 @@ export const runCommand = async (line: Extract<CommandLine, { _tag: "Command" }>
       EnrollmentStopped: (error) => refuse(error.message),
       PolicyNotFound: (error) => refuse(error.message),
       LifecycleCommandRejected: (error) => refuse(error.message),
+      DelinquencyNotFound: (error) => refuse(error.message),
       OperatorRejected: (error) => refuse(error.message),
       OperatorNotFound: (error) => refuse(`no operator ${error.email}`),
       ProviderNotProvisioned: (error) =>

@@ -13,7 +13,14 @@ import {
   Unauthorized,
   Unprocessable,
 } from "../platform/Http.ts"
-import { EndpointStatuses, type EndpointStatus, MAX_OVERLAP_MS, type SubscriberRef } from "../webhooks/Domain.ts"
+import {
+  EndpointStatuses,
+  type EndpointStatus,
+  MAX_OVERLAP_MS,
+  type SubscriberRef,
+} from "../webhooks/Domain.ts"
+import type { Billing } from "../policies/Billing.ts"
+import type { Revisions } from "../policies/Revisions.ts"
 import { EndpointOperations } from "../webhooks/Operations.ts"
 import { AuditChannel } from "./Audit.ts"
 import { DeliveryActions } from "./DeliveryActions.ts"
@@ -23,7 +30,8 @@ import { Operators } from "./Operators.ts"
 import { type CurrentSession, ABSOLUTE_TIMEOUT_MS, Sessions } from "./Sessions.ts"
 
 /** What the operator routes use. */
-export type OperatorServices = Sessions | Operators | EndpointOperations | Deliveries | DeliveryActions | AppConfig
+export type OperatorServices =
+  Sessions | Operators | EndpointOperations | Deliveries | DeliveryActions | Revisions | Billing | AppConfig
 
 export const SESSION_COOKIE = "console_session"
 export const CSRF_HEADER = "x-csrf-token"
@@ -56,17 +64,23 @@ export const operatorGuard: Guard<Sessions> = {
       const sessions = yield* Sessions
       const session = yield* sessions.current(sessionToken(request.headers))
       if (session === undefined) return yield* new Unauthorized()
-      if (!SAFE_METHODS.has(request.method) && !sessions.csrfMatches(session, request.headers.get(CSRF_HEADER))) {
+      if (
+        !SAFE_METHODS.has(request.method) &&
+        !sessions.csrfMatches(session, request.headers.get(CSRF_HEADER))
+      ) {
         return yield* new Forbidden()
       }
       const scope = route.access === "public" ? undefined : route.access.scope
       const needed = scope?.startsWith(SCOPE_PREFIX) ? scope.slice(SCOPE_PREFIX.length) : undefined
       if (!isRole(needed) || !roleAtLeast(session.operator.role, needed)) return yield* new Forbidden()
-      return { clientId: session.operator.email, scopes: new Set([`${SCOPE_PREFIX}${session.operator.role}`]) }
+      return {
+        clientId: session.operator.email,
+        scopes: new Set([`${SCOPE_PREFIX}${session.operator.role}`]),
+      }
     }),
 }
 
-const invalid = (message: string, resource: string, fields: Record<string, string>) =>
+export const invalid = (message: string, resource: string, fields: Record<string, string>) =>
   new Unprocessable({ message, resource, fields })
 
 /** Domain failures of the operator routes as the contract's errors. */
@@ -92,17 +106,17 @@ const toApiError = (error: { readonly _tag: string } & Record<string, unknown>):
 }
 
 /** An object body, or 422. */
-const objectBody = (request: HttpRequest, resource: string) =>
+export const objectBody = (request: HttpRequest, resource: string) =>
   Effect.flatMap(request.json, (body) =>
     typeof body === "object" && body !== null && !Array.isArray(body)
       ? Effect.succeed(body as Record<string, unknown>)
       : Effect.fail(invalid("Request body must be a JSON object.", resource, { base: "must be an object" })),
   )
 
-const actorOf = (request: HttpRequest) => request.caller!.clientId
+export const actorOf = (request: HttpRequest) => request.caller!.clientId
 
 /** A route of the console: its writes audited as `console`, its domain failures in the contract's shape. */
-const route = <E extends { readonly _tag: string }>(
+export const route = <E extends { readonly _tag: string }>(
   method: Route["method"],
   path: string,
   role: Role | "public",
@@ -125,7 +139,7 @@ const DEFAULT_LIMIT = 50
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/
 
 /** Reads query parameters into `fields` (a message per bad one); empty values count as absent. */
-const queryReader = (query: URLSearchParams) => {
+export const queryReader = (query: URLSearchParams) => {
   const fields: Record<string, string> = {}
   const text = (name: string, max = 200) => {
     const value = query.get(name)
@@ -161,7 +175,7 @@ const queryReader = (query: URLSearchParams) => {
 export const encodeCursor = (id: string | number | undefined) =>
   id === undefined ? null : Buffer.from(String(id), "utf8").toString("base64url")
 
-const checkedQuery = <A>(reader: ReturnType<typeof queryReader>, read: A) =>
+export const checkedQuery = <A>(reader: ReturnType<typeof queryReader>, read: A) =>
   Object.keys(reader.fields).length > 0
     ? Effect.fail(invalid("Invalid filter.", "filter", reader.fields))
     : Effect.succeed(read)
@@ -186,14 +200,10 @@ const signIn = route("POST", "/api/session", "public", (request) =>
     const secure = (yield* AppConfig).serviceEnv !== "development"
     return yield* (yield* Sessions).signIn(body.email as string, body.password as string).pipe(
       Effect.map((signed) =>
-        json(
-          200,
-          sessionBody(signed),
-          {
-            "set-cookie": cookie(signed.token, ABSOLUTE_TIMEOUT_MS / 1000, secure),
-            "cache-control": "no-store",
-          },
-        ),
+        json(200, sessionBody(signed), {
+          "set-cookie": cookie(signed.token, ABSOLUTE_TIMEOUT_MS / 1000, secure),
+          "cache-control": "no-store",
+        }),
       ),
       Effect.catchTags({
         SignInRefused: () => Effect.succeed(json(401, { message: "Email or password is incorrect." })),
@@ -286,7 +296,10 @@ const operatorRoutes = [
   route("POST", "/api/operators", "admin", (request) =>
     Effect.gen(function* () {
       const body = yield* objectBody(request, "operator")
-      const created = yield* (yield* Operators).create({ email: body.email, role: body.role }, actorOf(request))
+      const created = yield* (yield* Operators).create(
+        { email: body.email, role: body.role },
+        actorOf(request),
+      )
       return json(201, { operator: created.operator, password: created.password })
     }),
   ),
@@ -295,8 +308,13 @@ const operatorRoutes = [
       const body = yield* objectBody(request, "operator")
       const email = request.params.email ?? ""
       // An admin cannot lock themself out; another admin can.
-      if (email.toLowerCase() === actorOf(request).toLowerCase() && (body.disabled === true || (body.role !== undefined && body.role !== "admin"))) {
-        return yield* invalid("Invalid operator.", "operator", { base: "you cannot disable or demote yourself" })
+      if (
+        email.toLowerCase() === actorOf(request).toLowerCase() &&
+        (body.disabled === true || (body.role !== undefined && body.role !== "admin"))
+      ) {
+        return yield* invalid("Invalid operator.", "operator", {
+          base: "you cannot disable or demote yourself",
+        })
       }
       const updated = yield* (yield* Operators).update(
         email,
@@ -354,7 +372,8 @@ const endpointRoutes = [
       } else if (body.status === "disabled" && !reason) {
         fields.reason = "is required to disable an endpoint"
       }
-      if (Object.keys(fields).length > 0) return yield* invalid("Invalid endpoint status.", "endpoint", fields)
+      if (Object.keys(fields).length > 0)
+        return yield* invalid("Invalid endpoint status.", "endpoint", fields)
       const endpoint = yield* (yield* EndpointOperations).setStatus(
         request.params.id ?? "",
         body.status as EndpointStatus,
@@ -421,14 +440,16 @@ const secretRoutes = [
       const fields: Record<string, string> = {}
       const owner = typeof body.owner === "string" && body.owner !== "" ? body.owner : undefined
       const provider = typeof body.provider === "string" && body.provider !== "" ? body.provider : undefined
-      if ((owner === undefined) === (provider === undefined)) fields.base = "name exactly one of owner and provider"
+      if ((owner === undefined) === (provider === undefined))
+        fields.base = "name exactly one of owner and provider"
       const hours = body.overlap_hours
       const maxHours = MAX_OVERLAP_MS / 3_600_000
       if (typeof hours !== "number" || !Number.isInteger(hours) || hours < 0 || hours > maxHours) {
         fields.overlap_hours = `must be an integer from 0 to ${maxHours}`
       }
       if (Object.keys(fields).length > 0) return yield* invalid("Invalid rotation.", "secret", fields)
-      const ref: SubscriberRef = owner !== undefined ? { kind: "owner", slug: owner } : { kind: "provider", name: provider! }
+      const ref: SubscriberRef =
+        owner !== undefined ? { kind: "owner", slug: owner } : { kind: "provider", name: provider! }
       const rotated = yield* (yield* EndpointOperations)
         .rotate(ref, (hours as number) * 3_600_000, actorOf(request))
         .pipe(
@@ -438,7 +459,11 @@ const secretRoutes = [
         )
       return json(
         201,
-        { secret: rotated.secret, created_at: rotated.created_at, previous_expires_at: rotated.previous_expires_at },
+        {
+          secret: rotated.secret,
+          created_at: rotated.created_at,
+          previous_expires_at: rotated.previous_expires_at,
+        },
         { "cache-control": "no-store" },
       )
     }),
