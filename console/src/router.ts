@@ -47,6 +47,18 @@ export const router = createRouter({
       meta: { title: "Endpoint" },
     },
     {
+      path: "/policies",
+      name: "policies",
+      component: () => import("./pages/PoliciesPage.vue"),
+      meta: { title: "Policies" },
+    },
+    {
+      path: "/policies/:id",
+      name: "policy",
+      component: () => import("./pages/PolicyPage.vue"),
+      meta: { title: "Policy" },
+    },
+    {
       path: "/secrets",
       name: "secrets",
       component: () => import("./pages/SecretsPage.vue"),

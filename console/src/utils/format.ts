@@ -27,3 +27,9 @@ export const subscriberName = (s: {
   owner: { slug: string; name: string } | null
   provider: { name: string } | null
 }) => (s.owner ? `${s.owner.name} (${s.owner.slug})` : s.provider ? `Provider ${s.provider.name}` : "—")
+
+const dollars = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD" })
+
+/** An amount in cents as dollars. */
+export const money = (cents: number | null | undefined) =>
+  cents === null || cents === undefined ? "—" : dollars.format(cents / 100)
