@@ -27,7 +27,7 @@ const auditOf = (target: string) =>
   query(
     (sql) => sql<Array<{ actor: string; channel: string; action: string; before: any; after: any }>>`
       select actor, channel, action, before, after from audit_log where target = ${target} order by id`,
-  )
+  ).pipe(Effect.map((rows) => [...rows]))
 
 const sessions = Effect.gen(function* () {
   const suffix = Math.random().toString(36).slice(2, 8)
