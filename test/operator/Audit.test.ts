@@ -8,7 +8,12 @@ import { query } from "../support/WebhookEngine.ts"
 /** The statement's failure message, or undefined when Postgres accepted it. */
 const refusal = (statement: string) =>
   Effect.flatMap(Effect.service(Db), (db) =>
-    db.query((sql) => sql.unsafe(statement).then(() => undefined, (error: Error) => error.message)),
+    db.query((sql) =>
+      sql.unsafe(statement).then(
+        () => undefined,
+        (error: Error) => error.message,
+      ),
+    ),
   )
 
 describe("the audit log", () => {
@@ -16,11 +21,18 @@ describe("the audit log", () => {
     it.effect("is append-only: UPDATE, DELETE and TRUNCATE are refused, whoever asks", () =>
       Effect.gen(function* () {
         const db = yield* Db
-        yield* recordAudit(db, { actor: "cli:root", action: "test.write", target: "thing:1", after: { a: 1 } })
+        yield* recordAudit(db, {
+          actor: "cli:root",
+          action: "test.write",
+          target: "thing:1",
+          after: { a: 1 },
+        })
         assert.match((yield* refusal("update audit_log set actor = 'someone else'"))!, /append-only: UPDATE/)
         assert.match((yield* refusal("delete from audit_log"))!, /append-only: DELETE/)
         assert.match((yield* refusal("truncate audit_log"))!, /append-only: TRUNCATE/)
-        const rows = yield* query((sql) => sql`select actor, channel, after from audit_log where target = 'thing:1'`)
+        const rows = yield* query(
+          (sql) => sql`select actor, channel, after from audit_log where target = 'thing:1'`,
+        )
         assert.deepStrictEqual([...rows], [{ actor: "cli:root", channel: "cli", after: { a: 1 } }])
       }),
     )
@@ -55,7 +67,11 @@ describe("the audit log", () => {
         })
         assert.isNumber(entry.id)
         assert.match(entry.at, /^\d{4}-\d{2}-\d{2}T.*Z$/)
-        const rest = yield* call("GET", `/api/audit?actor=odd%40audit.test&limit=2&cursor=${first.body.next_cursor}`, viewer)
+        const rest = yield* call(
+          "GET",
+          `/api/audit?actor=odd%40audit.test&limit=2&cursor=${first.body.next_cursor}`,
+          viewer,
+        )
         assert.deepStrictEqual(
           rest.body.entries.map((e: { target: string }) => e.target),
           ["item:1"],
@@ -68,11 +84,18 @@ describe("the audit log", () => {
         )
         const one = yield* call("GET", "/api/audit?target=item%3A2", viewer)
         assert.strictEqual(one.body.entries.length, 1)
-        const future = yield* call("GET", `/api/audit?since=${encodeURIComponent("2999-01-01T00:00:00Z")}`, viewer)
+        const future = yield* call(
+          "GET",
+          `/api/audit?since=${encodeURIComponent("2999-01-01T00:00:00Z")}`,
+          viewer,
+        )
         assert.deepStrictEqual(future.body, { entries: [], next_cursor: null })
         const bad = yield* call("GET", "/api/audit?since=yesterday&limit=500", viewer)
         assert.strictEqual(bad.status, 422)
-        assert.deepStrictEqual(bad.body.filter, { since: "must be a date-time", limit: "must be an integer from 1 to 100" })
+        assert.deepStrictEqual(bad.body.filter, {
+          since: "must be a date-time",
+          limit: "must be an integer from 1 to 100",
+        })
       }),
     )
   })
