@@ -21,6 +21,8 @@ import { lifecycleJobLayer } from "./policies/LifecycleJob.ts"
 import type { MoveOuts } from "./policies/MoveOuts.ts"
 import { moveOutRoutes } from "./policies/MoveOutsHttp.ts"
 import { operatorApiRoutes, operatorGuard } from "./operator/Http.ts"
+import { DeliveryActions } from "./operator/DeliveryActions.ts"
+import { Deliveries } from "./operator/DeliveryQueries.ts"
 import { Operators } from "./operator/Operators.ts"
 import { Sessions } from "./operator/Sessions.ts"
 import { Policies } from "./policies/Policies.ts"
@@ -58,6 +60,8 @@ type AppServices =
   | Operators
   | Sessions
   | EndpointOperations
+  | Deliveries
+  | DeliveryActions
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
@@ -118,6 +122,8 @@ export const appLayer = (config: AppConfigShape) => {
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
     Layer.provideMerge(Ingest.layer),
+    Layer.provideMerge(DeliveryActions.layer),
+    Layer.provideMerge(Deliveries.layer),
     Layer.provideMerge(Endpoints.layer),
     Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
     Layer.provideMerge(Journey.layer),

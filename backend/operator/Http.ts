@@ -16,12 +16,14 @@ import {
 import { EndpointStatuses, type EndpointStatus, MAX_OVERLAP_MS, type SubscriberRef } from "../webhooks/Domain.ts"
 import { EndpointOperations } from "../webhooks/Operations.ts"
 import { AuditChannel } from "./Audit.ts"
+import { DeliveryActions } from "./DeliveryActions.ts"
+import { Deliveries, fromSearchParams } from "./DeliveryQueries.ts"
 import { isRole, type Role, roleAtLeast } from "./Domain.ts"
 import { Operators } from "./Operators.ts"
 import { type CurrentSession, ABSOLUTE_TIMEOUT_MS, Sessions } from "./Sessions.ts"
 
 /** What the operator routes use. */
-export type OperatorServices = Sessions | Operators | EndpointOperations | AppConfig
+export type OperatorServices = Sessions | Operators | EndpointOperations | Deliveries | DeliveryActions | AppConfig
 
 export const SESSION_COOKIE = "console_session"
 export const CSRF_HEADER = "x-csrf-token"
@@ -80,6 +82,8 @@ const toApiError = (error: { readonly _tag: string } & Record<string, unknown>):
       return new NotFound({ message: "Delivery not found." })
     case "OwnerUnknown":
       return new NotFound({ message: "Property owner not found." })
+    case "DeliveryFilterInvalid":
+      return invalid("Invalid filter.", "filter", error.fields as Record<string, string>)
     case "ProviderNotProvisioned":
       return new NotFound({ message: "Provider not found." })
     default:
@@ -360,12 +364,6 @@ const endpointRoutes = [
       return json(200, { endpoint })
     }),
   ),
-  route("POST", "/api/endpoints/:id/test", "operator", (request) =>
-    Effect.gen(function* () {
-      const delivery = yield* (yield* EndpointOperations).sendTest(request.params.id ?? "", actorOf(request))
-      return json(202, { delivery })
-    }),
-  ),
   route("PUT", "/api/endpoints/:id/headers", "admin", (request) =>
     Effect.gen(function* () {
       const body = yield* objectBody(request, "endpoint")
@@ -379,9 +377,33 @@ const endpointRoutes = [
       return json(200, { endpoint })
     }),
   ),
+  route("POST", "/api/endpoints/:id/test", "operator", (request) =>
+    Effect.gen(function* () {
+      const delivery = yield* (yield* EndpointOperations).sendTest(request.params.id ?? "", actorOf(request))
+      return json(202, { delivery })
+    }),
+  ),
+]
+
+const deliveryRoutes = [
+  route("GET", "/api/deliveries", "viewer", (request) =>
+    Effect.gen(function* () {
+      return json(200, yield* (yield* Deliveries).list(fromSearchParams(request.query)))
+    }),
+  ),
+  route("GET", "/api/deliveries/count", "viewer", (request) =>
+    Effect.gen(function* () {
+      return json(200, { count: yield* (yield* Deliveries).count(fromSearchParams(request.query)) })
+    }),
+  ),
+  route("GET", "/api/deliveries/:id", "viewer", (request) =>
+    Effect.gen(function* () {
+      return json(200, { delivery: yield* (yield* Deliveries).detail(request.params.id ?? "") })
+    }),
+  ),
   route("POST", "/api/deliveries/:id/retry", "operator", (request) =>
     Effect.gen(function* () {
-      const delivery = yield* (yield* EndpointOperations).retry(request.params.id ?? "", actorOf(request))
+      const delivery = yield* (yield* DeliveryActions).retry(request.params.id ?? "", actorOf(request))
       return json(202, { delivery })
     }),
   ),
@@ -438,6 +460,7 @@ export const operatorApiRoutes: ReadonlyArray<Route<OperatorServices>> = [
   ...auditRoutes,
   ...operatorRoutes,
   ...endpointRoutes,
+  ...deliveryRoutes,
   ...secretRoutes,
   ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).map((method) => ({ ...apiNotFound, method })),
 ]

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import {
-  DeliveryNotFound,
   describeSubscriber,
   type EndpointStatus,
   EndpointNotFound,
@@ -10,7 +9,6 @@ import {
   WebhookCommandRejected,
 } from "./Domain.ts"
 import { type EndpointListFilter, type OperatorEndpointRow, OperationsRepo } from "./OperationsRepo.ts"
-import { WebhooksRepo } from "./Repo.ts"
 import { Secrets } from "./Secrets.ts"
 
 /** The event name of the console's test deliveries: outside the catalog, so no partner event is mistaken for one. */
@@ -54,7 +52,7 @@ const endpointTarget = (id: string | number) => `endpoint:${id}`
 
 /**
  * Endpoints, deliveries and secrets of every owner and provider, for operators: the partner API's effects
- * (status, retry) and the CLI's (custom headers, rotation) reached by endpoint id. Every change is audited with
+ * (status) and the CLI's (custom headers, rotation) reached by endpoint id. Every change is audited with
  * `actor`, in the change's transaction.
  */
 export class EndpointOperations extends Context.Service<EndpointOperations>()(
@@ -63,7 +61,6 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
     make: Effect.gen(function* () {
       const db = yield* Db
       const repo = yield* OperationsRepo
-      const webhooks = yield* WebhooksRepo
       const secrets = yield* Secrets
 
       const endpointRow = (id: string, lock = false) =>
@@ -142,26 +139,6 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
         )
       })
 
-      /** The partner API's retry reached by delivery id alone: a new series from attempt 1, the same delivery. */
-      const retry = Effect.fn("EndpointOperations.retry")(function* (id: string, actor: string) {
-        return yield* db.transaction(
-          Effect.gen(function* () {
-            const current = ID.test(id) ? yield* repo.deliveryForRetry(id) : undefined
-            if (current === undefined || !(yield* webhooks.retryDelivery(current.endpoint_id, id))) {
-              return yield* new DeliveryNotFound()
-            }
-            yield* repo.audit({
-              actor,
-              action: "deliveries.retry",
-              target: `delivery:${id}`,
-              before: { status: current.status, series: current.series },
-              after: { status: "pending", series: current.series + 1 },
-            })
-            return { id: Number(id) }
-          }),
-        )
-      })
-
       /** The custom headers of the endpoint's owner or provider (shared by its endpoints), by the CLI's rules. */
       const setHeaders = Effect.fn("EndpointOperations.setHeaders")(function* (
         id: string,
@@ -196,12 +173,12 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
         }
       })
 
-      return { list, get, setStatus, sendTest, retry, setHeaders, secretsOverview, rotate }
+      return { list, get, setStatus, sendTest, setHeaders, secretsOverview, rotate }
     }),
   },
 ) {
   static readonly layer = Layer.effect(EndpointOperations, EndpointOperations.make).pipe(
-    Layer.provide(Layer.mergeAll(OperationsRepo.layer, WebhooksRepo.layer)),
+    Layer.provide(OperationsRepo.layer),
     Layer.provide(Secrets.layer),
   )
 }

@@ -89,19 +89,6 @@ export class OperationsRepo extends Context.Service<OperationsRepo>()("partner-s
           await sql`select pg_notify(${WEBHOOK_DUE}, '')`
           return row!.id
         }),
-      /** The delivery's endpoint (not deleted) and retry state, locked for a retry. */
-      deliveryForRetry: (id: string) =>
-        db
-          .query(
-            (sql) => sql<
-              Array<{ readonly endpoint_id: string; readonly status: string; readonly series: number }>
-            >`
-              select d.endpoint_id::text, d.status, d.series
-              from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
-              where d.id = ${id} and e.deleted_at is null
-              for update of d`,
-          )
-          .pipe(Effect.map(([row]) => row)),
       /** Every subscriber with its active secrets, newest first (never a secret). */
       subscriberSecrets: db.query(
         (sql) => sql<Array<SubscriberSecretsRow>>`

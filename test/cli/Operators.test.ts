@@ -128,7 +128,7 @@ describe("npm run cli -- operators", () => {
         assert.notInclude(JSON.stringify(entry), secret)
         // A refused command records nothing.
         assert.strictEqual((yield* cli("clients", "revoke", "no-such-client")).code, 2)
-        assert.deepStrictEqual(yield* auditOf("client:no-such-client"), [])
+        assert.strictEqual((yield* auditOf("client:no-such-client")).length, 0)
       }),
     )
   })

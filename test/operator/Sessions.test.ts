@@ -8,7 +8,7 @@ import {
   consoleService,
   createOperator,
   operatorSession,
-  resetClockAfter,
+  holdClock,
   signIn,
 } from "../support/Operator.ts"
 
@@ -60,7 +60,7 @@ describe("console sessions", () => {
 
       it.effect("slows down repeated failures of one email, longer each time, and lets the right password in after", () =>
         Effect.gen(function* () {
-          yield* resetClockAfter
+          yield* holdClock
           yield* createOperator("carol@example.com", "viewer")
           const attempt = (password: string) =>
             call("POST", "/api/session", { body: { email: "carol@example.com", password } })
@@ -87,7 +87,7 @@ describe("console sessions", () => {
 
       it.effect("ends a session after 30 idle minutes", () =>
         Effect.gen(function* () {
-          yield* resetClockAfter
+          yield* holdClock
           const session = yield* operatorSession("erin@example.com", "viewer")
           yield* advanceClock(29 * MINUTE)
           assert.strictEqual((yield* call("GET", "/api/session", session)).status, 200)
@@ -102,7 +102,7 @@ describe("console sessions", () => {
 
       it.effect("ends a session 12 hours after sign-in however active it is", () =>
         Effect.gen(function* () {
-          yield* resetClockAfter
+          yield* holdClock
           const session = yield* operatorSession("frank@example.com", "viewer")
           let elapsed = 0
           while (elapsed + 25 * MINUTE < 12 * 60 * MINUTE) {

@@ -7,9 +7,11 @@ import { isolatedEnv, isolationLayer } from "./TestPlatform.ts"
 
 const realClock = Clock.Clock.defaultValue()
 let offsetMs = 0
-const now = () => realClock.currentTimeMillisUnsafe() + offsetMs
+/** While set, the wall clock stands still at this instant (plus the offset). */
+let heldAt: number | undefined
+const now = () => (heldAt ?? realClock.currentTimeMillisUnsafe()) + offsetMs
 
-/** A wall clock a test can move forward (timers still run in real time). */
+/** A wall clock a test can hold still and move forward (timers still run in real time). */
 export const movableClock: Clock.Clock = {
   currentTimeMillisUnsafe: now,
   currentTimeMillis: Effect.sync(now),
@@ -22,8 +24,11 @@ export const movableClock: Clock.Clock = {
 
 /** Moves `movableClock` forward by `ms`. */
 export const advanceClock = (ms: number) => Effect.sync(() => void (offsetMs += ms))
-/** Puts `movableClock` back on the real time when the scope closes. */
-export const resetClockAfter = Effect.acquireRelease(Effect.void, () => Effect.sync(() => void (offsetMs = 0)))
+/** Holds `movableClock` still for the rest of the scope (it moves only by `advanceClock`), then frees it. */
+export const holdClock = Effect.acquireRelease(
+  Effect.sync(() => void (heldAt = realClock.currentTimeMillisUnsafe())),
+  () => Effect.sync(() => void ((heldAt = undefined), (offsetMs = 0))),
+)
 
 /** The console role (and `extraRoles`) on a free port, on an isolated database, timed by `movableClock`. */
 export const consoleService = (overrides: Record<string, string> = {}) => {
