@@ -71,8 +71,8 @@ const heading = (page: Page, text: string | RegExp) =>
   promise(() => page.getByRole("heading", { level: 1, name: text }).waitFor())
 
 describe("console: endpoints, secrets, operators and roles", () => {
-  layer(service.layer, { timeout: "120 seconds", excludeTestServices: true })((it) => {
-    it.layer(E2e.layer, { timeout: "120 seconds" })((it) => {
+  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 180_000 })(
+    (it) => {
       it.effect(
         "an operator suspends an endpoint and sees new deliveries held, then activates it",
         () =>
@@ -217,6 +217,6 @@ describe("console: endpoints, secrets, operators and roles", () => {
           }),
         TIMEOUT,
       )
-    })
-  })
+    },
+  )
 })
