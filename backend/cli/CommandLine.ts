@@ -303,7 +303,11 @@ export const COMMANDS = {
   },
   "operators create": {
     args: [],
-    options: { email: required, role: { type: "string", required: true, choices: ["viewer", "operator", "admin"] }, password: string },
+    options: {
+      email: required,
+      role: { type: "string", required: true, choices: ["viewer", "operator", "admin"] },
+      password: string,
+    },
     synopsis: "--email E --role viewer|operator|admin [--password P]",
     summary: "a console operator; prints its email, role and (when generated) password (audited)",
     details:
@@ -325,7 +329,10 @@ export const COMMANDS = {
   },
   "operators set-role": {
     args: [],
-    options: { email: required, role: { type: "string", required: true, choices: ["viewer", "operator", "admin"] } },
+    options: {
+      email: required,
+      role: { type: "string", required: true, choices: ["viewer", "operator", "admin"] },
+    },
     synopsis: "--email E --role viewer|operator|admin",
     summary: "change a console operator's role; it applies to its next request (audited)",
   },

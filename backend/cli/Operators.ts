@@ -23,11 +23,17 @@ export const listOperators = Effect.fn("cli.operators.list")(function* () {
   return yield* printJson({ operators: yield* (yield* Operators).list() })
 })
 
-export const disableOperator = Effect.fn("cli.operators.disable")(function* (input: Input<"operators disable">) {
-  return yield* printJson(yield* (yield* Operators).update(input.options.email, { disabled: true }, yield* actor))
+export const disableOperator = Effect.fn("cli.operators.disable")(function* (
+  input: Input<"operators disable">,
+) {
+  return yield* printJson(
+    yield* (yield* Operators).update(input.options.email, { disabled: true }, yield* actor),
+  )
 })
 
-export const setOperatorRole = Effect.fn("cli.operators.set-role")(function* (input: Input<"operators set-role">) {
+export const setOperatorRole = Effect.fn("cli.operators.set-role")(function* (
+  input: Input<"operators set-role">,
+) {
   return yield* printJson(
     yield* (yield* Operators).update(input.options.email, { role: input.options.role }, yield* actor),
   )

@@ -158,7 +158,8 @@ const handlers: { readonly [N in CommandName]: Handler<N> } = {
   "clients grant": (input) => withAuth(audited("clients grant", input)(grantClient(input))),
   "clients revoke": (input) => withAuth(audited("clients revoke", input)(revokeClient(input))),
   "keys rotate": (input) => withAuth(audited("keys rotate", input)(rotateKeys())),
-  "owners create-managed": (input) => withRoster(audited("owners create-managed", input)(createManagedOwner(input))),
+  "owners create-managed": (input) =>
+    withRoster(audited("owners create-managed", input)(createManagedOwner(input))),
   "owners grant": (input) => withRoster(audited("owners grant", input)(grantOwner(input))),
   "properties set-address": (input) => withRoster(setPropertyAddress(input)),
   "sources create": (input) => withIngest(audited("sources create", input)(createSource(input))),

@@ -13,7 +13,12 @@ import {
   Unauthorized,
   Unprocessable,
 } from "../platform/Http.ts"
-import { EndpointStatuses, type EndpointStatus, MAX_OVERLAP_MS, type SubscriberRef } from "../webhooks/Domain.ts"
+import {
+  EndpointStatuses,
+  type EndpointStatus,
+  MAX_OVERLAP_MS,
+  type SubscriberRef,
+} from "../webhooks/Domain.ts"
 import { EndpointOperations } from "../webhooks/Operations.ts"
 import { AuditChannel } from "./Audit.ts"
 import { DeliveryActions } from "./DeliveryActions.ts"
@@ -23,7 +28,8 @@ import { Operators } from "./Operators.ts"
 import { type CurrentSession, ABSOLUTE_TIMEOUT_MS, Sessions } from "./Sessions.ts"
 
 /** What the operator routes use. */
-export type OperatorServices = Sessions | Operators | EndpointOperations | Deliveries | DeliveryActions | AppConfig
+export type OperatorServices =
+  Sessions | Operators | EndpointOperations | Deliveries | DeliveryActions | AppConfig
 
 export const SESSION_COOKIE = "console_session"
 export const CSRF_HEADER = "x-csrf-token"
@@ -56,13 +62,19 @@ export const operatorGuard: Guard<Sessions> = {
       const sessions = yield* Sessions
       const session = yield* sessions.current(sessionToken(request.headers))
       if (session === undefined) return yield* new Unauthorized()
-      if (!SAFE_METHODS.has(request.method) && !sessions.csrfMatches(session, request.headers.get(CSRF_HEADER))) {
+      if (
+        !SAFE_METHODS.has(request.method) &&
+        !sessions.csrfMatches(session, request.headers.get(CSRF_HEADER))
+      ) {
         return yield* new Forbidden()
       }
       const scope = route.access === "public" ? undefined : route.access.scope
       const needed = scope?.startsWith(SCOPE_PREFIX) ? scope.slice(SCOPE_PREFIX.length) : undefined
       if (!isRole(needed) || !roleAtLeast(session.operator.role, needed)) return yield* new Forbidden()
-      return { clientId: session.operator.email, scopes: new Set([`${SCOPE_PREFIX}${session.operator.role}`]) }
+      return {
+        clientId: session.operator.email,
+        scopes: new Set([`${SCOPE_PREFIX}${session.operator.role}`]),
+      }
     }),
 }
 
@@ -186,14 +198,10 @@ const signIn = route("POST", "/api/session", "public", (request) =>
     const secure = (yield* AppConfig).serviceEnv !== "development"
     return yield* (yield* Sessions).signIn(body.email as string, body.password as string).pipe(
       Effect.map((signed) =>
-        json(
-          200,
-          sessionBody(signed),
-          {
-            "set-cookie": cookie(signed.token, ABSOLUTE_TIMEOUT_MS / 1000, secure),
-            "cache-control": "no-store",
-          },
-        ),
+        json(200, sessionBody(signed), {
+          "set-cookie": cookie(signed.token, ABSOLUTE_TIMEOUT_MS / 1000, secure),
+          "cache-control": "no-store",
+        }),
       ),
       Effect.catchTags({
         SignInRefused: () => Effect.succeed(json(401, { message: "Email or password is incorrect." })),
@@ -286,7 +294,10 @@ const operatorRoutes = [
   route("POST", "/api/operators", "admin", (request) =>
     Effect.gen(function* () {
       const body = yield* objectBody(request, "operator")
-      const created = yield* (yield* Operators).create({ email: body.email, role: body.role }, actorOf(request))
+      const created = yield* (yield* Operators).create(
+        { email: body.email, role: body.role },
+        actorOf(request),
+      )
       return json(201, { operator: created.operator, password: created.password })
     }),
   ),
@@ -295,8 +306,13 @@ const operatorRoutes = [
       const body = yield* objectBody(request, "operator")
       const email = request.params.email ?? ""
       // An admin cannot lock themself out; another admin can.
-      if (email.toLowerCase() === actorOf(request).toLowerCase() && (body.disabled === true || (body.role !== undefined && body.role !== "admin"))) {
-        return yield* invalid("Invalid operator.", "operator", { base: "you cannot disable or demote yourself" })
+      if (
+        email.toLowerCase() === actorOf(request).toLowerCase() &&
+        (body.disabled === true || (body.role !== undefined && body.role !== "admin"))
+      ) {
+        return yield* invalid("Invalid operator.", "operator", {
+          base: "you cannot disable or demote yourself",
+        })
       }
       const updated = yield* (yield* Operators).update(
         email,
@@ -354,7 +370,8 @@ const endpointRoutes = [
       } else if (body.status === "disabled" && !reason) {
         fields.reason = "is required to disable an endpoint"
       }
-      if (Object.keys(fields).length > 0) return yield* invalid("Invalid endpoint status.", "endpoint", fields)
+      if (Object.keys(fields).length > 0)
+        return yield* invalid("Invalid endpoint status.", "endpoint", fields)
       const endpoint = yield* (yield* EndpointOperations).setStatus(
         request.params.id ?? "",
         body.status as EndpointStatus,
@@ -421,14 +438,16 @@ const secretRoutes = [
       const fields: Record<string, string> = {}
       const owner = typeof body.owner === "string" && body.owner !== "" ? body.owner : undefined
       const provider = typeof body.provider === "string" && body.provider !== "" ? body.provider : undefined
-      if ((owner === undefined) === (provider === undefined)) fields.base = "name exactly one of owner and provider"
+      if ((owner === undefined) === (provider === undefined))
+        fields.base = "name exactly one of owner and provider"
       const hours = body.overlap_hours
       const maxHours = MAX_OVERLAP_MS / 3_600_000
       if (typeof hours !== "number" || !Number.isInteger(hours) || hours < 0 || hours > maxHours) {
         fields.overlap_hours = `must be an integer from 0 to ${maxHours}`
       }
       if (Object.keys(fields).length > 0) return yield* invalid("Invalid rotation.", "secret", fields)
-      const ref: SubscriberRef = owner !== undefined ? { kind: "owner", slug: owner } : { kind: "provider", name: provider! }
+      const ref: SubscriberRef =
+        owner !== undefined ? { kind: "owner", slug: owner } : { kind: "provider", name: provider! }
       const rotated = yield* (yield* EndpointOperations)
         .rotate(ref, (hours as number) * 3_600_000, actorOf(request))
         .pipe(
@@ -438,7 +457,11 @@ const secretRoutes = [
         )
       return json(
         201,
-        { secret: rotated.secret, created_at: rotated.created_at, previous_expires_at: rotated.previous_expires_at },
+        {
+          secret: rotated.secret,
+          created_at: rotated.created_at,
+          previous_expires_at: rotated.previous_expires_at,
+        },
         { "cache-control": "no-store" },
       )
     }),

@@ -61,7 +61,9 @@ export class Operators extends Context.Service<Operators>()("partner-service/ope
       const given = input.password
       if (
         given !== undefined &&
-        (typeof given !== "string" || given.length < MIN_PASSWORD_LENGTH || given.length > MAX_PASSWORD_LENGTH)
+        (typeof given !== "string" ||
+          given.length < MIN_PASSWORD_LENGTH ||
+          given.length > MAX_PASSWORD_LENGTH)
       ) {
         return yield* new OperatorRejected({
           field: "password",

@@ -62,7 +62,11 @@ export class OperatorRepo extends Context.Service<OperatorRepo>()("partner-servi
   make: Effect.gen(function* () {
     const db = yield* Db
     return {
-      insertOperator: (operator: { readonly email: string; readonly role: Role; readonly passwordHash: string }) =>
+      insertOperator: (operator: {
+        readonly email: string
+        readonly role: Role
+        readonly passwordHash: string
+      }) =>
         db
           .query(
             (sql) => sql<Array<OperatorRow>>`
@@ -118,7 +122,8 @@ export class OperatorRepo extends Context.Service<OperatorRepo>()("partner-servi
           .pipe(Effect.map(([row]) => row)),
       touchSession: (id: string, at: Date) =>
         db.query(
-          (sql) => sql`update operator_sessions set last_seen_at = greatest(last_seen_at, ${at}) where id = ${id}`,
+          (sql) =>
+            sql`update operator_sessions set last_seen_at = greatest(last_seen_at, ${at}) where id = ${id}`,
         ),
       revokeSession: (id: string, at: Date) =>
         db.query(

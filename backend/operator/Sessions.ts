@@ -75,7 +75,11 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
           yield* repo.clearFailures(key)
         }),
       )
-      return { operator: operatorView({ ...operator, last_sign_in_at: at }), token, csrfToken } satisfies SignedIn
+      return {
+        operator: operatorView({ ...operator, last_sign_in_at: at }),
+        token,
+        csrfToken,
+      } satisfies SignedIn
     })
 
     /**
@@ -97,7 +101,11 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
       const operator = yield* repo.operatorById(session.operator_id)
       if (operator === undefined || operator.disabled) return undefined
       yield* repo.touchSession(session.id, at)
-      return { id: session.id, operator: operatorView(operator), csrfToken: session.csrf_token } satisfies CurrentSession
+      return {
+        id: session.id,
+        operator: operatorView(operator),
+        csrfToken: session.csrf_token,
+      } satisfies CurrentSession
     })
 
     /** Whether `header` carries the session's CSRF token (compared in constant time). */

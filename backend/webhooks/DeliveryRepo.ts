@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import type { DeliveryStatus } from "./Domain.ts"
+import { healthBuckets } from "./HealthBuckets.ts"
 
 /**
  * The delivery engine's SQL: one statement to route an event, one to claim an attempt (with the endpoint check,
@@ -81,6 +82,8 @@ export interface ClaimTimes {
 }
 
 export interface OutcomeInput extends AttemptKey {
+  /** The delivery's endpoint, whose health aggregates count the attempt. */
+  readonly endpointId: number
   readonly status: Extract<DeliveryStatus, "delivered" | "retrying" | "failed">
   /** The attempt due next (retrying) or this one. */
   readonly attemptNumber: number
@@ -376,6 +379,7 @@ export class DeliveryRepo extends Context.Service<
       ) {
         if (outcomes.length === 0) return []
         const column = <A>(pick: (o: OutcomeInput) => A) => outcomes.map(pick)
+        const health = healthBuckets(outcomes)
         const rows = yield* db.query(
           (sql) => sql`
             with input as (
@@ -419,6 +423,24 @@ export class DeliveryRepo extends Context.Service<
                 response_body = excluded.response_body
               where webhook_attempts.duration_ms is null
                 and webhook_attempts.failure_reason = ${UNKNOWN_OUTCOME_REASON}
+            ),
+            -- The endpoints' health buckets, in key order so concurrent batches lock them in turn.
+            health as (
+              insert into webhook_endpoint_health as h (endpoint_id, bucket_start, attempts, succeeded, failed,
+                                                        latency)
+              select endpoint_id, bucket_start, attempts, succeeded, failed, latency::int[]
+              from unnest(${health.map((b) => b.endpointId)}::bigint[],
+                          ${health.map((b) => new Date(b.bucketStart).toISOString())}::timestamptz[],
+                          ${health.map((b) => b.attempts)}::int[], ${health.map((b) => b.succeeded)}::int[],
+                          ${health.map((b) => b.failed)}::int[], ${health.map((b) => `{${b.latency.join(",")}}`)}::text[])
+                as b(endpoint_id, bucket_start, attempts, succeeded, failed, latency)
+              order by endpoint_id, bucket_start
+              on conflict (endpoint_id, bucket_start) do update set
+                attempts = h.attempts + excluded.attempts,
+                succeeded = h.succeeded + excluded.succeeded,
+                failed = h.failed + excluded.failed,
+                latency = (select array_agg(x.a + x.b order by x.n)
+                           from unnest(h.latency, excluded.latency) with ordinality as x(a, b, n))
             )
             select id from updated`,
         )

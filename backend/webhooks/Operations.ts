@@ -46,7 +46,9 @@ export const toOperatorEndpoint = (row: OperatorEndpointRow): OperatorEndpoint =
 })
 
 const refOf = (row: OperatorEndpointRow): SubscriberRef =>
-  row.owner_slug !== null ? { kind: "owner", slug: row.owner_slug } : { kind: "provider", name: row.provider_name! }
+  row.owner_slug !== null
+    ? { kind: "owner", slug: row.owner_slug }
+    : { kind: "provider", name: row.provider_name! }
 
 const endpointTarget = (id: string | number) => `endpoint:${id}`
 
@@ -89,7 +91,9 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
         actor: string,
       ) {
         if (reason !== undefined && reason.length > MAX_REASON_LENGTH) {
-          return yield* new WebhookCommandRejected({ message: `reason is longer than ${MAX_REASON_LENGTH} characters` })
+          return yield* new WebhookCommandRejected({
+            message: `reason is longer than ${MAX_REASON_LENGTH} characters`,
+          })
         }
         return yield* db.transaction(
           Effect.gen(function* () {
@@ -152,7 +156,8 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
 
       const secretsOverview = Effect.fn("EndpointOperations.secretsOverview")(function* () {
         return (yield* repo.subscriberSecrets).map((row) => ({
-          owner: row.owner_slug === null ? null : { slug: row.owner_slug, name: row.owner_name ?? row.owner_slug },
+          owner:
+            row.owner_slug === null ? null : { slug: row.owner_slug, name: row.owner_name ?? row.owner_slug },
           provider: row.provider_name === null ? null : { name: row.provider_name },
           secrets: row.secrets,
         }))

@@ -48,50 +48,58 @@ const endpointSelect = (sql: Sql) => sql`
   left join providers p on p.id = s.provider_id`
 
 /** The operator console's queries over endpoints, deliveries and secrets of every subscriber. */
-export class OperationsRepo extends Context.Service<OperationsRepo>()("partner-service/webhooks/OperationsRepo", {
-  make: Effect.gen(function* () {
-    const db = yield* Db
-    return {
-      endpoints: (filter: EndpointListFilter) =>
-        db.query((sql) => {
-          const conditions = [
-            sql`e.deleted_at is null`,
-            filter.owner === undefined ? undefined : sql`o.slug = ${filter.owner}`,
-            filter.provider === undefined ? undefined : sql`p.name = ${filter.provider}`,
-            filter.status === undefined ? undefined : sql`e.status = ${filter.status}`,
-            filter.beforeId === undefined ? undefined : sql`e.id < ${filter.beforeId}`,
-          ].filter((condition) => condition !== undefined)
-          const where = conditions.reduce((all, condition) => sql`${all} and ${condition}`)
-          return sql<Array<OperatorEndpointRow>>`
+export class OperationsRepo extends Context.Service<OperationsRepo>()(
+  "partner-service/webhooks/OperationsRepo",
+  {
+    make: Effect.gen(function* () {
+      const db = yield* Db
+      return {
+        endpoints: (filter: EndpointListFilter) =>
+          db.query((sql) => {
+            const conditions = [
+              sql`e.deleted_at is null`,
+              filter.owner === undefined ? undefined : sql`o.slug = ${filter.owner}`,
+              filter.provider === undefined ? undefined : sql`p.name = ${filter.provider}`,
+              filter.status === undefined ? undefined : sql`e.status = ${filter.status}`,
+              filter.beforeId === undefined ? undefined : sql`e.id < ${filter.beforeId}`,
+            ].filter((condition) => condition !== undefined)
+            const where = conditions.reduce((all, condition) => sql`${all} and ${condition}`)
+            return sql<Array<OperatorEndpointRow>>`
             ${endpointSelect(sql)} where ${where} order by e.id desc limit ${filter.limit}`
-        }),
-      endpoint: (id: string, lock = false) =>
-        db
-          .query(
-            (sql) => sql<Array<OperatorEndpointRow>>`
+          }),
+        endpoint: (id: string, lock = false) =>
+          db
+            .query(
+              (sql) => sql<Array<OperatorEndpointRow>>`
               ${endpointSelect(sql)} where e.id = ${id} and e.deleted_at is null
               ${lock ? sql`for update of e` : sql``}`,
-          )
-          .pipe(Effect.map(([row]) => row)),
-      setStatus: (id: string, status: EndpointStatus, reason: string | null) =>
-        db.query(
-          (sql) => sql`
+            )
+            .pipe(Effect.map(([row]) => row)),
+        setStatus: (id: string, status: EndpointStatus, reason: string | null) =>
+          db.query(
+            (sql) => sql`
             update webhook_endpoints set status = ${status}, suspension_reason = ${reason}, updated_at = now()
             where id = ${id}`,
-        ),
-      /** A delivery due now, that the scheduler picks up like a manual retry's. */
-      insertTestDelivery: (endpointId: string, eventId: string, event: string, ownerSlug: string, payload: Uint8Array) =>
-        db.query(async (sql) => {
-          const [row] = await sql<Array<{ id: string }>>`
+          ),
+        /** A delivery due now, that the scheduler picks up like a manual retry's. */
+        insertTestDelivery: (
+          endpointId: string,
+          eventId: string,
+          event: string,
+          ownerSlug: string,
+          payload: Uint8Array,
+        ) =>
+          db.query(async (sql) => {
+            const [row] = await sql<Array<{ id: string }>>`
             insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, next_retry_at)
             values (${endpointId}, ${eventId}, ${event}, ${ownerSlug}, ${Buffer.from(payload)}, now())
             returning id::text`
-          await sql`select pg_notify(${WEBHOOK_DUE}, '')`
-          return row!.id
-        }),
-      /** Every subscriber with its active secrets, newest first (never a secret). */
-      subscriberSecrets: db.query(
-        (sql) => sql<Array<SubscriberSecretsRow>>`
+            await sql`select pg_notify(${WEBHOOK_DUE}, '')`
+            return row!.id
+          }),
+        /** Every subscriber with its active secrets, newest first (never a secret). */
+        subscriberSecrets: db.query(
+          (sql) => sql<Array<SubscriberSecretsRow>>`
           select s.id::text as subscriber_id, o.slug as owner_slug, o.name as owner_name, p.name as provider_name,
                  coalesce((
                    select json_agg(json_build_object(
@@ -105,10 +113,11 @@ export class OperationsRepo extends Context.Service<OperationsRepo>()("partner-s
           left join owners o on o.id = s.owner_id
           left join providers p on p.id = s.provider_id
           order by coalesce(o.slug, p.name), s.id`,
-      ),
-      audit: (entry: AuditEntry) => recordAudit(db, entry),
-    }
-  }),
-}) {
+        ),
+        audit: (entry: AuditEntry) => recordAudit(db, entry),
+      }
+    }),
+  },
+) {
   static readonly layer = Layer.effect(OperationsRepo, OperationsRepo.make)
 }

@@ -53,11 +53,29 @@ describe("npm run cli -- operators", () => {
 
     it.effect("create with --password prints no password and refuses one under 12 characters", () =>
       Effect.gen(function* () {
-        const short = yield* cli("operators", "create", "--email", "v@example.com", "--role", "viewer", "--password", "short-11chr")
+        const short = yield* cli(
+          "operators",
+          "create",
+          "--email",
+          "v@example.com",
+          "--role",
+          "viewer",
+          "--password",
+          "short-11chr",
+        )
         assert.strictEqual(short.code, 2)
         assert.include(short.stderr, "password must be 12")
         assert.isUndefined(yield* stored("v@example.com"))
-        const run = yield* cli("operators", "create", "--email", "v@example.com", "--role", "viewer", "--password", "twelve-chars")
+        const run = yield* cli(
+          "operators",
+          "create",
+          "--email",
+          "v@example.com",
+          "--role",
+          "viewer",
+          "--password",
+          "twelve-chars",
+        )
         assert.strictEqual(run.code, 0, run.stderr)
         assert.deepStrictEqual(JSON.parse(run.stdout), { email: "v@example.com", role: "viewer" })
         assert.isTrue(yield* verifySecret("twelve-chars", (yield* stored("v@example.com"))!.password_hash))
@@ -66,18 +84,30 @@ describe("npm run cli -- operators", () => {
 
     it.effect("refuses a second operator with the same email in another case, a bad email or role", () =>
       Effect.gen(function* () {
-        assert.strictEqual((yield* cli("operators", "create", "--email", "dup@example.com", "--role", "admin")).code, 0)
+        assert.strictEqual(
+          (yield* cli("operators", "create", "--email", "dup@example.com", "--role", "admin")).code,
+          0,
+        )
         const again = yield* cli("operators", "create", "--email", "DUP@example.com", "--role", "viewer")
         assert.strictEqual(again.code, 2)
         assert.include(again.stderr, "already exists")
-        assert.strictEqual((yield* cli("operators", "create", "--email", "not-an-email", "--role", "viewer")).code, 2)
-        assert.strictEqual((yield* cli("operators", "create", "--email", "x@example.com", "--role", "root")).code, 2)
+        assert.strictEqual(
+          (yield* cli("operators", "create", "--email", "not-an-email", "--role", "viewer")).code,
+          2,
+        )
+        assert.strictEqual(
+          (yield* cli("operators", "create", "--email", "x@example.com", "--role", "root")).code,
+          2,
+        )
       }),
     )
 
     it.effect("list, set-role and disable, each change audited with before and after", () =>
       Effect.gen(function* () {
-        assert.strictEqual((yield* cli("operators", "create", "--email", "lee@example.com", "--role", "viewer")).code, 0)
+        assert.strictEqual(
+          (yield* cli("operators", "create", "--email", "lee@example.com", "--role", "viewer")).code,
+          0,
+        )
         const role = yield* cli("operators", "set-role", "--email", "Lee@example.com", "--role", "admin")
         assert.strictEqual(role.code, 0, role.stderr)
         assert.strictEqual(JSON.parse(role.stdout).role, "admin")
@@ -88,7 +118,13 @@ describe("npm run cli -- operators", () => {
         const lee = (JSON.parse(list.stdout).operators as Array<Record<string, unknown>>).find(
           (o) => o.email === "lee@example.com",
         )!
-        assert.deepStrictEqual(Object.keys(lee).sort(), ["created_at", "disabled", "email", "last_sign_in_at", "role"])
+        assert.deepStrictEqual(Object.keys(lee).sort(), [
+          "created_at",
+          "disabled",
+          "email",
+          "last_sign_in_at",
+          "role",
+        ])
         assert.deepInclude(lee, { role: "admin", disabled: true, last_sign_in_at: null })
         assert.notInclude(list.stdout, "scrypt")
         const entries = yield* auditOf("operator:lee@example.com")
@@ -122,7 +158,10 @@ describe("npm run cli -- operators", () => {
         assert.strictEqual(entry?.actor, "cli:alice")
         assert.strictEqual(entry?.channel, "cli")
         assert.strictEqual(entry?.action, "clients.create")
-        assert.deepInclude((entry?.after as { options: object }).options, { gateway: "partner", name: "audited-client" })
+        assert.deepInclude((entry?.after as { options: object }).options, {
+          gateway: "partner",
+          name: "audited-client",
+        })
         // Its secret is printed once and never recorded.
         const secret = JSON.parse(run.stdout).client_secret as string
         assert.notInclude(JSON.stringify(entry), secret)

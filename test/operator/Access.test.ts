@@ -23,7 +23,11 @@ describe("every /api route of the console", () => {
     it.effect("answers 401 without a session, 403 without the CSRF token, and 403 to too low a role", () =>
       Effect.gen(function* () {
         // The table is the routes: each role's routes are there, reads and writes.
-        for (const role of Roles) assert.isTrue(apiRoutes.some((route) => roleOf(route.access) === role), role)
+        for (const role of Roles)
+          assert.isTrue(
+            apiRoutes.some((route) => roleOf(route.access) === role),
+            role,
+          )
         assert.isTrue(apiRoutes.some((route) => sends(route.method)))
         const sessions: Record<string, SignedIn> = {}
         for (const role of Roles) sessions[role] = yield* operatorSession(`${role}@access.test`, role)
@@ -56,7 +60,11 @@ describe("every /api route of the console", () => {
             assert.strictEqual(refused.text, FORBIDDEN, label)
           }
           // The role it needs, with its token, gets past the guard (whatever the route then says of the input).
-          const allowed = yield* call(route.method, path, { cookie: entitled.cookie, csrf: entitled.csrf, body })
+          const allowed = yield* call(route.method, path, {
+            cookie: entitled.cookie,
+            csrf: entitled.csrf,
+            body,
+          })
           assert.notInclude([401, 403, 500], allowed.status, `${label}: ${allowed.text}`)
           // Signing out ends the session the table uses: a new one for the next routes.
           if ((yield* call("GET", "/api/session", entitled)).status === 401) {

@@ -25,9 +25,9 @@ const service = consoleService({
 
 const auditOf = (target: string) =>
   query(
-    (sql) => sql<Array<{ actor: string; channel: string; action: string; before: any; after: any }>>`
+    (sql) => sql<Array<{ actor: string; channel: string; action: string; before: unknown; after: unknown }>>`
       select actor, channel, action, before, after from audit_log where target = ${target} order by id`,
-  )
+  ).pipe(Effect.map((rows) => [...rows]))
 
 const sessions = Effect.gen(function* () {
   const suffix = Math.random().toString(36).slice(2, 8)
@@ -63,7 +63,12 @@ describe("operator API routes", () => {
         const pms = yield* provider("ep-pms", { owners: [acme.id] })
         const pmsSub = yield* subscriber({ providerId: pms })
         const first = yield* endpoint(acmeSub.id, "https://acme.example/hook", ["policy.created"])
-        const second = yield* endpoint(acmeSub.id, "https://acme.example/other", ["policy.created"], "suspended")
+        const second = yield* endpoint(
+          acmeSub.id,
+          "https://acme.example/other",
+          ["policy.created"],
+          "suspended",
+        )
         const third = yield* endpoint(pmsSub.id, "https://pms.example/hook", ["policy.created"])
         const page = yield* call("GET", "/api/endpoints?owner=ep-acme&limit=1", viewer)
         assert.strictEqual(page.status, 200, page.text)
@@ -71,7 +76,11 @@ describe("operator API routes", () => {
           page.body.endpoints.map((e: { id: number }) => e.id),
           [second],
         )
-        const next = yield* call("GET", `/api/endpoints?owner=ep-acme&limit=1&cursor=${page.body.next_cursor}`, viewer)
+        const next = yield* call(
+          "GET",
+          `/api/endpoints?owner=ep-acme&limit=1&cursor=${page.body.next_cursor}`,
+          viewer,
+        )
         assert.deepStrictEqual(
           next.body.endpoints.map((e: { id: number }) => e.id),
           [first],
@@ -116,7 +125,10 @@ describe("operator API routes", () => {
         assert.strictEqual((yield* auditOf(`endpoint:${id}`)).length, 0)
         const suspended = yield* put({ status: "suspended", reason: "receiver migrating" })
         assert.strictEqual(suspended.status, 200, suspended.text)
-        assert.deepInclude(suspended.body.endpoint, { status: "suspended", suspension_reason: "receiver migrating" })
+        assert.deepInclude(suspended.body.endpoint, {
+          status: "suspended",
+          suspension_reason: "receiver migrating",
+        })
         const active = yield* put({ status: "active" })
         assert.deepInclude(active.body.endpoint, { status: "active", suspension_reason: null })
         const entries = yield* auditOf(`endpoint:${id}`)
@@ -142,9 +154,11 @@ describe("operator API routes", () => {
     it.effect("sends a signed test event that is recorded like any delivery", () =>
       Effect.gen(function* () {
         const { operator } = yield* sessions
-        const { receiver, subscriber: sub, endpointId } = yield* receiverEndpoint("tst-acme", "/hook", [
-          "policy.created",
-        ])
+        const {
+          receiver,
+          subscriber: sub,
+          endpointId,
+        } = yield* receiverEndpoint("tst-acme", "/hook", ["policy.created"])
         const sent = yield* call("POST", `/api/endpoints/${endpointId}/test`, { ...operator, body: {} })
         assert.strictEqual(sent.status, 202, sent.text)
         const deliveryId = sent.body.delivery.id as number
@@ -152,7 +166,9 @@ describe("operator API routes", () => {
         const [received] = receiver.received("/hook")
         assert.strictEqual(received!.headers["x-webhook-event"], "webhook.test")
         assert.strictEqual(received!.headers["x-webhook-delivery"], String(deliveryId))
-        assert.deepStrictEqual(verifySignature(received!.headers, received!.body, [sub.secret]).verifiedBy, [sub.secret])
+        assert.deepStrictEqual(verifySignature(received!.headers, received!.body, [sub.secret]).verifiedBy, [
+          sub.secret,
+        ])
         const body = JSON.parse(received!.body.toString("utf8"))
         assert.deepInclude(body, { event: "webhook.test", property_owner_slug: "tst-acme" })
         const listed = yield* call("GET", `/api/deliveries?endpoint=${endpointId}`, operator)
@@ -161,7 +177,11 @@ describe("operator API routes", () => {
           [[deliveryId, "webhook.test"]],
         )
         const [entry] = yield* auditOf(`endpoint:${endpointId}`)
-        assert.deepInclude(entry, { action: "endpoints.send_test", channel: "console", after: { delivery_id: deliveryId } })
+        assert.deepInclude(entry, {
+          action: "endpoints.send_test",
+          channel: "console",
+          after: { delivery_id: deliveryId },
+        })
       }),
     )
 
@@ -177,7 +197,9 @@ describe("operator API routes", () => {
         assert.strictEqual(retried.status, 202, retried.text)
         assert.strictEqual(retried.body.delivery.id, delivery)
         assert.strictEqual(retried.body.delivery.attempt_number, 1)
-        const [row] = yield* query((sql) => sql`select series, attempt_number from webhook_deliveries where id = ${delivery}`)
+        const [row] = yield* query(
+          (sql) => sql`select series, attempt_number from webhook_deliveries where id = ${delivery}`,
+        )
         assert.deepStrictEqual({ ...row }, { series: 2, attempt_number: 1 })
         const [entry] = yield* auditOf(`delivery:${delivery}`)
         assert.deepInclude(entry, {
@@ -222,57 +244,92 @@ describe("operator API routes", () => {
         const { admin, viewer } = yield* sessions
         const acme = yield* owner("sc-acme")
         const sub = yield* subscriber({ ownerId: acme.id })
-        const rotated = yield* call("POST", "/api/secrets/rotate", { ...admin, body: { owner: "sc-acme", overlap_hours: 24 } })
+        const rotated = yield* call("POST", "/api/secrets/rotate", {
+          ...admin,
+          body: { owner: "sc-acme", overlap_hours: 24 },
+        })
         assert.strictEqual(rotated.status, 201, rotated.text)
         assert.match(rotated.body.secret, /^whsec_/)
         assert.isString(rotated.body.previous_expires_at)
         const listed = yield* call("GET", "/api/secrets", viewer)
-        const mine = listed.body.subscribers.find((s: { owner: { slug: string } | null }) => s.owner?.slug === "sc-acme")
+        const mine = listed.body.subscribers.find(
+          (s: { owner: { slug: string } | null }) => s.owner?.slug === "sc-acme",
+        )
         assert.strictEqual(mine.secrets.length, 2)
         assert.isNull(mine.secrets[0].expires_at)
         assert.isString(mine.secrets[1].expires_at)
         assert.notInclude(listed.text, rotated.body.secret)
         assert.notInclude(listed.text, sub.secret)
         const [entry] = yield* auditOf("owner:sc-acme")
-        assert.deepInclude(entry, { actor: admin.email, channel: "console", action: "webhook_secrets.rotate" })
+        assert.deepInclude(entry, {
+          actor: admin.email,
+          channel: "console",
+          action: "webhook_secrets.rotate",
+        })
         assert.notInclude(JSON.stringify(entry), rotated.body.secret)
-        const both = yield* call("POST", "/api/secrets/rotate", { ...admin, body: { owner: "sc-acme", provider: "x", overlap_hours: 1 } })
+        const both = yield* call("POST", "/api/secrets/rotate", {
+          ...admin,
+          body: { owner: "sc-acme", provider: "x", overlap_hours: 1 },
+        })
         assert.strictEqual(both.status, 422)
-        const unknown = yield* call("POST", "/api/secrets/rotate", { ...admin, body: { owner: "sc-nobody", overlap_hours: 1 } })
+        const unknown = yield* call("POST", "/api/secrets/rotate", {
+          ...admin,
+          body: { owner: "sc-nobody", overlap_hours: 1 },
+        })
         assert.strictEqual(unknown.status, 404)
       }),
     )
 
-    it.effect("manages operators (admin): create with a generated password, change role, never lock oneself out", () =>
-      Effect.gen(function* () {
-        const { admin } = yield* sessions
-        const created = yield* call("POST", "/api/operators", { ...admin, body: { email: "new@routes.test", role: "viewer" } })
-        assert.strictEqual(created.status, 201, created.text)
-        assert.deepInclude(created.body.operator, { email: "new@routes.test", role: "viewer", disabled: false })
-        const signIn = yield* call("POST", "/api/session", { body: { email: "new@routes.test", password: created.body.password } })
-        assert.strictEqual(signIn.status, 200)
-        const dup = yield* call("POST", "/api/operators", { ...admin, body: { email: "NEW@routes.test", role: "viewer" } })
-        assert.strictEqual(dup.status, 422)
-        assert.match(dup.body.operator.email, /already exists/)
-        const promoted = yield* call("PUT", "/api/operators/new%40routes.test", { ...admin, body: { role: "operator" } })
-        assert.strictEqual(promoted.body.operator.role, "operator")
-        const self = yield* call("PUT", `/api/operators/${encodeURIComponent(admin.email)}`, { ...admin, body: { disabled: true } })
-        assert.strictEqual(self.status, 422)
-        const listed = yield* call("GET", "/api/operators", admin)
-        assert.deepInclude(
-          listed.body.operators.map((o: { email: string; role: string }) => [o.email, o.role]),
-          ["new@routes.test", "operator"],
-        )
-        assert.notInclude(listed.text, "scrypt")
-        const entries = yield* auditOf("operator:new@routes.test")
-        assert.deepStrictEqual(
-          entries.map((e) => [e.actor, e.channel, e.action]),
-          [
-            [admin.email, "console", "operators.create"],
-            [admin.email, "console", "operators.set_role"],
-          ],
-        )
-      }),
+    it.effect(
+      "manages operators (admin): create with a generated password, change role, never lock oneself out",
+      () =>
+        Effect.gen(function* () {
+          const { admin } = yield* sessions
+          const created = yield* call("POST", "/api/operators", {
+            ...admin,
+            body: { email: "new@routes.test", role: "viewer" },
+          })
+          assert.strictEqual(created.status, 201, created.text)
+          assert.deepInclude(created.body.operator, {
+            email: "new@routes.test",
+            role: "viewer",
+            disabled: false,
+          })
+          const signIn = yield* call("POST", "/api/session", {
+            body: { email: "new@routes.test", password: created.body.password },
+          })
+          assert.strictEqual(signIn.status, 200)
+          const dup = yield* call("POST", "/api/operators", {
+            ...admin,
+            body: { email: "NEW@routes.test", role: "viewer" },
+          })
+          assert.strictEqual(dup.status, 422)
+          assert.match(dup.body.operator.email, /already exists/)
+          const promoted = yield* call("PUT", "/api/operators/new%40routes.test", {
+            ...admin,
+            body: { role: "operator" },
+          })
+          assert.strictEqual(promoted.body.operator.role, "operator")
+          const self = yield* call("PUT", `/api/operators/${encodeURIComponent(admin.email)}`, {
+            ...admin,
+            body: { disabled: true },
+          })
+          assert.strictEqual(self.status, 422)
+          const listed = yield* call("GET", "/api/operators", admin)
+          assert.deepInclude(
+            listed.body.operators.map((o: { email: string; role: string }) => [o.email, o.role]),
+            ["new@routes.test", "operator"],
+          )
+          assert.notInclude(listed.text, "scrypt")
+          const entries = yield* auditOf("operator:new@routes.test")
+          assert.deepStrictEqual(
+            entries.map((e) => [e.actor, e.channel, e.action]),
+            [
+              [admin.email, "console", "operators.create"],
+              [admin.email, "console", "operators.set_role"],
+            ],
+          )
+        }),
     )
   })
 })

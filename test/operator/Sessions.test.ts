@@ -30,7 +30,8 @@ describe("console sessions", () => {
           assert.match(answer.body.csrf_token, /^[A-Za-z0-9_-]{43}$/)
           const setCookie = answer.headers.get("set-cookie")!
           assert.match(setCookie, /^console_session=[A-Za-z0-9_-]{43};/)
-          for (const attribute of ["HttpOnly", "SameSite=Strict", "Path=/"]) assert.include(setCookie, attribute)
+          for (const attribute of ["HttpOnly", "SameSite=Strict", "Path=/"])
+            assert.include(setCookie, attribute)
           // Development serves plain HTTP on localhost: no Secure there.
           assert.notInclude(setCookie, "Secure")
           const cookie = setCookie.split(";")[0]!
@@ -43,7 +44,9 @@ describe("console sessions", () => {
       it.effect("gives a wrong password and an unknown email the same answer", () =>
         Effect.gen(function* () {
           yield* createOperator("bob@example.com", "viewer")
-          const wrong = yield* call("POST", "/api/session", { body: { email: "bob@example.com", password: "nope-nope-nope" } })
+          const wrong = yield* call("POST", "/api/session", {
+            body: { email: "bob@example.com", password: "nope-nope-nope" },
+          })
           const unknown = yield* call("POST", "/api/session", {
             body: { email: "nobody@example.com", password: "correct horse battery" },
           })
@@ -58,31 +61,36 @@ describe("console sessions", () => {
         }),
       )
 
-      it.effect("slows down repeated failures of one email, longer each time, and lets the right password in after", () =>
-        Effect.gen(function* () {
-          yield* holdClock
-          yield* createOperator("carol@example.com", "viewer")
-          const attempt = (password: string) =>
-            call("POST", "/api/session", { body: { email: "carol@example.com", password } })
-          for (let i = 0; i < 5; i++) assert.strictEqual((yield* attempt("wrong-password!")).status, 401)
-          const throttled = yield* attempt("correct horse battery")
-          assert.strictEqual(throttled.status, 429)
-          assert.strictEqual(throttled.headers.get("retry-after"), "30")
-          assert.strictEqual(throttled.text, `{"message":"Too many sign-in attempts; try again in 30 seconds."}`)
-          // Another email is not slowed by carol's failures.
-          yield* createOperator("dave@example.com", "viewer")
-          yield* signIn("dave@example.com")
-          yield* advanceClock(31_000)
-          assert.strictEqual((yield* attempt("wrong-password!")).status, 401)
-          const longer = yield* attempt("correct horse battery")
-          assert.strictEqual(longer.status, 429)
-          assert.strictEqual(longer.headers.get("retry-after"), "60")
-          yield* advanceClock(61_000)
-          assert.strictEqual((yield* attempt("correct horse battery")).status, 200)
-          // A success forgets the failures.
-          assert.strictEqual((yield* attempt("wrong-password!")).status, 401)
-          assert.strictEqual((yield* attempt("correct horse battery")).status, 200)
-        }),
+      it.effect(
+        "slows down repeated failures of one email, longer each time, and lets the right password in after",
+        () =>
+          Effect.gen(function* () {
+            yield* holdClock
+            yield* createOperator("carol@example.com", "viewer")
+            const attempt = (password: string) =>
+              call("POST", "/api/session", { body: { email: "carol@example.com", password } })
+            for (let i = 0; i < 5; i++) assert.strictEqual((yield* attempt("wrong-password!")).status, 401)
+            const throttled = yield* attempt("correct horse battery")
+            assert.strictEqual(throttled.status, 429)
+            assert.strictEqual(throttled.headers.get("retry-after"), "30")
+            assert.strictEqual(
+              throttled.text,
+              `{"message":"Too many sign-in attempts; try again in 30 seconds."}`,
+            )
+            // Another email is not slowed by carol's failures.
+            yield* createOperator("dave@example.com", "viewer")
+            yield* signIn("dave@example.com")
+            yield* advanceClock(31_000)
+            assert.strictEqual((yield* attempt("wrong-password!")).status, 401)
+            const longer = yield* attempt("correct horse battery")
+            assert.strictEqual(longer.status, 429)
+            assert.strictEqual(longer.headers.get("retry-after"), "60")
+            yield* advanceClock(61_000)
+            assert.strictEqual((yield* attempt("correct horse battery")).status, 200)
+            // A success forgets the failures.
+            assert.strictEqual((yield* attempt("wrong-password!")).status, 401)
+            assert.strictEqual((yield* attempt("correct horse battery")).status, 200)
+          }),
       )
 
       it.effect("ends a session after 30 idle minutes", () =>
@@ -146,7 +154,9 @@ describe("console sessions", () => {
         Effect.gen(function* () {
           const session = yield* operatorSession("ivy@example.com", "admin")
           assert.strictEqual((yield* call("GET", "/api/operators", session)).status, 200)
-          yield* (yield* Operators).update("ivy@example.com", { role: "viewer" }, "cli:test").pipe(Effect.orDie)
+          yield* (yield* Operators)
+            .update("ivy@example.com", { role: "viewer" }, "cli:test")
+            .pipe(Effect.orDie)
           assert.strictEqual((yield* call("GET", "/api/operators", session)).status, 403)
           assert.strictEqual((yield* call("GET", "/api/session", session)).body.operator.role, "viewer")
         }),
@@ -156,16 +166,18 @@ describe("console sessions", () => {
 })
 
 describe("console sessions outside development", () => {
-  layer(consoleService({ SERVICE_ENV: "staging" }).layer, { excludeTestServices: true, timeout: 60_000 })((it) => {
-    it.effect("mark the cookie Secure", () =>
-      Effect.gen(function* () {
-        yield* createOperator("jo@example.com", "viewer")
-        const answer = yield* call("POST", "/api/session", {
-          body: { email: "jo@example.com", password: "correct horse battery" },
-        })
-        assert.strictEqual(answer.status, 200)
-        assert.include(answer.headers.get("set-cookie")!, "; Secure")
-      }),
-    )
-  })
+  layer(consoleService({ SERVICE_ENV: "staging" }).layer, { excludeTestServices: true, timeout: 60_000 })(
+    (it) => {
+      it.effect("mark the cookie Secure", () =>
+        Effect.gen(function* () {
+          yield* createOperator("jo@example.com", "viewer")
+          const answer = yield* call("POST", "/api/session", {
+            body: { email: "jo@example.com", password: "correct horse battery" },
+          })
+          assert.strictEqual(answer.status, 200)
+          assert.include(answer.headers.get("set-cookie")!, "; Secure")
+        }),
+      )
+    },
+  )
 })
