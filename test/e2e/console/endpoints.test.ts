@@ -176,6 +176,8 @@ describe("console: endpoints, secrets, operators and roles", () => {
             assert.strictEqual(yield* promise(() => page.getByRole("button", { name: "Retry" }).count()), 0)
             const refused = yield* apiFromPage(page, "POST", `/api/deliveries/${delivery!.id}/retry`, {})
             assert.deepStrictEqual(refused, { status: 403, text: `{"message":"Forbidden"}` })
+            const operators = yield* apiFromPage(page, "GET", "/api/operators")
+            assert.deepStrictEqual(operators, { status: 403, text: `{"message":"Forbidden"}` })
 
             yield* promise(() => page.goto(`${origin}/endpoints/${endpointId}`))
             yield* heading(page, /test endpoint/)
