@@ -37,6 +37,9 @@ export const startBulkRetry = async (filter: Record<string, string>, ratePerSeco
     })
   ).bulk_retry
 
+export const listBulkRetries = async () =>
+  (await api<{ bulk_retries: ReadonlyArray<BulkRetry> }>("GET", "/api/bulk-retries")).bulk_retries
+
 export const getBulkRetry = async (id: string | number) =>
   (await api<{ bulk_retry: BulkRetry }>("GET", `/api/bulk-retries/${encodeURIComponent(String(id))}`))
     .bulk_retry

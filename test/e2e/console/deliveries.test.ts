@@ -69,8 +69,8 @@ const failedDeliveries = (endpointId: number, count: number) =>
 const badge = (page: Page, status: string) => page.locator("h1 .badge", { hasText: status })
 
 describe("console: deliveries", () => {
-  layer(service.layer, { timeout: "120 seconds", excludeTestServices: true })((it) => {
-    it.layer(E2e.layer, { timeout: "120 seconds" })((it) => {
+  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 180_000 })(
+    (it) => {
       it.effect(
         "an operator signs in, finds a failed delivery with its attempts, retries it and sees it delivered",
         () =>
@@ -166,6 +166,6 @@ describe("console: deliveries", () => {
           }),
         TIMEOUT,
       )
-    })
-  })
+    },
+  )
 })

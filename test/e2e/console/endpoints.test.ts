@@ -71,8 +71,8 @@ const heading = (page: Page, text: string | RegExp) =>
   promise(() => page.getByRole("heading", { level: 1, name: text }).waitFor())
 
 describe("console: endpoints, secrets, operators and roles", () => {
-  layer(service.layer, { timeout: "120 seconds", excludeTestServices: true })((it) => {
-    it.layer(E2e.layer, { timeout: "120 seconds" })((it) => {
+  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 180_000 })(
+    (it) => {
       it.effect(
         "an operator suspends an endpoint and sees new deliveries held, then activates it",
         () =>
@@ -176,6 +176,8 @@ describe("console: endpoints, secrets, operators and roles", () => {
             assert.strictEqual(yield* promise(() => page.getByRole("button", { name: "Retry" }).count()), 0)
             const refused = yield* apiFromPage(page, "POST", `/api/deliveries/${delivery!.id}/retry`, {})
             assert.deepStrictEqual(refused, { status: 403, text: `{"message":"Forbidden"}` })
+            const operators = yield* apiFromPage(page, "GET", "/api/operators")
+            assert.deepStrictEqual(operators, { status: 403, text: `{"message":"Forbidden"}` })
 
             yield* promise(() => page.goto(`${origin}/endpoints/${endpointId}`))
             yield* heading(page, /test endpoint/)
@@ -217,6 +219,6 @@ describe("console: endpoints, secrets, operators and roles", () => {
           }),
         TIMEOUT,
       )
-    })
-  })
+    },
+  )
 })
