@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url"
 import { Layer } from "effect"
 import { Auth } from "./auth/Auth.ts"
 import { authGuard, authRoutes } from "./auth/Http.ts"
@@ -8,6 +9,7 @@ import { ingestRoutes } from "./ingest/Http.ts"
 import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
 import { actorLayer } from "./platform/Actor.ts"
+import { consoleSiteRoutes } from "./platform/ConsoleSite.ts"
 import { Crypto } from "./platform/Crypto.ts"
 import { gatewayLayer, type Guard, ListeningPorts, metricsLayer, type Route } from "./platform/Http.ts"
 import { relayLayer } from "./platform/Outbox.ts"
@@ -18,7 +20,16 @@ import { lifecycleLayer } from "./policies/Lifecycle.ts"
 import { lifecycleJobLayer } from "./policies/LifecycleJob.ts"
 import type { MoveOuts } from "./policies/MoveOuts.ts"
 import { moveOutRoutes } from "./policies/MoveOutsHttp.ts"
+import { operatorApiRoutes, operatorGuard } from "./operator/Http.ts"
+import { DeliveryActions } from "./operator/DeliveryActions.ts"
+import { Deliveries } from "./operator/DeliveryQueries.ts"
+import { Health } from "./operator/Health.ts"
+import { Operators } from "./operator/Operators.ts"
+import { policyRoutes } from "./operator/PolicyRoutes.ts"
+import { Sessions } from "./operator/Sessions.ts"
+import type { Billing } from "./policies/Billing.ts"
 import { Policies } from "./policies/Policies.ts"
+import type { Revisions } from "./policies/Revisions.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
 import { testClockRoutes } from "./policies/TestClocksHttp.ts"
 import { eligibilityActor } from "./prospects/Consumer.ts"
@@ -30,7 +41,11 @@ import { rosterRoutes } from "./roster/Http.ts"
 import { Roster } from "./roster/Roster.ts"
 import { Endpoints } from "./webhooks/Endpoints.ts"
 import { webhookRoutes } from "./webhooks/Http.ts"
+import { EndpointOperations } from "./webhooks/Operations.ts"
 import { webhookWorkersLayer } from "./webhooks/Workers.ts"
+
+/** The operator console's build (`console/build.mjs`), served by the console role; backend/ runs from source. */
+const CONSOLE_DIST = fileURLToPath(new URL("../dist/console", import.meta.url))
 
 /** What route handlers and actors may use, besides the platform. */
 type AppServices =
@@ -46,6 +61,14 @@ type AppServices =
   | MoveOuts
   | TestClocks
   | Crypto
+  | Operators
+  | Sessions
+  | EndpointOperations
+  | Revisions
+  | Billing
+  | Deliveries
+  | DeliveryActions
+  | Health
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
@@ -74,7 +97,8 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
     case "enrollment":
       return [...enrollmentRoutes, ...documentRoutes]
     case "console":
-      return []
+      // The operator API's routes go before the site, whose catch-all answers every other GET with the app.
+      return [...policyRoutes, ...operatorApiRoutes, ...consoleSiteRoutes(CONSOLE_DIST)]
   }
 }
 
@@ -82,6 +106,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
 const guards: Partial<Record<HttpRole, Guard<AppServices>>> = {
   "partner-api": authGuard("partner"),
   "ingest-api": authGuard("ingest"),
+  console: operatorGuard,
 }
 
 const httpRoles: ReadonlyArray<HttpRole> = ["partner-api", "ingest-api", "enrollment", "console"]
@@ -99,12 +124,18 @@ export const appLayer = (config: AppConfigShape) => {
         lifecycleJobLayer,
         ingestWorkersLayer,
         webhookWorkersLayer,
+        Health.pruneLayer,
       ]
     : []
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
     Layer.provideMerge(Ingest.layer),
+    Layer.provideMerge(DeliveryActions.layer),
+    Layer.provideMerge(Deliveries.layer),
     Layer.provideMerge(Endpoints.layer),
+    Layer.provideMerge(
+      Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer, Health.layer),
+    ),
     Layer.provideMerge(Journey.layer),
     Layer.provideMerge(lifecycleLayer),
     Layer.provideMerge(Policies.layer),

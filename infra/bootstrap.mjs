@@ -447,6 +447,17 @@ function runTarget(args, env) {
   })
 }
 
+/**
+ * The operator console is built (Vite, on the pinned Node) when dist/console is missing or older than console/:
+ * the console role serves it and the browser tests drive it.
+ */
+async function ensureConsoleBuilt(env) {
+  if (!existsSync(path.join(ROOT, "console", "build.mjs"))) return
+  const code = await runTarget(["console/build.mjs", "--if-stale"], env)
+  stopTarget = undefined
+  if (code !== 0) throw new BootstrapError(`console: the build failed (exit ${code})`)
+}
+
 /** Set once the target runs; until then a signal ends the bootstrap itself (its servers are meant to outlive it). */
 let stopTarget
 const onSignal = (signal) => {
@@ -489,6 +500,7 @@ export async function main([command, ...args]) {
     console.log(JSON.stringify({ DATABASE_URL, NATS_URL }))
     return 0
   }
+  if (command === "start" || command === "test") await ensureConsoleBuilt(env)
   return runTarget(TARGETS[command](args), env)
 }
 

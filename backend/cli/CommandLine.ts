@@ -301,6 +301,41 @@ export const COMMANDS = {
       "Prints the https:// URL to register, then one line per delivery: event, delivery id, signature valid|invalid. " +
       "Its certificate is signed by a CA kept in the data folder, which the service trusts outside production.",
   },
+  "operators create": {
+    args: [],
+    options: {
+      email: required,
+      role: { type: "string", required: true, choices: ["viewer", "operator", "admin"] },
+      password: string,
+    },
+    synopsis: "--email E --role viewer|operator|admin [--password P]",
+    summary: "a console operator; prints its email, role and (when generated) password (audited)",
+    details:
+      'Prints {"email", "role", "password"}; the password is there only when the command generated it, and is ' +
+      "shown only here. A given one needs at least 12 characters. viewer reads; operator also retries deliveries " +
+      "and changes endpoint status; admin also rotates secrets, sets custom headers and manages operators.",
+  },
+  "operators list": {
+    args: [],
+    options: {},
+    synopsis: "",
+    summary: "every console operator with role, disabled, created_at and last_sign_in_at (never a password)",
+  },
+  "operators disable": {
+    args: [],
+    options: { email: required },
+    synopsis: "--email E",
+    summary: "disable a console operator: it cannot sign in and its sessions end now (audited)",
+  },
+  "operators set-role": {
+    args: [],
+    options: {
+      email: required,
+      role: { type: "string", required: true, choices: ["viewer", "operator", "admin"] },
+    },
+    synopsis: "--email E --role viewer|operator|admin",
+    summary: "change a console operator's role; it applies to its next request (audited)",
+  },
   "enrollment complete": {
     args: [],
     options: {

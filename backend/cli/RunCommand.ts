@@ -5,11 +5,19 @@ import type { ClientCommandRejected } from "../auth/Domain.ts"
 import type { MappingRejected } from "../ingest/Domain.ts"
 import { Ingest } from "../ingest/Ingest.ts"
 import { AppConfig, type ConfigInvalid } from "../platform/Config.ts"
+import { Db } from "../platform/Db.ts"
 import { Nats } from "../platform/Nats.ts"
 import { loggerLayer } from "../platform/Observability.ts"
 import { PlatformLayer } from "../platform/Platform.ts"
+import { recordAudit } from "../operator/Audit.ts"
+import type { OperatorNotFound, OperatorRejected } from "../operator/Domain.ts"
+import { Operators } from "../operator/Operators.ts"
 import { lifecycleLayer } from "../policies/Lifecycle.ts"
-import type { LifecycleCommandRejected, PolicyNotFound } from "../policies/LifecycleDomain.ts"
+import type {
+  DelinquencyNotFound,
+  LifecycleCommandRejected,
+  PolicyNotFound,
+} from "../policies/LifecycleDomain.ts"
 import { Policies } from "../policies/Policies.ts"
 import type { ProspectIncomplete, ProspectNotFound } from "../prospects/Domain.ts"
 import { Prospects } from "../prospects/Prospects.ts"
@@ -23,6 +31,7 @@ import { type CommandLine, type CommandName, type Input, refusal } from "./Comma
 import { completeEnrollment, EnrollmentStopped } from "./Enrollment.ts"
 import { ingestLog } from "./Ingest.ts"
 import { CliIo, type CliIoShape, printLine } from "./Io.ts"
+import { createOperator, disableOperator, listOperators, setOperatorRole } from "./Operators.ts"
 import { createManagedOwner, grantOwner } from "./Owners.ts"
 import { cancelPolicy, resolveDelinquency, revisePolicy, showPolicy } from "./Policies.ts"
 import { setPropertyAddress } from "./Properties.ts"
@@ -31,7 +40,7 @@ import { createProvider, listProviders } from "./Providers.ts"
 import { createSource, listSources, setMapping, showMapping } from "./Sources.ts"
 import { tail } from "./Tail.ts"
 import type { CliUsage } from "./Usage.ts"
-import { rotateSecrets, setHeaders, showHeaders, showSecrets } from "./Webhooks.ts"
+import { cliActor, rotateSecrets, setHeaders, showHeaders, showSecrets } from "./Webhooks.ts"
 
 /** Failures a command reports as a message (exit status 2) rather than a crash. */
 type CommandFailure =
@@ -48,7 +57,10 @@ type CommandFailure =
   | ProviderNotProvisioned
   | EnrollmentStopped
   | PolicyNotFound
+  | DelinquencyNotFound
   | LifecycleCommandRejected
+  | OperatorRejected
+  | OperatorNotFound
 
 type Handler<N extends CommandName> = (
   input: Input<N>,
@@ -101,6 +113,44 @@ const withLifecycle = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.provide(PlatformLayer),
   )
 
+/** Console operators. */
+const withOperators = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.scoped(effect).pipe(Effect.provide(Operators.layer), Effect.provide(PlatformLayer))
+
+/**
+ * The audit target of each state-changing command whose service records no entry of its own; the CLI records one
+ * when the command succeeded (after its change, not in its transaction), with what the operator asked for.
+ */
+const CLI_AUDITED: { readonly [N in CommandName]?: (input: Input<N>) => string } = {
+  "clients create": (input) => `client:${input.options.name}`,
+  "clients grant": (input) => `client:${input.args[0]}`,
+  "clients revoke": (input) => `client:${input.args[0]}`,
+  "keys rotate": () => "signing_keys",
+  "owners create-managed": (input) => `owner:${input.options.name}`,
+  "owners grant": (input) => `owner:${input.options.owner}`,
+  "sources create": (input) => `source:${input.options.code}`,
+  "sources mapping set": (input) => `source:${input.args[0]}`,
+  "prospects recheck": (input) => `prospect:${input.options.source}/${input.options.id}`,
+  "enrollment complete": (input) => `prospect:${input.options.source}/${input.options.id}`,
+}
+
+/** Runs `effect` (a command of `CLI_AUDITED`), then records it in the audit log. */
+const audited =
+  <N extends CommandName>(name: N, input: Input<N>) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.tap(effect, () =>
+      Effect.gen(function* () {
+        const target = (CLI_AUDITED[name] as ((input: Input<N>) => string) | undefined)?.(input)
+        if (target === undefined) return
+        yield* recordAudit(yield* Db, {
+          actor: cliActor((yield* CliIo).env),
+          action: name.replaceAll(" ", ".").replaceAll("-", "_"),
+          target,
+          after: { args: input.args, options: input.options },
+        })
+      }),
+    )
+
 const handlers: { readonly [N in CommandName]: Handler<N> } = {
   migrate: () =>
     Effect.scoped(Layer.build(PlatformLayer)).pipe(
@@ -108,21 +158,22 @@ const handlers: { readonly [N in CommandName]: Handler<N> } = {
     ),
   // Only NATS: tailing must work while Postgres is down.
   tail: (input) => Effect.scoped(tail(input)).pipe(Effect.provide(Nats.layer)),
-  "clients create": (input) => withAuth(createClient(input)),
+  "clients create": (input) => withAuth(audited("clients create", input)(createClient(input))),
   "clients list": () => withAuth(listClients()),
-  "clients grant": (input) => withAuth(grantClient(input)),
-  "clients revoke": (input) => withAuth(revokeClient(input)),
-  "keys rotate": () => withAuth(rotateKeys()),
-  "owners create-managed": (input) => withRoster(createManagedOwner(input)),
-  "owners grant": (input) => withRoster(grantOwner(input)),
+  "clients grant": (input) => withAuth(audited("clients grant", input)(grantClient(input))),
+  "clients revoke": (input) => withAuth(audited("clients revoke", input)(revokeClient(input))),
+  "keys rotate": (input) => withAuth(audited("keys rotate", input)(rotateKeys())),
+  "owners create-managed": (input) =>
+    withRoster(audited("owners create-managed", input)(createManagedOwner(input))),
+  "owners grant": (input) => withRoster(audited("owners grant", input)(grantOwner(input))),
   "properties set-address": (input) => withRoster(setPropertyAddress(input)),
-  "sources create": (input) => withIngest(createSource(input)),
+  "sources create": (input) => withIngest(audited("sources create", input)(createSource(input))),
   "sources list": () => withIngest(listSources()),
-  "sources mapping set": (input) => withIngest(setMapping(input)),
+  "sources mapping set": (input) => withIngest(audited("sources mapping set", input)(setMapping(input))),
   "sources mapping show": (input) => withIngest(showMapping(input)),
   "ingest log": (input) => withIngest(ingestLog(input)),
   "prospects show": (input) => withProspects(showProspect(input)),
-  "prospects recheck": (input) => withProspects(recheckProspect(input)),
+  "prospects recheck": (input) => withProspects(audited("prospects recheck", input)(recheckProspect(input))),
   "policies show": (input) => withLifecycle(showPolicy(input)),
   "policies revise": (input) => withLifecycle(revisePolicy(input)),
   "policies cancel": (input) => withLifecycle(cancelPolicy(input)),
@@ -141,6 +192,10 @@ const handlers: { readonly [N in CommandName]: Handler<N> } = {
         (module) => module.testReceiver(input),
       ),
     ),
+  "operators create": (input) => withOperators(createOperator(input)),
+  "operators list": () => withOperators(listOperators()),
+  "operators disable": (input) => withOperators(disableOperator(input)),
+  "operators set-role": (input) => withOperators(setOperatorRole(input)),
   "enrollment complete": (input) =>
     Effect.gen(function* () {
       // Refused before anything connects: it pays with the test provider's cards.
@@ -149,7 +204,7 @@ const handlers: { readonly [N in CommandName]: Handler<N> } = {
           message: "enrollment complete is refused in production: it pays with the test provider's cards",
         })
       }
-      return yield* withJourney(completeEnrollment(input))
+      return yield* withJourney(audited("enrollment complete", input)(completeEnrollment(input)))
     }),
 }
 
@@ -193,6 +248,9 @@ export const runCommand = async (line: Extract<CommandLine, { _tag: "Command" }>
       EnrollmentStopped: (error) => refuse(error.message),
       PolicyNotFound: (error) => refuse(error.message),
       LifecycleCommandRejected: (error) => refuse(error.message),
+      DelinquencyNotFound: (error) => refuse(error.message),
+      OperatorRejected: (error) => refuse(error.message),
+      OperatorNotFound: (error) => refuse(`no operator ${error.email}`),
       ProviderNotProvisioned: (error) =>
         refuse(`provider ${error.provider} is not provisioned: run providers create ${error.provider} first`),
     }),

@@ -3,7 +3,12 @@ import { Db } from "../platform/Db.ts"
 import { Outbox } from "../platform/Outbox.ts"
 import { policyId } from "./Domain.ts"
 import { delinquencyEvent, delinquencyPayload } from "./LifecycleEvents.ts"
-import { delinquencyId, delinquencyRowId, LifecycleCommandRejected } from "./LifecycleDomain.ts"
+import {
+  DelinquencyNotFound,
+  delinquencyId,
+  delinquencyRowId,
+  LifecycleCommandRejected,
+} from "./LifecycleDomain.ts"
 import { LifecycleRepo } from "./LifecycleRepo.ts"
 import { PaymentProvider } from "./Payments.ts"
 import { addMonths, billingAnchor } from "./Policies.ts"
@@ -143,7 +148,7 @@ export class Billing extends Context.Service<Billing>()("partner-service/policie
           yield* repo.lockDelinquency(rowId)
           const current = yield* repo.delinquency(rowId)
           if (current === undefined) {
-            return yield* new LifecycleCommandRejected({ message: `no delinquency ${delinquencyId(rowId)}` })
+            return yield* new DelinquencyNotFound({ id: delinquencyId(rowId) })
           }
           if (current.status !== "active") {
             return yield* new LifecycleCommandRejected({
@@ -160,6 +165,8 @@ export class Billing extends Context.Service<Billing>()("partner-service/policie
               policy_number: resolved.policy_number,
               resolved_amount_cents: Number(resolved.resolved_amount_cents),
             },
+            before: { status: current.status },
+            after: { status: resolved.status, resolved_amount_cents: Number(resolved.resolved_amount_cents) },
           })
           yield* outbox.enqueue([delinquencyEvent("delinquency.resolved", resolved)])
           return {

@@ -38,6 +38,15 @@ export class PolicyNotFound extends Schema.TaggedError<PolicyNotFound>()("Policy
   }
 }
 
+/** A delinquency id that names none. */
+export class DelinquencyNotFound extends Schema.TaggedError<DelinquencyNotFound>()("DelinquencyNotFound", {
+  id: Schema.String,
+}) {
+  override get message() {
+    return `no delinquency ${this.id}`
+  }
+}
+
 /** An operator's revision, cancellation or resolution that cannot be done as asked; nothing changed. */
 export class LifecycleCommandRejected extends Schema.TaggedError<LifecycleCommandRejected>()(
   "LifecycleCommandRejected",

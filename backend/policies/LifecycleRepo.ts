@@ -1,5 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Db, type Sql } from "../platform/Db.ts"
+import { type AuditEntry, recordAudit } from "../operator/Audit.ts"
 
 /** NOTIFY channel that wakes the lifecycle job in every worker (a test clock advance, a revision). */
 export const LIFECYCLE_CHANNEL = "policy_lifecycle"
@@ -190,17 +191,7 @@ export class LifecycleRepo extends Context.Service<LifecycleRepo>()(
             where id = ${id}`,
           ),
         /** An operator's action, in the caller's transaction: it exists exactly when the change was committed. */
-        audit: (entry: {
-          readonly actor: string
-          readonly action: string
-          readonly target: string
-          readonly details: Readonly<Record<string, unknown>>
-        }) =>
-          db.query(
-            (sql) => sql`
-            insert into audit_log (actor, action, target, details)
-            values (${entry.actor}, ${entry.action}, ${entry.target}, ${sql.json(entry.details as never)})`,
-          ),
+        audit: (entry: AuditEntry) => recordAudit(db, entry),
 
         /** Upcoming policies whose coverage has started on their owner's date become active; their ids. */
         activateDue: (today: string, clocks: boolean, limit: number) =>

@@ -4,7 +4,7 @@ import { Db } from "../platform/Db.ts"
 import { hasControlCharacter } from "../platform/FieldLimits.ts"
 import { Outbox } from "../platform/Outbox.ts"
 import { MAX_AMOUNT } from "../prospects/Domain.ts"
-import { policyId } from "./Domain.ts"
+import { policyId, rowIdOf } from "./Domain.ts"
 import { insurancePolicy, policyEvent } from "./Events.ts"
 import { delinquencyPayload } from "./LifecycleEvents.ts"
 import { IN_FORCE, isCalendarDate, LifecycleCommandRejected, PolicyNotFound } from "./LifecycleDomain.ts"
@@ -191,6 +191,8 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
             action: "policies.revise",
             target: `policy:${policy.policy_number}`,
             details: { policy_id: policyId(policy.id), before, after },
+            before,
+            after,
           })
           const slug = revised.owner_slug
           yield* outbox.enqueue([
@@ -240,6 +242,8 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
             action: "policies.cancel",
             target: `policy:${policy.policy_number}`,
             details: { policy_id: policyId(policy.id), reason: why, before: { status: policy.status } },
+            before: { status: policy.status },
+            after: { status: "canceled", cancellation_reason: why },
           })
           yield* outbox.enqueue([
             policyEvent("policy.canceled", canceled.owner_slug, canceled, config.consoleBaseUrl),
@@ -300,7 +304,18 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
       }
     })
 
-    return { revise, cancel, show }
+    /** The number of the policy `policy_<n>` names (the id in `admin_policy_url`); PolicyNotFound for any other. */
+    const numberOf = Effect.fn("Revisions.numberOf")(function* (id: string) {
+      const rowId = rowIdOf("policy_", id)
+      const policy =
+        rowId === undefined || !/^[1-9]\d{0,17}$/.test(rowId)
+          ? undefined
+          : yield* policiesRepo.findPolicy(rowId)
+      if (policy === undefined) return yield* new PolicyNotFound({ policyNumber: id })
+      return policy.policy_number
+    })
+
+    return { revise, cancel, show, numberOf }
   }),
 }) {
   static readonly layer = Layer.effect(Revisions, Revisions.make)

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import type { OwnerRow } from "./Domain.ts"
+import { type AuditEntry, recordAudit } from "../operator/Audit.ts"
 
 /** Serializes roster writes per owner across processes, so a batch reads and writes a consistent roster. */
 const ROSTER_LOCK = 7_239_100
@@ -351,17 +352,7 @@ export class RosterRepo extends Context.Service<RosterRepo>()("partner-service/r
             where id = ${id}`,
         ),
       /** A line of the operators' append-only audit log. */
-      audit: (entry: {
-        readonly actor: string
-        readonly action: string
-        readonly target: string
-        readonly details: Readonly<Record<string, unknown>>
-      }) =>
-        db.query(
-          (sql) => sql`
-            insert into audit_log (actor, action, target, details)
-            values (${entry.actor}, ${entry.action}, ${entry.target}, ${sql.json(entry.details as never)})`,
-        ),
+      audit: (entry: AuditEntry) => recordAudit(db, entry),
       recordDisagreements: (
         rows: ReadonlyArray<{
           readonly property_id: string

@@ -607,6 +607,8 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
             action: "property.set_address",
             target: `property:${slug}/${externalId}`,
             details: { before: shown(property), after: shown(corrected) },
+            before: shown(property),
+            after: shown(corrected),
           })
           const view = propertyView(externalId, "updated", {
             ...property,

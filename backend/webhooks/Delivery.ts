@@ -280,6 +280,7 @@ export class DeliveryAttempts extends Context.Service<
         const statusCode = result._tag === "Response" ? result.statusCode : null
         yield* recordOne({
           deliveryId: claimed.id,
+          endpointId: claimed.endpoint_id,
           series: claimed.series,
           attempt: claimed.attempt_number,
           status: decided.status,

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import type { DeliveryStatus } from "./Domain.ts"
+import { healthBuckets } from "./HealthBuckets.ts"
 
 /**
  * The delivery engine's SQL: one statement to route an event, one to claim an attempt (with the endpoint check,
@@ -30,6 +31,8 @@ export interface RoutedDelivery {
   readonly series: number
   readonly attempt_number: number
   readonly created: boolean
+  /** Recorded for a suspended endpoint: no attempt until the endpoint is active again (the scheduler releases it). */
+  readonly held: boolean
 }
 
 /**
@@ -79,6 +82,8 @@ export interface ClaimTimes {
 }
 
 export interface OutcomeInput extends AttemptKey {
+  /** The delivery's endpoint, whose health aggregates count the attempt. */
+  readonly endpointId: number
   readonly status: Extract<DeliveryStatus, "delivered" | "retrying" | "failed">
   /** The attempt due next (retrying) or this one. */
   readonly attemptNumber: number
@@ -199,27 +204,33 @@ export class DeliveryRepo extends Context.Service<
               join webhook_subscribers s on s.provider_id = pp.provider_id
             ),
             targets as (
-              select i.event_id, i.event, i.owner_slug, i.payload, e.id as endpoint_id
+              select i.event_id, i.event, i.owner_slug, i.payload, e.id as endpoint_id,
+                     e.status = 'suspended' as held
               from subscribers sub
               join input i on i.event_id = sub.event_id
               join webhook_endpoints e on e.subscriber_id = sub.subscriber_id
-              where e.status = 'active' and e.deleted_at is null and i.event = any(e.events)
+              where e.status in ('active', 'suspended') and e.deleted_at is null and i.event = any(e.events)
             ),
             created as (
-              insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, dispatched_at)
-              select endpoint_id, event_id, event, owner_slug, decode(payload, 'hex'), ${now}
+              -- A suspended endpoint's delivery is recorded held and not announced: its endpoint's activation
+              -- releases it (the scheduler makes it due), a disable or delete fails it.
+              insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, dispatched_at,
+                                              held_since)
+              select endpoint_id, event_id, event, owner_slug, decode(payload, 'hex'),
+                     case when held then null else ${now}::timestamptz end,
+                     case when held then ${now}::timestamptz end
               from targets order by event_id, endpoint_id
               on conflict (event_id, endpoint_id) do nothing
-              returning id, endpoint_id, event_id, series, attempt_number
+              returning id, endpoint_id, event_id, series, attempt_number, held_since is not null as held
             )
-            select id, endpoint_id, event_id, series, attempt_number, true as created from created
+            select id, endpoint_id, event_id, series, attempt_number, true as created, held from created
             ${
               again.length === 0
                 ? sql``
                 : sql`
                   union all
-                  select id, endpoint_id, event_id, series, attempt_number, false from webhook_deliveries
-                  where event_id = any(${again}::text[]) and status = 'pending'`
+                  select id, endpoint_id, event_id, series, attempt_number, false, false from webhook_deliveries
+                  where event_id = any(${again}::text[]) and status = 'pending' and held_since is null`
             }`,
         )
         return rows.map((r): RoutedDelivery => ({
@@ -229,6 +240,7 @@ export class DeliveryRepo extends Context.Service<
           series: int(r.series),
           attempt_number: int(r.attempt_number),
           created: r.created === true,
+          held: r.held === true,
         }))
       })
 
@@ -367,6 +379,7 @@ export class DeliveryRepo extends Context.Service<
       ) {
         if (outcomes.length === 0) return []
         const column = <A>(pick: (o: OutcomeInput) => A) => outcomes.map(pick)
+        const health = healthBuckets(outcomes)
         const rows = yield* db.query(
           (sql) => sql`
             with input as (
@@ -410,6 +423,24 @@ export class DeliveryRepo extends Context.Service<
                 response_body = excluded.response_body
               where webhook_attempts.duration_ms is null
                 and webhook_attempts.failure_reason = ${UNKNOWN_OUTCOME_REASON}
+            ),
+            -- The endpoints' health buckets, in key order so concurrent batches lock them in turn.
+            health as (
+              insert into webhook_endpoint_health as h (endpoint_id, bucket_start, attempts, succeeded, failed,
+                                                        latency)
+              select endpoint_id, bucket_start, attempts, succeeded, failed, latency::int[]
+              from unnest(${health.map((b) => b.endpointId)}::bigint[],
+                          ${health.map((b) => new Date(b.bucketStart).toISOString())}::timestamptz[],
+                          ${health.map((b) => b.attempts)}::int[], ${health.map((b) => b.succeeded)}::int[],
+                          ${health.map((b) => b.failed)}::int[], ${health.map((b) => `{${b.latency.join(",")}}`)}::text[])
+                as b(endpoint_id, bucket_start, attempts, succeeded, failed, latency)
+              order by endpoint_id, bucket_start
+              on conflict (endpoint_id, bucket_start) do update set
+                attempts = h.attempts + excluded.attempts,
+                succeeded = h.succeeded + excluded.succeeded,
+                failed = h.failed + excluded.failed,
+                latency = (select array_agg(x.a + x.b order by x.n)
+                           from unnest(h.latency, excluded.latency) with ordinality as x(a, b, n))
             )
             select id from updated`,
         )

@@ -2,11 +2,13 @@ import { Schema } from "effect"
 import { EventNames } from "../events/Catalog.ts"
 import { FIELD_LIMITS, limitedText } from "../platform/FieldLimits.ts"
 
-/** Only `active` endpoints receive deliveries. */
+/** Only `active` endpoints receive deliveries; a `suspended` one's are recorded and held until it is active. */
 export const EndpointStatuses = ["active", "suspended", "disabled"] as const
 export const EndpointStatus = Schema.Literals(EndpointStatuses).annotate({
   identifier: "WebhookEndpointStatus",
-  description: "`active` endpoints receive deliveries; `suspended` and `disabled` ones receive none.",
+  description:
+    "`active` endpoints receive deliveries; a `suspended` one's events are recorded as pending deliveries and " +
+    "sent once it is active again; `disabled` ones receive none.",
 })
 export type EndpointStatus = typeof EndpointStatus.Type
 

@@ -337,11 +337,19 @@ export class Endpoints extends Context.Service<Endpoints>()("partner-service/web
       id: string,
     ) {
       const endpoint = yield* endpointOf(ref, endpointId)
-      const retried = ID.test(id) ? yield* repo.retryDelivery(endpoint.id, id) : false
-      if (!retried) return yield* new DeliveryNotFound()
+      const retried = ID.test(id) ? yield* repo.retryDeliveries([id], endpoint.id) : []
+      if (retried.length === 0) return yield* new DeliveryNotFound()
     })
 
-    return { create, list, get, update, remove, deliveries, delivery, retry }
+    /**
+     * The same retry for operators, of deliveries of any endpoint (a deleted endpoint's fail at their attempt);
+     * the ids that exist.
+     */
+    const retryDeliveries = Effect.fn("Endpoints.retryDeliveries")(function* (ids: ReadonlyArray<number>) {
+      return yield* repo.retryDeliveries(ids)
+    })
+
+    return { create, list, get, update, remove, deliveries, delivery, retry, retryDeliveries }
   }),
 }) {
   static readonly layer = Layer.effect(Endpoints, Endpoints.make).pipe(

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { Db, type Sql } from "../platform/Db.ts"
 import type { DeliveryStatus, EndpointStatus } from "./Domain.ts"
+import { type AuditEntry, recordAudit } from "../operator/Audit.ts"
 
 /** The engine's scheduler wakes on this channel and publishes every due delivery. */
 export const WEBHOOK_DUE = "webhook_due"
@@ -242,17 +243,7 @@ export class WebhooksRepo extends Context.Service<WebhooksRepo>()("partner-servi
             update webhook_subscribers set custom_headers = ${sql.json(headers as never)}
             where id = ${subscriberId}`,
         ),
-      audit: (entry: {
-        readonly actor: string
-        readonly action: string
-        readonly target: string
-        readonly details: Readonly<Record<string, unknown>>
-      }) =>
-        db.query(
-          (sql) => sql`
-            insert into audit_log (actor, action, target, details)
-            values (${entry.actor}, ${entry.action}, ${entry.target}, ${sql.json(entry.details as never)})`,
-        ),
+      audit: (entry: AuditEntry) => recordAudit(db, entry),
 
       insertEndpoint: (
         subscriberId: string,
@@ -341,17 +332,28 @@ export class WebhooksRepo extends Context.Service<WebhooksRepo>()("partner-servi
             from webhook_attempts where delivery_id = ${deliveryId}
             order by series, attempt_number`,
         ),
-      /** A new series of attempts from attempt 1, due now; the scheduler is woken on commit. */
-      retryDelivery: (endpointId: string, id: string) =>
+      /**
+       * A new series of attempts from attempt 1, due now, for each delivery (of `endpointId` when given); the ids
+       * it applied to. Rows are locked in id order, as the claim locks them. The scheduler is woken on commit.
+       */
+      retryDeliveries: (ids: ReadonlyArray<number | string>, endpointId?: string) =>
         db.query(async (sql) => {
-          const updated = await sql`
-            update webhook_deliveries
+          if (ids.length === 0) return []
+          const updated = await sql<Array<{ id: string }>>`
+            with target as (
+              select id from webhook_deliveries
+              where id = any(${ids.map(String)}::bigint[])
+                ${endpointId === undefined ? sql`` : sql`and endpoint_id = ${endpointId}`}
+              order by id
+              for update
+            )
+            update webhook_deliveries d
             set series = series + 1, attempt_number = 1, status = 'pending', next_retry_at = now(),
                 lease_until = null, held_since = null, updated_at = now()
-            where id = ${id} and endpoint_id = ${endpointId}
-            returning id`
+            from target where d.id = target.id
+            returning d.id`
           if (updated.length > 0) await sql`select pg_notify(${WEBHOOK_DUE}, '')`
-          return updated.length > 0
+          return updated.map((row) => Number(row.id))
         }),
     }
   }),

@@ -9,9 +9,10 @@ import { EVENT_PROPERTY_HEADER } from "../events/Envelope.ts"
 import { attemptSubject, encodeAttempt, type StatusMessage, statusSubject } from "./Messages.ts"
 
 /**
- * The event router: for each event on `EVENTS`, one delivery per active endpoint subscribed to it (the owner's,
- * and every provider's covering the owner or the event's property), and one attempt message per delivery still
- * pending. The event id (its `Nats-Msg-Id`) and the endpoint make a delivery unique, so an event the router sees
+ * The event router: for each event on `EVENTS`, one delivery per active or suspended endpoint subscribed to it
+ * (the owner's, and every provider's covering the owner or the event's property), and one attempt message per
+ * delivery still pending; a suspended endpoint's is recorded held, with no attempt message, until it is active.
+ * The event id (its `Nats-Msg-Id`) and the endpoint make a delivery unique, so an event the router sees
  * twice is recorded once. Its attempts are published before the event is acked: only a redelivered event (whose
  * earlier routing may have stopped in between) has its deliveries still pending announced again. Attempt messages
  * carry no `Nats-Msg-Id`: a repeat is dropped by the claim (it accepts an attempt once), and the server's duplicate
@@ -94,10 +95,12 @@ export class EventRouter extends Context.Service<
           const now = new Date(yield* Clock.currentTimeMillis)
           const routed = yield* repo.route([...toRoute.values()], now)
           yield* nats.publishAll(
-            routed.map((d) => ({
-              subject: nats.subject(attemptSubject(d.endpoint_id)),
-              data: encodeAttempt(d),
-            })),
+            routed
+              .filter((d) => !d.held)
+              .map((d) => ({
+                subject: nats.subject(attemptSubject(d.endpoint_id)),
+                data: encodeAttempt(d),
+              })),
           )
           for (const d of routed) {
             if (!d.created) continue

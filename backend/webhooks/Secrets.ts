@@ -217,6 +217,7 @@ export class Secrets extends Context.Service<Secrets>()("partner-service/webhook
             action: "webhook_secrets.rotate",
             target: describeSubscriber(ref),
             details: { overlap_seconds: overlapMs / 1000, previous_secrets: expiring.length },
+            after: { overlap_seconds: overlapMs / 1000, previous_secrets: expiring.length },
           })
           const latest = expiring.reduce<Date | undefined>(
             (max, at) => (max && max > at ? max : at),
@@ -245,12 +246,16 @@ export class Secrets extends Context.Service<Secrets>()("partner-service/webhook
       return yield* db.transaction(
         Effect.gen(function* () {
           const subscriberId = (yield* subscriber(ref, true))!
+          const previous = yield* repo.customHeaders(subscriberId)
           yield* repo.setCustomHeaders(subscriberId, checked.headers)
+          // Names only: a header's value may be a credential of the receiver's.
           yield* repo.audit({
             actor,
             action: "webhook_headers.set",
             target: describeSubscriber(ref),
             details: { names: Object.keys(checked.headers) },
+            before: { names: Object.keys(previous) },
+            after: { names: Object.keys(checked.headers) },
           })
           return checked.headers
         }),

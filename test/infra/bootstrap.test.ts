@@ -136,7 +136,7 @@ describe("npm start", { timeout: TIMEOUT_MS }, () => {
     rmSync(dataDir, { recursive: true, force: true })
   }, TIMEOUT_MS)
 
-  it("brings up its own Postgres and NATS when none answer, serves /readyz on all four ports, and stops on SIGTERM", async () => {
+  it("brings up its own Postgres and NATS when none answer, serves /readyz on all four ports and the console's pages, and stops on SIGTERM", async () => {
     const [pgPort, natsPort] = [await freePort(), await freePort()]
     env = {
       ...env,
@@ -161,6 +161,10 @@ describe("npm start", { timeout: TIMEOUT_MS }, () => {
       expect(response.status).toBe(200)
       expect(await response.json()).toEqual({ status: "ready", checks: { postgres: "ok", nats: "ok" } })
     }
+    // The console's pages were built (when missing or stale) before the service started, and are served.
+    const page = await fetch(`http://127.0.0.1:${ports.console}/deliveries`)
+    expect(page.status).toBe(200)
+    expect(await page.text()).toContain('<div id="app"></div>')
 
     child.kill("SIGTERM")
     expect(await exited(child)).toBe(0)

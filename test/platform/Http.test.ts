@@ -130,7 +130,9 @@ describe("gateways of the service", () => {
       Effect.gen(function* () {
         for (const [role, port] of yield* gatewayPorts) {
           for (const init of [{}, { method: "POST", body: "{}" }]) {
-            const answer = yield* request(port, "/no/such/path", init)
+            // The console's port answers every other GET with its single-page app (test/platform/ConsoleSite).
+            const path = role === "console" ? "/api/no/such/path" : "/no/such/path"
+            const answer = yield* request(port, path, init)
             assert.strictEqual(answer.status, 404, role)
             assert.strictEqual(answer.text, NOT_FOUND, role)
           }

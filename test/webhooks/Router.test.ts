@@ -110,7 +110,7 @@ describe("event router", () => {
     )
 
     it.effect(
-      "sends nothing to endpoints not subscribed to the event, not active, deleted, or of another owner",
+      "sends nothing to endpoints not subscribed to the event, suspended, disabled, deleted, or of another owner",
       () =>
         Effect.gen(function* () {
           const receiver = yield* startReceiver
@@ -119,19 +119,27 @@ describe("event router", () => {
           const sub = yield* subscriber({ ownerId: acme.id })
           const otherSub = yield* subscriber({ ownerId: other.id })
           const control = yield* endpoint(sub.id, receiver.url("/control"), ["delinquency.created"])
+          const suspended = yield* endpoint(
+            sub.id,
+            receiver.url("/suspended"),
+            ["delinquency.created"],
+            "suspended",
+          )
           const silent = [
             yield* endpoint(sub.id, receiver.url("/unsubscribed"), ["delinquency.resolved"]),
-            yield* endpoint(sub.id, receiver.url("/suspended"), ["delinquency.created"], "suspended"),
             yield* endpoint(sub.id, receiver.url("/disabled"), ["delinquency.created"], "disabled"),
             yield* endpoint(sub.id, receiver.url("/deleted"), ["delinquency.created"]),
             yield* endpoint(otherSub.id, receiver.url("/other-owner"), ["delinquency.created"]),
           ]
-          yield* query((sql) => sql`update webhook_endpoints set deleted_at = now() where id = ${silent[3]!}`)
+          yield* query((sql) => sql`update webhook_endpoints set deleted_at = now() where id = ${silent[2]!}`)
           yield* publishEvent("delinquency.created", acme.slug, examplePayload("delinquency.created"))
           yield* awaitDeliveries(control, (rows) => rows[0]?.status === "delivered")
           // The router writes every delivery of an event in one statement: the control's is there, so these
           // endpoints got none.
           for (const id of silent) assert.deepStrictEqual(yield* deliveriesOf(id), [])
+          // The suspended endpoint's is recorded, held (pending, nothing scheduled) until it is active again.
+          const [held] = yield* deliveriesOf(suspended)
+          assert.deepStrictEqual([held?.status, held?.next_retry_at], ["pending", null])
           assert.deepStrictEqual(
             receiver.received().map((r) => r.path),
             ["/control"],

@@ -67,6 +67,36 @@ describe("deliveries of a suspended endpoint", () => {
         }).pipe(Effect.scoped),
     )
 
+    it.effect(
+      "records an event for a suspended endpoint as a held delivery, sends nothing, and delivers it once active",
+      () =>
+        Effect.gen(function* () {
+          const { receiver, owner, endpointId } = yield* receiverEndpoint("acme-paused", "/paused", [
+            "policy.created",
+          ])
+          yield* setStatus(endpointId, "suspended")
+          const event = yield* publishEvent("policy.created", owner.slug, examplePayload("policy.created"))
+          const [held] = yield* awaitDeliveries(endpointId, (rows) => rows.length === 1)
+          assert.deepStrictEqual(
+            [held!.status, held!.attempt_number, held!.next_retry_at],
+            ["pending", 1, null],
+          )
+          assert.isNotNull(yield* heldSince(held!.id))
+          yield* Effect.sleep("1500 millis")
+          assert.strictEqual(receiver.received("/paused").length, 0)
+          assert.deepStrictEqual(yield* attemptsOf(held!.id), [])
+
+          yield* setStatus(endpointId, "active")
+          const [done] = yield* awaitDeliveries(endpointId, (rows) => rows[0]?.status === "delivered")
+          assert.strictEqual(done!.id, held!.id)
+          assert.isNull(yield* heldSince(held!.id))
+          const [request] = receiver.received("/paused")
+          assert.strictEqual(request!.body.toString("utf8"), event.body)
+          assert.strictEqual(request!.headers["x-webhook-delivery"], held!.id)
+          assert.strictEqual(receiver.received("/paused").length, 1)
+        }).pipe(Effect.scoped),
+    )
+
     it.effect("fails a held delivery with the reason once its endpoint is disabled", () =>
       Effect.gen(function* () {
         const { receiver, endpointId, delivery } = yield* heldDelivery("acme-disabled", "/disabled")

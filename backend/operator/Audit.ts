@@ -1,0 +1,44 @@
+import { Context, Effect } from "effect"
+import type { DbShape } from "../platform/Db.ts"
+
+/** Where an operator action came from: the console, the CLI, or a script calling the operator API. */
+export const AuditChannels = ["console", "cli", "api"] as const
+export type AuditChannelName = (typeof AuditChannels)[number]
+
+/**
+ * The channel audit entries written in this fiber carry. The console's routes set `console`; the CLI, the only
+ * other writer of operator actions, runs with the default.
+ */
+export const AuditChannel = Context.Reference<AuditChannelName>("partner-service/operator/AuditChannel", {
+  defaultValue: () => "cli",
+})
+
+/** One operator action: who, what, on which target, and the target's state before and after (when it has one). */
+export interface AuditEntry {
+  readonly actor: string
+  readonly action: string
+  readonly target: string
+  readonly before?: unknown
+  readonly after?: unknown
+  /** Anything else worth keeping that is neither state (a count, a reason). */
+  readonly details?: Readonly<Record<string, unknown>>
+}
+
+/**
+ * Appends `entry` to the audit log, in the caller's transaction when there is one, so an entry exists exactly
+ * when the change it records was committed. Every context writes its operator actions through this one
+ * statement; the table refuses any later change.
+ */
+export const recordAudit = (db: DbShape, entry: AuditEntry) =>
+  Effect.gen(function* () {
+    const channel = yield* AuditChannel
+    const jsonOrNull = (value: unknown) => (value === undefined ? null : value)
+    yield* db.query(
+      (sql) => sql`
+        insert into audit_log (actor, channel, action, target, details, before, after)
+        values (${entry.actor}, ${channel}, ${entry.action}, ${entry.target},
+                ${sql.json((entry.details ?? {}) as never)},
+                ${jsonOrNull(entry.before) === null ? null : sql.json(entry.before as never)},
+                ${jsonOrNull(entry.after) === null ? null : sql.json(entry.after as never)})`,
+    )
+  })

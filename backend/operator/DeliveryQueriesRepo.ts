@@ -1,0 +1,232 @@
+import { Context, Effect, Layer } from "effect"
+import { Db, type Sql } from "../platform/Db.ts"
+
+/**
+ * The SQL of the operator's delivery list, count and detail. A page is found first (ids only, one index range
+ * under the filter that leads it, see migration 0055), then joined with what the console shows of each row.
+ */
+
+/** Statuses the console shows: the partner API's, plus `held` (its endpoint is suspended). */
+export const ShownStatuses = [
+  "pending",
+  "delivering",
+  "delivered",
+  "retrying",
+  "rate_limited",
+  "failed",
+  "held",
+] as const
+export type ShownStatus = (typeof ShownStatuses)[number]
+
+/** A filter already checked; every key optional, all of them must hold. */
+export interface DeliveryFilter {
+  readonly owner?: string
+  readonly provider?: string
+  readonly endpoint?: number
+  readonly event_type?: string
+  readonly status?: ShownStatus
+  /** Inclusive. */
+  readonly since?: Date
+  /** Exclusive. */
+  readonly until?: Date
+  readonly id?: number
+}
+
+/** Where a page starts: strictly older than this row in the list's order. */
+export interface PagePosition {
+  /** `created_at` in microseconds since the epoch (a JavaScript Date keeps only milliseconds). */
+  readonly createdUs: bigint
+  readonly id: number
+}
+
+export interface DeliveryListRow {
+  readonly id: string
+  readonly event: string
+  readonly status: ShownStatus
+  readonly owner_slug: string
+  readonly owner_name: string | null
+  readonly provider_name: string | null
+  readonly endpoint_id: string
+  readonly endpoint_name: string
+  readonly destination_url: string
+  readonly attempt_number: number
+  readonly created_at: Date
+  readonly created_us: string
+  readonly last_attempted_at: Date | null
+  readonly next_retry_at: Date | null
+  readonly delivered_at: Date | null
+  readonly last_status_code: number | null
+  readonly last_failure_reason: string | null
+}
+
+export interface DeliveryDetailRow extends DeliveryListRow {
+  readonly payload: Buffer
+  readonly subscriber_id: string
+  readonly custom_headers: unknown
+}
+
+export interface AttemptRow {
+  readonly series: number
+  readonly attempt_number: number
+  readonly started_at: Date
+  readonly status_code: number | null
+  readonly duration_ms: number | null
+  readonly failure_reason: string | null
+  readonly response_body: string | null
+}
+
+type Fragment = ReturnType<Sql>
+
+/** The rows the console shows with `status`: a held delivery keeps its stored status, a leased one reads `delivering`. */
+const statusCondition = (sql: Sql, status: ShownStatus): Fragment => {
+  switch (status) {
+    case "held":
+      return sql`d.held_since is not null`
+    case "delivering":
+      return sql`d.status in ('pending', 'retrying', 'rate_limited') and d.held_since is null
+                 and d.lease_until > now()`
+    case "pending":
+    case "retrying":
+    case "rate_limited":
+      return sql`d.status = ${status} and d.held_since is null
+                 and (d.lease_until is null or d.lease_until <= now())`
+    case "delivered":
+    case "failed":
+      return sql`d.status = ${status}`
+  }
+}
+
+/** Every condition of the filter but the endpoint set (which the caller places), joined with `and`. */
+const conditions = (sql: Sql, filter: DeliveryFilter, after: PagePosition | undefined): Fragment => {
+  const parts: Array<Fragment> = []
+  if (filter.id !== undefined) parts.push(sql`d.id = ${filter.id}`)
+  if (filter.owner !== undefined) parts.push(sql`d.owner_slug = ${filter.owner}`)
+  if (filter.event_type !== undefined) parts.push(sql`d.event = ${filter.event_type}`)
+  if (filter.status !== undefined) parts.push(statusCondition(sql, filter.status))
+  if (filter.since !== undefined) parts.push(sql`d.created_at >= ${filter.since}`)
+  if (filter.until !== undefined) parts.push(sql`d.created_at < ${filter.until}`)
+  if (after !== undefined) {
+    parts.push(sql`(d.created_at, d.id) < (timestamptz 'epoch' + ${after.createdUs.toString()}::bigint
+                                                 * interval '1 microsecond', ${after.id}::bigint)`)
+  }
+  return parts.reduce((all, part) => sql`${all} and ${part}`, sql`true`)
+}
+
+/** The columns of a shown delivery, over `d` joined with its endpoint `e`, subscriber `s`, provider and owner. */
+const shownColumns = (sql: Sql) => sql`
+  d.id, d.event,
+  case when d.held_since is not null then 'held' when d.lease_until > now() then 'delivering' else d.status end
+    as status,
+  d.owner_slug, o.name as owner_name, p.name as provider_name,
+  e.id as endpoint_id, e.name as endpoint_name, e.destination_url, d.attempt_number, d.created_at,
+  (extract(epoch from d.created_at) * 1000000)::bigint as created_us, d.last_attempted_at,
+  case when d.lease_until > now() then null else d.next_retry_at end as next_retry_at, d.delivered_at,
+  (select a.status_code from webhook_attempts a where a.delivery_id = d.id
+   order by a.series desc, a.attempt_number desc limit 1) as last_status_code,
+  d.last_attempt_failure_reason as last_failure_reason`
+
+const shownJoins = (sql: Sql) => sql`
+  join webhook_endpoints e on e.id = d.endpoint_id
+  join webhook_subscribers s on s.id = e.subscriber_id
+  left join providers p on p.id = s.provider_id
+  left join owners o on o.slug = d.owner_slug`
+
+export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
+  "partner-service/operator/DeliveryQueriesRepo",
+  {
+    make: Effect.gen(function* () {
+      const db = yield* Db
+
+      /** The endpoints of a provider (deleted ones too: their deliveries are still listed). */
+      const providerEndpoints = (name: string) =>
+        db
+          .query(
+            (sql) => sql<Array<{ id: string }>>`
+              select e.id from providers p
+              join webhook_subscribers s on s.provider_id = p.id
+              join webhook_endpoints e on e.subscriber_id = s.id
+              where p.name = ${name}
+              order by e.id`,
+          )
+          .pipe(Effect.map((rows) => rows.map((row) => Number(row.id))))
+
+      /**
+       * Up to `limit` deliveries newest first, after `after`. With an endpoint set (the endpoint filter, or a
+       * provider's endpoints) each endpoint's newest are read from its own index range and merged.
+       */
+      const page = (
+        filter: DeliveryFilter,
+        endpoints: ReadonlyArray<number> | undefined,
+        after: PagePosition | undefined,
+        limit: number,
+      ) =>
+        db.query((sql) => {
+          const where = conditions(sql, filter, after)
+          const ids =
+            endpoints === undefined
+              ? sql`
+                select d.id from webhook_deliveries d where ${where}
+                order by d.created_at desc, d.id desc limit ${limit}`
+              : sql`
+                select d.id from unnest(${endpoints as Array<number>}::bigint[]) as x(endpoint_id)
+                cross join lateral (
+                  select d.id, d.created_at from webhook_deliveries d
+                  where d.endpoint_id = x.endpoint_id and ${where}
+                  order by d.created_at desc, d.id desc limit ${limit}
+                ) d
+                order by d.created_at desc, d.id desc limit ${limit}`
+          return sql<Array<DeliveryListRow>>`
+            with page as materialized (${ids})
+            select ${shownColumns(sql)}
+            from page join webhook_deliveries d on d.id = page.id
+            ${shownJoins(sql)}
+            order by d.created_at desc, d.id desc`
+        })
+
+      const count = (filter: DeliveryFilter, endpoints: ReadonlyArray<number> | undefined) =>
+        db
+          .query(
+            (sql) => sql<Array<{ count: string }>>`
+              select count(*) as count from webhook_deliveries d
+              where ${conditions(sql, filter, undefined)}
+              ${endpoints === undefined ? sql`` : sql`and d.endpoint_id = any(${endpoints as Array<number>}::bigint[])`}`,
+          )
+          .pipe(Effect.map(([row]) => Number(row!.count)))
+
+      const detail = (id: number) =>
+        db
+          .query(
+            (sql) => sql<Array<DeliveryDetailRow>>`
+              select ${shownColumns(sql)}, d.payload, e.subscriber_id, s.custom_headers
+              from webhook_deliveries d
+              ${shownJoins(sql)}
+              where d.id = ${id}`,
+          )
+          .pipe(Effect.map(([row]) => row))
+
+      const attempts = (id: number) =>
+        db.query(
+          (sql) => sql<Array<AttemptRow>>`
+            select series, attempt_number, started_at, status_code, duration_ms, failure_reason, response_body
+            from webhook_attempts where delivery_id = ${id}
+            order by series, attempt_number`,
+        )
+
+      /** The subscriber's secrets that were active at `at`, newest first: those an attempt then signed with. */
+      const secretsAt = (subscriberId: string, at: Date) =>
+        db
+          .query(
+            (sql) => sql<Array<{ secret_sealed: Buffer }>>`
+              select secret_sealed from webhook_secrets
+              where subscriber_id = ${subscriberId} and created_at <= ${at}
+                and (expires_at is null or expires_at > ${at})
+              order by created_at desc, id desc`,
+          )
+          .pipe(Effect.map((rows) => rows.map((row) => row.secret_sealed)))
+
+      return { providerEndpoints, page, count, detail, attempts, secretsAt }
+    }),
+  },
+) {
+  static readonly layer = Layer.effect(DeliveryQueriesRepo, DeliveryQueriesRepo.make)
+}

@@ -1,0 +1,157 @@
+import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { Db } from "../platform/Db.ts"
+import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../webhooks/HealthBuckets.ts"
+
+/**
+ * An endpoint's health for the console: attempts, successes, failures and p50/p95 latency over the last hour
+ * (12 buckets of 5 minutes) and the last day (24 of an hour), read from the aggregates the delivery engine keeps
+ * as it records outcomes (`webhook_endpoint_health`), and the deliveries still waiting. Attempts whose outcome
+ * is unknown (their process stopped mid-request) are not counted.
+ */
+
+export interface HealthBucketShown {
+  readonly start: string
+  readonly attempts: number
+  readonly succeeded: number
+  readonly failed: number
+  readonly p50_ms: number | null
+  readonly p95_ms: number | null
+}
+
+export interface HealthWindow {
+  readonly attempts: number
+  readonly succeeded: number
+  readonly failed: number
+  /** 0..1; null without attempts. */
+  readonly success_rate: number | null
+  readonly p50_ms: number | null
+  readonly p95_ms: number | null
+  readonly buckets: ReadonlyArray<HealthBucketShown>
+}
+
+export interface EndpointHealth {
+  /** Deliveries not yet delivered or failed (held ones included). */
+  readonly waiting: number
+  readonly hour: HealthWindow
+  readonly day: HealthWindow
+}
+
+const HOUR_MS = 3_600_000
+/** Buckets older than this are no longer shown and are deleted. */
+const KEEP_MS = 25 * HOUR_MS
+
+interface Row {
+  readonly bucket_start: Date
+  readonly attempts: number
+  readonly succeeded: number
+  readonly failed: number
+  readonly latency: ReadonlyArray<number>
+}
+
+const sum = (a: ReadonlyArray<number>, b: ReadonlyArray<number>) =>
+  Array.from({ length: LATENCY_SLOTS }, (_, i) => (a[i] ?? 0) + (b[i] ?? 0))
+
+/** `count` buckets of `width` ms ending with the one holding `now`, each the sum of the rows inside it. */
+const window = (rows: ReadonlyArray<Row>, now: number, width: number, count: number): HealthWindow => {
+  const last = Math.floor(now / width) * width
+  const first = last - (count - 1) * width
+  const buckets = Array.from({ length: count }, (_, i) => ({
+    start: first + i * width,
+    attempts: 0,
+    succeeded: 0,
+    failed: 0,
+    latency: [] as ReadonlyArray<number>,
+  }))
+  for (const row of rows) {
+    const at = row.bucket_start.getTime()
+    if (at < first || at > now) continue
+    const bucket = buckets[Math.floor((at - first) / width)]!
+    bucket.attempts += row.attempts
+    bucket.succeeded += row.succeeded
+    bucket.failed += row.failed
+    bucket.latency = sum(bucket.latency, row.latency)
+  }
+  const total = buckets.reduce(
+    (all, b) => ({
+      attempts: all.attempts + b.attempts,
+      succeeded: all.succeeded + b.succeeded,
+      failed: all.failed + b.failed,
+      latency: sum(all.latency, b.latency),
+    }),
+    { attempts: 0, succeeded: 0, failed: 0, latency: [] as ReadonlyArray<number> },
+  )
+  return {
+    attempts: total.attempts,
+    succeeded: total.succeeded,
+    failed: total.failed,
+    success_rate: total.attempts === 0 ? null : total.succeeded / total.attempts,
+    p50_ms: latencyQuantile(total.latency, 0.5),
+    p95_ms: latencyQuantile(total.latency, 0.95),
+    buckets: buckets.map((b) => ({
+      start: new Date(b.start).toISOString(),
+      attempts: b.attempts,
+      succeeded: b.succeeded,
+      failed: b.failed,
+      p50_ms: latencyQuantile(b.latency, 0.5),
+      p95_ms: latencyQuantile(b.latency, 0.95),
+    })),
+  }
+}
+
+export class Health extends Context.Service<Health>()("partner-service/operator/Health", {
+  make: Effect.gen(function* () {
+    const db = yield* Db
+
+    const health = Effect.fn("Health.health")(function* (endpointId: number, now: Date) {
+      const since = Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - 23 * HOUR_MS
+      const rows = yield* db.query(
+        (sql) => sql<Array<Row>>`
+          select bucket_start, attempts, succeeded, failed, latency from webhook_endpoint_health
+          where endpoint_id = ${endpointId} and bucket_start >= ${new Date(since)}
+          order by bucket_start`,
+      )
+      // Counted on `webhook_deliveries_endpoint_status`: only the endpoint's unsettled entries are read.
+      const [waiting] = yield* db.query(
+        (sql) => sql<Array<{ n: number }>>`
+          select count(*)::int as n from webhook_deliveries
+          where endpoint_id = ${endpointId} and status in ('pending', 'retrying', 'rate_limited')`,
+      )
+      return {
+        waiting: waiting?.n ?? 0,
+        hour: window(rows, now.getTime(), BUCKET_MS, 12),
+        day: window(rows, now.getTime(), HOUR_MS, 24),
+      } satisfies EndpointHealth
+    })
+
+    /** Deletes the buckets no window shows any more. */
+    const prune = Effect.fn("Health.prune")(function* (now: Date) {
+      yield* db.query(
+        (sql) =>
+          sql`delete from webhook_endpoint_health where bucket_start < ${new Date(now.getTime() - KEEP_MS)}`,
+      )
+    })
+
+    return { health, prune }
+  }),
+}) {
+  static readonly layer = Layer.effect(Health, Health.make)
+
+  /** In the workers: old buckets deleted every ten minutes (every process may; the delete is idempotent). */
+  static readonly pruneLayer = Layer.effectDiscard(
+    Effect.gen(function* () {
+      const health = yield* Health
+      yield* Effect.forkScoped(
+        Effect.gen(function* () {
+          yield* health.prune(new Date(yield* Clock.currentTimeMillis))
+        }).pipe(
+          Effect.catchCause((cause) =>
+            Effect.logWarning("health bucket pruning failed").pipe(
+              Effect.annotateLogs({ cause: String(cause) }),
+            ),
+          ),
+          Effect.repeat(Schedule.spaced("10 minutes")),
+        ),
+      )
+    }),
+  )
+}

@@ -1,0 +1,192 @@
+import { createHash } from "node:crypto"
+import { Context, Effect, Layer } from "effect"
+import { Db } from "../platform/Db.ts"
+import type { Role } from "./Domain.ts"
+
+export interface OperatorRow {
+  readonly id: string
+  readonly email: string
+  readonly role: Role
+  readonly password_hash: string
+  readonly disabled: boolean
+  readonly created_at: Date
+  readonly last_sign_in_at: Date | null
+}
+
+export interface SessionRow {
+  readonly id: string
+  readonly csrf_token: string
+  readonly created_at: Date
+  readonly last_seen_at: Date
+  readonly revoked_at: Date | null
+  readonly operator: OperatorRow
+}
+
+export interface AuditRow {
+  readonly id: string
+  readonly actor: string
+  readonly channel: string
+  readonly action: string
+  readonly target: string
+  readonly before: unknown
+  readonly after: unknown
+  readonly details: Record<string, unknown>
+  readonly created_at: Date
+}
+
+export interface AuditFilter {
+  readonly actor?: string | undefined
+  readonly action?: string | undefined
+  readonly target?: string | undefined
+  readonly since?: Date | undefined
+  readonly until?: Date | undefined
+  /** Entries older than this id (the cursor). */
+  readonly before?: string | undefined
+  readonly limit: number
+}
+
+const OPERATOR_COLUMNS = [
+  "id",
+  "email",
+  "role",
+  "password_hash",
+  "disabled",
+  "created_at",
+  "last_sign_in_at",
+] as const
+
+/** Only the hash of a session token is stored or looked up. */
+export const tokenHash = (token: string) => createHash("sha256").update(token).digest()
+
+export class OperatorRepo extends Context.Service<OperatorRepo>()("partner-service/operator/OperatorRepo", {
+  make: Effect.gen(function* () {
+    const db = yield* Db
+    return {
+      insertOperator: (operator: {
+        readonly email: string
+        readonly role: Role
+        readonly passwordHash: string
+      }) =>
+        db
+          .query(
+            (sql) => sql<Array<OperatorRow>>`
+              insert into operators (email, role, password_hash)
+              values (${operator.email}, ${operator.role}, ${operator.passwordHash})
+              on conflict (lower(email)) do nothing
+              returning ${sql(OPERATOR_COLUMNS)}`,
+          )
+          .pipe(Effect.map(([row]) => row)),
+      operators: db.query(
+        (sql) => sql<Array<OperatorRow>>`
+          select ${sql(OPERATOR_COLUMNS)} from operators order by lower(email)`,
+      ),
+      operatorByEmail: (email: string, lock = false) =>
+        db
+          .query(
+            (sql) => sql<Array<OperatorRow>>`
+              select ${sql(OPERATOR_COLUMNS)} from operators where lower(email) = lower(${email})
+              ${lock ? sql`for update` : sql``}`,
+          )
+          .pipe(Effect.map(([row]) => row)),
+      updateOperator: (id: string, changes: { readonly role: Role; readonly disabled: boolean }) =>
+        db
+          .query(
+            (sql) => sql<Array<OperatorRow>>`
+              update operators set role = ${changes.role}, disabled = ${changes.disabled} where id = ${id}
+              returning ${sql(OPERATOR_COLUMNS)}`,
+          )
+          .pipe(Effect.map(([row]) => row!)),
+      signedIn: (id: string, at: Date) =>
+        db.query((sql) => sql`update operators set last_sign_in_at = ${at} where id = ${id}`),
+
+      insertSession: (operatorId: string, token: string, csrfToken: string, at: Date) =>
+        db.query(
+          (sql) => sql`
+            insert into operator_sessions (operator_id, token_hash, csrf_token, created_at, last_seen_at)
+            values (${operatorId}, ${tokenHash(token)}, ${csrfToken}, ${at}, ${at})`,
+        ),
+      sessionByToken: (token: string) =>
+        db
+          .query(
+            (sql) => sql<Array<Omit<SessionRow, "operator"> & { readonly operator_id: string }>>`
+              select id::text, operator_id::text, csrf_token, created_at, last_seen_at, revoked_at
+              from operator_sessions where token_hash = ${tokenHash(token)}`,
+          )
+          .pipe(Effect.map(([row]) => row)),
+      operatorById: (id: string) =>
+        db
+          .query(
+            (sql) => sql<Array<OperatorRow>>`
+              select ${sql(OPERATOR_COLUMNS)} from operators where id = ${id}`,
+          )
+          .pipe(Effect.map(([row]) => row)),
+      touchSession: (id: string, at: Date) =>
+        db.query(
+          (sql) =>
+            sql`update operator_sessions set last_seen_at = greatest(last_seen_at, ${at}) where id = ${id}`,
+        ),
+      revokeSession: (id: string, at: Date) =>
+        db.query(
+          (sql) => sql`
+            update operator_sessions set revoked_at = ${at} where id = ${id} and revoked_at is null`,
+        ),
+      /** Ends every open session of the operator (disabled, or role changed). */
+      revokeSessionsOf: (operatorId: string, at: Date) =>
+        db.query(
+          (sql) => sql`
+            update operator_sessions set revoked_at = ${at}
+            where operator_id = ${operatorId} and revoked_at is null`,
+        ),
+
+      /** Failed sign-ins of `email` since `since`, newest first. */
+      recentFailures: (email: string, since: Date) =>
+        db
+          .query(
+            (sql) => sql<Array<{ failed_at: Date }>>`
+              select failed_at from operator_sign_in_failures
+              where email = ${email} and failed_at > ${since} order by failed_at desc`,
+          )
+          .pipe(Effect.map((rows) => rows.map((row) => row.failed_at))),
+      /** Records a failure and forgets the email's failures older than `forgetBefore`. */
+      recordFailure: (email: string, at: Date, forgetBefore: Date) =>
+        db.query(async (sql) => {
+          await sql`delete from operator_sign_in_failures where email = ${email} and failed_at <= ${forgetBefore}`
+          await sql`insert into operator_sign_in_failures (email, failed_at) values (${email}, ${at})`
+        }),
+      clearFailures: (email: string) =>
+        db.query((sql) => sql`delete from operator_sign_in_failures where email = ${email}`),
+
+      auditEntries: (filter: AuditFilter) =>
+        db.query((sql) => {
+          const conditions = [
+            filter.actor === undefined ? undefined : sql`actor = ${filter.actor}`,
+            filter.action === undefined ? undefined : sql`action = ${filter.action}`,
+            filter.target === undefined ? undefined : sql`target = ${filter.target}`,
+            filter.since === undefined ? undefined : sql`created_at >= ${filter.since}`,
+            filter.until === undefined ? undefined : sql`created_at < ${filter.until}`,
+            filter.before === undefined ? undefined : sql`id < ${filter.before}`,
+          ].filter((condition) => condition !== undefined)
+          const where = conditions.reduce(
+            (all, condition, i) => (i === 0 ? sql`where ${condition}` : sql`${all} and ${condition}`),
+            sql``,
+          )
+          return sql<Array<AuditRow>>`
+            select id::text, actor, channel, action, target, before, after, details, created_at
+            from audit_log ${where} order by id desc limit ${filter.limit}`
+        }),
+
+      /** Owners whose slug or name starts with `prefix` (every owner without one), by slug. */
+      owners: (prefix: string | undefined, limit: number) =>
+        db.query((sql) => {
+          const pattern = prefix === undefined ? undefined : `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+          return sql<Array<{ slug: string; name: string }>>`
+            select slug, name from owners
+            ${pattern === undefined ? sql`` : sql`where slug like ${pattern} or lower(name) like lower(${pattern})`}
+            order by slug limit ${limit}`
+        }),
+      providers: db.query((sql) => sql<Array<{ name: string }>>`select name from providers order by name`),
+    }
+  }),
+}) {
+  static readonly layer = Layer.effect(OperatorRepo, OperatorRepo.make)
+}

@@ -1,0 +1,123 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { constantTimeEqual, decoyHash, randomToken, verifySecret } from "../platform/Crypto.ts"
+import { Db } from "../platform/Db.ts"
+import { type OperatorView, SignInRefused, SignInThrottled } from "./Domain.ts"
+import { operatorView } from "./Operators.ts"
+import { OperatorRepo } from "./Repo.ts"
+
+/** A session ends after 30 minutes without a request, and 12 hours after sign-in whatever happens. */
+export const IDLE_TIMEOUT_MS = 30 * 60_000
+export const ABSOLUTE_TIMEOUT_MS = 12 * 3_600_000
+
+/** Failures of one email counted over this window; from the 5th on, each next try waits longer. */
+export const FAILURE_WINDOW_MS = 15 * 60_000
+export const FREE_FAILURES = 5
+const FIRST_WAIT_MS = 30_000
+
+/**
+ * How long after its latest failure an email must wait, given its failures in the window: nothing for the first
+ * four, then 30 s doubling with each further failure, at most the window itself.
+ */
+export const throttleWaitMs = (failures: number) =>
+  failures < FREE_FAILURES ? 0 : Math.min(FIRST_WAIT_MS * 2 ** (failures - FREE_FAILURES), FAILURE_WINDOW_MS)
+
+export interface SignedIn {
+  readonly operator: OperatorView
+  /** The cookie's value; only its hash is stored. */
+  readonly token: string
+  readonly csrfToken: string
+}
+
+export interface CurrentSession {
+  readonly id: string
+  readonly operator: OperatorView
+  readonly csrfToken: string
+}
+
+/** Console sign-in and server-side sessions, timed by Effect's Clock. */
+export class Sessions extends Context.Service<Sessions>()("partner-service/operator/Sessions", {
+  make: Effect.gen(function* () {
+    const db = yield* Db
+    const repo = yield* OperatorRepo
+    const decoy = yield* decoyHash
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+    /**
+     * Checks the password (a decoy hash stands in for an unknown email, so both take as long); a disabled
+     * operator is refused like a wrong password. An email with too many recent failures is refused before
+     * anything is checked.
+     */
+    const signIn = Effect.fn("Sessions.signIn")(function* (email: string, password: string) {
+      const at = yield* now
+      const key = email.trim().toLowerCase()
+      const failures = yield* repo.recentFailures(key, new Date(at.getTime() - FAILURE_WINDOW_MS))
+      const wait = throttleWaitMs(failures.length)
+      const latest = failures[0]
+      if (wait > 0 && latest !== undefined && latest.getTime() + wait > at.getTime()) {
+        const retryAfterSeconds = Math.ceil((latest.getTime() + wait - at.getTime()) / 1000)
+        yield* Effect.logWarning("operator sign-in throttled").pipe(
+          Effect.annotateLogs({ failures: failures.length, retry_after_seconds: retryAfterSeconds }),
+        )
+        return yield* new SignInThrottled({ retryAfterSeconds })
+      }
+      const operator = yield* repo.operatorByEmail(key)
+      const matches = yield* verifySecret(password, operator?.password_hash ?? decoy)
+      if (operator === undefined || !matches || operator.disabled) {
+        yield* repo.recordFailure(key, at, new Date(at.getTime() - FAILURE_WINDOW_MS))
+        return yield* new SignInRefused()
+      }
+      const token = randomToken(32)
+      const csrfToken = randomToken(32)
+      yield* db.transaction(
+        Effect.gen(function* () {
+          yield* repo.insertSession(operator.id, token, csrfToken, at)
+          yield* repo.signedIn(operator.id, at)
+          yield* repo.clearFailures(key)
+        }),
+      )
+      return {
+        operator: operatorView({ ...operator, last_sign_in_at: at }),
+        token,
+        csrfToken,
+      } satisfies SignedIn
+    })
+
+    /**
+     * The live session a cookie's token names, its idle time restarted; undefined when there is none, it was
+     * revoked, it timed out, or its operator is disabled.
+     */
+    const current = Effect.fn("Sessions.current")(function* (token: string | undefined) {
+      if (token === undefined || token.length === 0 || token.length > 128) return undefined
+      const session = yield* repo.sessionByToken(token)
+      if (session === undefined || session.revoked_at !== null) return undefined
+      const at = yield* now
+      if (
+        at.getTime() - session.last_seen_at.getTime() >= IDLE_TIMEOUT_MS ||
+        at.getTime() - session.created_at.getTime() >= ABSOLUTE_TIMEOUT_MS
+      ) {
+        yield* repo.revokeSession(session.id, at)
+        return undefined
+      }
+      const operator = yield* repo.operatorById(session.operator_id)
+      if (operator === undefined || operator.disabled) return undefined
+      yield* repo.touchSession(session.id, at)
+      return {
+        id: session.id,
+        operator: operatorView(operator),
+        csrfToken: session.csrf_token,
+      } satisfies CurrentSession
+    })
+
+    /** Whether `header` carries the session's CSRF token (compared in constant time). */
+    const csrfMatches = (session: CurrentSession, header: string | null) =>
+      header !== null && constantTimeEqual(header, session.csrfToken)
+
+    const signOut = Effect.fn("Sessions.signOut")(function* (session: CurrentSession) {
+      yield* repo.revokeSession(session.id, yield* now)
+    })
+
+    return { signIn, current, csrfMatches, signOut }
+  }),
+}) {
+  static readonly layer = Layer.effect(Sessions, Sessions.make).pipe(Layer.provide(OperatorRepo.layer))
+}

@@ -1,0 +1,84 @@
+/**
+ * The per-endpoint health aggregates written with attempt outcomes: 5-minute buckets of attempts, successes,
+ * failures and a latency histogram of fixed slots (1-2-3-5-7 per decade, so an estimate is within a slot's
+ * width of the truth at any scale).
+ */
+
+export const BUCKET_MS = 5 * 60_000
+
+/** Upper bounds (exclusive) of the latency slots in ms; the last slot holds everything from the last bound up. */
+export const LATENCY_BOUNDS_MS = [
+  1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000, 1500, 2000, 3000, 5000, 7000,
+  10000,
+] as const
+export const LATENCY_SLOTS = LATENCY_BOUNDS_MS.length + 1
+
+export const latencySlot = (ms: number) => {
+  let slot = 0
+  while (slot < LATENCY_BOUNDS_MS.length && ms >= LATENCY_BOUNDS_MS[slot]!) slot++
+  return slot
+}
+
+export interface HealthBucket {
+  readonly endpointId: number
+  readonly bucketStart: number
+  attempts: number
+  succeeded: number
+  failed: number
+  readonly latency: Array<number>
+}
+
+/** The outcomes of a batch summed per endpoint and bucket, in (endpoint, bucket) order (the lock order). */
+export const healthBuckets = (
+  outcomes: ReadonlyArray<{
+    readonly endpointId: number
+    readonly startedAt: Date
+    readonly durationMs: number
+    readonly statusCode: number | null
+  }>,
+): ReadonlyArray<HealthBucket> => {
+  const buckets = new Map<string, HealthBucket>()
+  for (const o of outcomes) {
+    const bucketStart = Math.floor(o.startedAt.getTime() / BUCKET_MS) * BUCKET_MS
+    const key = `${o.endpointId}/${bucketStart}`
+    let bucket = buckets.get(key)
+    if (bucket === undefined) {
+      bucket = {
+        endpointId: o.endpointId,
+        bucketStart,
+        attempts: 0,
+        succeeded: 0,
+        failed: 0,
+        latency: new Array<number>(LATENCY_SLOTS).fill(0),
+      }
+      buckets.set(key, bucket)
+    }
+    bucket.attempts++
+    if (o.statusCode !== null && o.statusCode >= 200 && o.statusCode < 300) bucket.succeeded++
+    else bucket.failed++
+    bucket.latency[latencySlot(o.durationMs)]!++
+  }
+  return [...buckets.values()].sort((a, b) => a.endpointId - b.endpointId || a.bucketStart - b.bucketStart)
+}
+
+/**
+ * The duration below which `quantile` (0..1) of the histogram's attempts fall, interpolated within its slot (the
+ * last, open slot answers its lower bound); null without attempts.
+ */
+export const latencyQuantile = (latency: ReadonlyArray<number>, quantile: number): number | null => {
+  const total = latency.reduce((sum, n) => sum + n, 0)
+  if (total === 0) return null
+  const rank = quantile * total
+  let below = 0
+  for (let slot = 0; slot < latency.length; slot++) {
+    const n = latency[slot] ?? 0
+    if (n > 0 && below + n >= rank) {
+      const low = slot === 0 ? 0 : LATENCY_BOUNDS_MS[slot - 1]!
+      const high = LATENCY_BOUNDS_MS[slot]
+      if (high === undefined) return low
+      return Math.round(low + ((high - low) * (rank - below)) / n)
+    }
+    below += n
+  }
+  return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]!
+}

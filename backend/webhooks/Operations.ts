@@ -1,0 +1,189 @@
+import { randomUUID } from "node:crypto"
+import { Clock, Context, Effect, Layer } from "effect"
+import { Db } from "../platform/Db.ts"
+import {
+  describeSubscriber,
+  type EndpointStatus,
+  EndpointNotFound,
+  type SubscriberRef,
+  WebhookCommandRejected,
+} from "./Domain.ts"
+import { type EndpointListFilter, type OperatorEndpointRow, OperationsRepo } from "./OperationsRepo.ts"
+import { Secrets } from "./Secrets.ts"
+
+/** The event name of the console's test deliveries: outside the catalog, so no partner event is mistaken for one. */
+export const TEST_EVENT = "webhook.test"
+const ID = /^\d{1,18}$/
+const MAX_REASON_LENGTH = 500
+
+/** An endpoint as the operator console shows it: with its owner or provider and its subscriber's custom headers. */
+export interface OperatorEndpoint {
+  readonly id: number
+  readonly name: string
+  readonly owner: { readonly slug: string; readonly name: string } | null
+  readonly provider: { readonly name: string } | null
+  readonly destination_url: string
+  readonly events: ReadonlyArray<string>
+  readonly status: EndpointStatus
+  readonly suspension_reason: string | null
+  readonly custom_headers: Readonly<Record<string, string>>
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export const toOperatorEndpoint = (row: OperatorEndpointRow): OperatorEndpoint => ({
+  id: Number(row.id),
+  name: row.name,
+  owner: row.owner_slug === null ? null : { slug: row.owner_slug, name: row.owner_name ?? row.owner_slug },
+  provider: row.provider_name === null ? null : { name: row.provider_name },
+  destination_url: row.destination_url,
+  events: row.events,
+  status: row.status,
+  suspension_reason: row.suspension_reason,
+  custom_headers: row.custom_headers,
+  created_at: row.created_at.toISOString(),
+  updated_at: row.updated_at.toISOString(),
+})
+
+const refOf = (row: OperatorEndpointRow): SubscriberRef =>
+  row.owner_slug !== null
+    ? { kind: "owner", slug: row.owner_slug }
+    : { kind: "provider", name: row.provider_name! }
+
+const endpointTarget = (id: string | number) => `endpoint:${id}`
+
+/**
+ * Endpoints, deliveries and secrets of every owner and provider, for operators: the partner API's effects
+ * (status) and the CLI's (custom headers, rotation) reached by endpoint id. Every change is audited with
+ * `actor`, in the change's transaction.
+ */
+export class EndpointOperations extends Context.Service<EndpointOperations>()(
+  "partner-service/webhooks/EndpointOperations",
+  {
+    make: Effect.gen(function* () {
+      const db = yield* Db
+      const repo = yield* OperationsRepo
+      const secrets = yield* Secrets
+
+      const endpointRow = (id: string, lock = false) =>
+        Effect.gen(function* () {
+          const row = ID.test(id) ? yield* repo.endpoint(id, lock) : undefined
+          if (row === undefined) return yield* new EndpointNotFound()
+          return row
+        })
+
+      const list = Effect.fn("EndpointOperations.list")(function* (filter: EndpointListFilter) {
+        return (yield* repo.endpoints(filter)).map(toOperatorEndpoint)
+      })
+
+      const get = Effect.fn("EndpointOperations.get")(function* (id: string) {
+        return toOperatorEndpoint(yield* endpointRow(id))
+      })
+
+      /**
+       * The partner API's status change (held deliveries go out once active, fail once disabled), with the
+       * operator's reason kept as the suspension reason (none when activated).
+       */
+      const setStatus = Effect.fn("EndpointOperations.setStatus")(function* (
+        id: string,
+        status: EndpointStatus,
+        reason: string | undefined,
+        actor: string,
+      ) {
+        if (reason !== undefined && reason.length > MAX_REASON_LENGTH) {
+          return yield* new WebhookCommandRejected({
+            message: `reason is longer than ${MAX_REASON_LENGTH} characters`,
+          })
+        }
+        return yield* db.transaction(
+          Effect.gen(function* () {
+            const current = yield* endpointRow(id, true)
+            const kept = status === "active" ? null : (reason ?? null)
+            yield* repo.setStatus(current.id, status, kept)
+            const updated = (yield* repo.endpoint(current.id))!
+            yield* repo.audit({
+              actor,
+              action: "endpoints.set_status",
+              target: endpointTarget(current.id),
+              before: { status: current.status, suspension_reason: current.suspension_reason },
+              after: { status: updated.status, suspension_reason: updated.suspension_reason },
+            })
+            return toOperatorEndpoint(updated)
+          }),
+        )
+      })
+
+      /** A signed delivery of `webhook.test` to the endpoint, recorded and retried like any other. */
+      const sendTest = Effect.fn("EndpointOperations.sendTest")(function* (id: string, actor: string) {
+        const sentAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+        return yield* db.transaction(
+          Effect.gen(function* () {
+            const endpoint = yield* endpointRow(id)
+            const ownerSlug = endpoint.owner_slug ?? ""
+            const body = {
+              event: TEST_EVENT,
+              property_owner_slug: ownerSlug,
+              data: { test: { endpoint_id: Number(endpoint.id), sent_at: sentAt } },
+            }
+            const deliveryId = yield* repo.insertTestDelivery(
+              endpoint.id,
+              `test:${randomUUID()}`,
+              TEST_EVENT,
+              ownerSlug,
+              new TextEncoder().encode(JSON.stringify(body)),
+            )
+            yield* repo.audit({
+              actor,
+              action: "endpoints.send_test",
+              target: endpointTarget(endpoint.id),
+              after: { delivery_id: Number(deliveryId) },
+            })
+            return { id: Number(deliveryId) }
+          }),
+        )
+      })
+
+      /** The custom headers of the endpoint's owner or provider (shared by its endpoints), by the CLI's rules. */
+      const setHeaders = Effect.fn("EndpointOperations.setHeaders")(function* (
+        id: string,
+        headers: unknown,
+        actor: string,
+      ) {
+        const endpoint = yield* endpointRow(id)
+        yield* secrets.setHeaders(refOf(endpoint), headers, actor)
+        return toOperatorEndpoint((yield* repo.endpoint(endpoint.id))!)
+      })
+
+      const secretsOverview = Effect.fn("EndpointOperations.secretsOverview")(function* () {
+        return (yield* repo.subscriberSecrets).map((row) => ({
+          owner:
+            row.owner_slug === null ? null : { slug: row.owner_slug, name: row.owner_name ?? row.owner_slug },
+          provider: row.provider_name === null ? null : { name: row.provider_name },
+          secrets: row.secrets,
+        }))
+      })
+
+      /** The CLI's rotation: the new secret (shown once) and when the previous ones stop signing. */
+      const rotate = Effect.fn("EndpointOperations.rotate")(function* (
+        ref: SubscriberRef,
+        overlapMs: number,
+        actor: string,
+      ) {
+        const rotated = yield* secrets.rotate(ref, overlapMs, actor)
+        return {
+          secret: rotated.secret,
+          created_at: rotated.created_at,
+          previous_expires_at: rotated.previous_secrets_expire_at,
+          target: describeSubscriber(ref),
+        }
+      })
+
+      return { list, get, setStatus, sendTest, setHeaders, secretsOverview, rotate }
+    }),
+  },
+) {
+  static readonly layer = Layer.effect(EndpointOperations, EndpointOperations.make).pipe(
+    Layer.provide(OperationsRepo.layer),
+    Layer.provide(Secrets.layer),
+  )
+}

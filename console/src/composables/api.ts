@@ -1,0 +1,88 @@
+import { router } from "../router"
+import { clearSession, csrfToken } from "./session"
+
+/** A refused or failed call, with the backend's own sentence (and per-field messages on a 422). */
+export class ApiError extends Error {
+  readonly status: number
+  readonly fields: Record<string, string>
+  constructor(status: number, message: string, fields: Record<string, string> = {}) {
+    super(message)
+    this.status = status
+    this.fields = fields
+  }
+}
+
+const fallbackMessage = (status: number) =>
+  status === 0
+    ? "The console could not reach the server. Check your connection and try again."
+    : status >= 500
+      ? "The server failed to answer. Try again in a moment."
+      : `The request failed (HTTP ${status}).`
+
+/** The message and field errors of the contract's error bodies (`message`, or `error` plus `<resource>`). */
+const errorFrom = (status: number, body: unknown): ApiError => {
+  if (typeof body !== "object" || body === null) return new ApiError(status, fallbackMessage(status))
+  const record = body as Record<string, unknown>
+  const message =
+    typeof record.message === "string"
+      ? record.message
+      : typeof record.error === "string"
+        ? record.error
+        : fallbackMessage(status)
+  const fields: Record<string, string> = {}
+  for (const [key, value] of Object.entries(record)) {
+    if (key === "errors" || typeof value !== "object" || value === null || Array.isArray(value)) continue
+    for (const [field, text] of Object.entries(value)) if (typeof text === "string") fields[field] = text
+  }
+  return new ApiError(status, message, fields)
+}
+
+export type Query = Record<string, string | number | undefined | null>
+
+export const withQuery = (path: string, query: Query = {}) => {
+  const params = new URLSearchParams()
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null && value !== "") params.set(key, String(value))
+  }
+  const text = params.toString()
+  return text ? `${path}?${text}` : path
+}
+
+/**
+ * Every call the console makes: JSON in and out, the CSRF token on anything that changes state, and a 401
+ * (the session expired or was revoked) sends the operator to the sign-in page, back here afterwards.
+ */
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: "application/json" }
+  if (body !== undefined) headers["content-type"] = "application/json"
+  const token = csrfToken()
+  if (method !== "GET" && token) headers["x-csrf-token"] = token
+  let response: Response
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      credentials: "same-origin",
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+  } catch {
+    throw new ApiError(0, fallbackMessage(0))
+  }
+  const text = await response.text()
+  let parsed: unknown
+  try {
+    parsed = text ? JSON.parse(text) : undefined
+  } catch {
+    // Not JSON (a proxy's error page): the status alone tells what happened.
+  }
+  if (response.ok) return parsed as T
+  const error = errorFrom(response.status, parsed)
+  if (response.status === 401 && path !== "/api/session") {
+    clearSession()
+    const current = router.currentRoute.value
+    if (current.name !== "login") {
+      await router.push({ name: "login", query: { next: current.fullPath } })
+    }
+  }
+  throw error
+}

@@ -1,0 +1,98 @@
+import { createRouter, createWebHistory } from "vue-router"
+import { hasRole, loadSession } from "./composables/session"
+import type { Role } from "./types"
+
+declare module "vue-router" {
+  interface RouteMeta {
+    /** Pages anyone may see (the sign-in page); every other page needs a session. */
+    public?: boolean
+    /** The least role that may open the page. */
+    role?: Role
+    title?: string
+  }
+}
+
+export const router = createRouter({
+  history: createWebHistory(),
+  routes: [
+    { path: "/", redirect: "/deliveries" },
+    {
+      path: "/login",
+      name: "login",
+      component: () => import("./pages/LoginPage.vue"),
+      meta: { public: true, title: "Sign in" },
+    },
+    {
+      path: "/deliveries",
+      name: "deliveries",
+      component: () => import("./pages/DeliveriesPage.vue"),
+      meta: { title: "Deliveries" },
+    },
+    {
+      path: "/deliveries/:id",
+      name: "delivery",
+      component: () => import("./pages/DeliveryPage.vue"),
+      meta: { title: "Delivery" },
+    },
+    {
+      path: "/endpoints",
+      name: "endpoints",
+      component: () => import("./pages/EndpointsPage.vue"),
+      meta: { title: "Endpoints" },
+    },
+    {
+      path: "/endpoints/:id",
+      name: "endpoint",
+      component: () => import("./pages/EndpointPage.vue"),
+      meta: { title: "Endpoint" },
+    },
+    {
+      path: "/policies",
+      name: "policies",
+      component: () => import("./pages/PoliciesPage.vue"),
+      meta: { title: "Policies" },
+    },
+    {
+      path: "/policies/:id",
+      name: "policy",
+      component: () => import("./pages/PolicyPage.vue"),
+      meta: { title: "Policy" },
+    },
+    {
+      path: "/secrets",
+      name: "secrets",
+      component: () => import("./pages/SecretsPage.vue"),
+      meta: { title: "Secrets" },
+    },
+    {
+      path: "/audit",
+      name: "audit",
+      component: () => import("./pages/AuditPage.vue"),
+      meta: { title: "Audit" },
+    },
+    {
+      path: "/operators",
+      name: "operators",
+      component: () => import("./pages/OperatorsPage.vue"),
+      meta: { title: "Operators", role: "admin" },
+    },
+    {
+      path: "/:rest(.*)*",
+      name: "not-found",
+      component: () => import("./pages/NotFoundPage.vue"),
+      meta: { title: "Not found" },
+    },
+  ],
+})
+
+router.beforeEach(async (to) => {
+  if (to.meta.public) return true
+  const session = await loadSession()
+  if (!session) return { name: "login", query: { next: to.fullPath } }
+  if (to.meta.role && !hasRole(to.meta.role)) return { name: "deliveries" }
+  return true
+})
+
+router.afterEach((to) => {
+  document.title = to.meta.title ? `${to.meta.title} · Operator console` : "Operator console"
+})

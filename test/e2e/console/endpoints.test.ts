@@ -1,0 +1,224 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import type { BrowserContext, Page } from "playwright-core"
+import { launchBrowser } from "../../support/Browser.ts"
+import {
+  apiFromPage,
+  consoleBuilt,
+  consoleOrigin,
+  consoleService,
+  type OperatorAccount,
+  operatorAccount,
+  promise,
+  screenshot,
+  signIn,
+  signOut,
+} from "../../support/Console.ts"
+import type { Receiver } from "../../support/Receiver.ts"
+import { eventually } from "../../support/Streams.ts"
+import {
+  awaitDeliveries,
+  examplePayload,
+  publishEvent,
+  receiverEndpoint,
+  verifySignature,
+} from "../../support/WebhookEngine.ts"
+
+const service = consoleService()
+const TIMEOUT = 120_000
+const OWNER = "globex"
+const EVENT = "prospect.ready"
+
+/** One browser for the file, an operator and an admin, and an owner's endpoint on a receiver that answers 200. */
+class E2e extends Context.Service<
+  E2e,
+  {
+    readonly browser: BrowserContext
+    readonly page: Page
+    readonly origin: string
+    readonly operator: OperatorAccount
+    readonly admin: OperatorAccount
+    readonly receiver: Receiver
+    readonly endpointId: number
+    readonly secret: string
+  }
+>()("test/e2e/console/endpoints/E2e") {
+  static readonly layer = Layer.effect(
+    E2e,
+    Effect.gen(function* () {
+      yield* consoleBuilt
+      const { receiver, endpointId, subscriber } = yield* receiverEndpoint(OWNER, "/hook", [EVENT])
+      const browser = yield* launchBrowser()
+      const page = yield* promise(() => browser.newPage())
+      // A step that never comes fails with what it waited for, well before the test's own timeout.
+      page.setDefaultTimeout(30_000)
+      return {
+        browser,
+        page,
+        origin: yield* consoleOrigin,
+        operator: yield* operatorAccount(service.env, "operator"),
+        admin: yield* operatorAccount(service.env, "admin"),
+        receiver,
+        endpointId,
+        secret: subscriber.secret,
+      }
+    }),
+  )
+}
+
+const publish = () => publishEvent(EVENT, OWNER, examplePayload(EVENT))
+const heading = (page: Page, text: string | RegExp) =>
+  promise(() => page.getByRole("heading", { level: 1, name: text }).waitFor())
+
+describe("console: endpoints, secrets, operators and roles", () => {
+  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 180_000 })(
+    (it) => {
+      it.effect(
+        "an operator suspends an endpoint and sees new deliveries held, then activates it",
+        () =>
+          Effect.gen(function* () {
+            const { page, origin, operator, receiver, endpointId } = yield* E2e
+            yield* signIn(page, origin, operator)
+            yield* promise(() => page.getByRole("link", { name: "Endpoints", exact: true }).click())
+            yield* heading(page, "Endpoints")
+            yield* screenshot(page, "endpoints")
+            yield* promise(() => page.getByRole("link", { name: "test endpoint" }).click())
+            yield* heading(page, /test endpoint/)
+            yield* promise(() => page.getByRole("button", { name: "Suspend" }).click())
+            yield* promise(() => page.locator("h1 .badge", { hasText: "suspended" }).waitFor())
+
+            yield* publish()
+            const [held] = yield* awaitDeliveries(endpointId, (rows) => rows.length === 1)
+            yield* promise(() => page.goto(`${origin}/deliveries?endpoint=${endpointId}`))
+            const row = page.locator(`tr[data-delivery-id="${held!.id}"]`)
+            yield* promise(() => row.locator(".badge", { hasText: "held" }).waitFor())
+            assert.strictEqual(receiver.received("/hook").length, 0)
+            yield* screenshot(page, "deliveries-held")
+
+            yield* promise(() => page.goto(`${origin}/endpoints/${endpointId}`))
+            yield* promise(() => page.getByRole("button", { name: "Activate" }).click())
+            yield* promise(() => page.locator("h1 .badge", { hasText: "active" }).waitFor())
+            yield* awaitDeliveries(endpointId, (rows) => rows[0]?.status === "delivered")
+
+            yield* promise(() => page.getByRole("button", { name: "Send test event" }).click())
+            yield* promise(() =>
+              page
+                .getByRole("status")
+                .getByRole("link", { name: /delivery #\d+/ })
+                .waitFor(),
+            )
+            yield* screenshot(page, "endpoint")
+            yield* signOut(page)
+          }),
+        TIMEOUT,
+      )
+
+      it.effect(
+        "an admin rotates the secret and the next delivery carries two v1 signatures",
+        () =>
+          Effect.gen(function* () {
+            const { page, origin, admin, receiver, secret } = yield* E2e
+            yield* signIn(page, origin, admin)
+            yield* promise(() => page.getByRole("link", { name: "Secrets" }).click())
+            const row = page.locator(`tr[data-subscriber="${OWNER}"]`)
+            yield* promise(() => row.waitFor())
+            yield* screenshot(page, "secrets")
+            yield* promise(() => row.getByRole("button", { name: "Rotate secret" }).click())
+            yield* promise(() => page.getByLabel("Overlap").selectOption("24"))
+            yield* promise(() => page.getByRole("button", { name: "Rotate", exact: true }).click())
+            const shown = page.getByTestId("new-secret")
+            yield* promise(() => shown.waitFor())
+            const newSecret = (yield* promise(() => shown.innerText())).trim()
+            assert.notStrictEqual(newSecret, secret)
+            yield* promise(() => page.getByRole("button", { name: "Copy" }).click())
+            yield* screenshot(page, "secrets-rotated")
+            yield* promise(() => page.getByRole("button", { name: "Done" }).click())
+            assert.strictEqual(yield* promise(() => shown.count()), 0)
+
+            const before = receiver.received("/hook").length
+            yield* publish()
+            const [next] = yield* eventually(
+              Effect.sync(() => receiver.received("/hook").slice(before)),
+              (requests) => requests.some((r) => JSON.parse(r.body.toString("utf8")).event === EVENT),
+            )
+            const verified = verifySignature(next!.headers, next!.body, [secret, newSecret])
+            assert.strictEqual(verified.signatures.length, 2)
+            assert.sameMembers(verified.verifiedBy, [secret, newSecret])
+          }),
+        TIMEOUT,
+      )
+
+      it.effect(
+        "an admin creates a viewer, who sees no Retry button and whom the API refuses with 403",
+        () =>
+          Effect.gen(function* () {
+            const { page, origin, endpointId } = yield* E2e
+            yield* promise(() => page.getByRole("link", { name: "Operators" }).click())
+            yield* heading(page, "Operators")
+            const email = `viewer-${endpointId}@console.test`
+            yield* promise(() => page.getByLabel("Email").fill(email))
+            yield* promise(() => page.getByLabel("Role", { exact: true }).selectOption("viewer"))
+            yield* promise(() => page.getByRole("button", { name: "Create operator" }).click())
+            const password = (yield* promise(() => page.getByTestId("new-password").innerText())).trim()
+            yield* promise(() => page.getByRole("cell", { name: email }).waitFor())
+            yield* screenshot(page, "operators")
+            yield* signOut(page)
+
+            yield* signIn(page, origin, { email, password, role: "viewer" })
+            assert.strictEqual(yield* promise(() => page.getByRole("link", { name: "Operators" }).count()), 0)
+            assert.strictEqual(
+              yield* promise(() => page.getByRole("button", { name: "Retry all matching" }).count()),
+              0,
+            )
+            const [delivery] = yield* awaitDeliveries(endpointId, (rows) => rows.length > 0)
+            yield* promise(() => page.goto(`${origin}/deliveries/${delivery!.id}`))
+            yield* heading(page, new RegExp(`Delivery #${delivery!.id}`))
+            assert.strictEqual(yield* promise(() => page.getByRole("button", { name: "Retry" }).count()), 0)
+            const refused = yield* apiFromPage(page, "POST", `/api/deliveries/${delivery!.id}/retry`, {})
+            assert.deepStrictEqual(refused, { status: 403, text: `{"message":"Forbidden"}` })
+            const operators = yield* apiFromPage(page, "GET", "/api/operators")
+            assert.deepStrictEqual(operators, { status: 403, text: `{"message":"Forbidden"}` })
+
+            yield* promise(() => page.goto(`${origin}/endpoints/${endpointId}`))
+            yield* heading(page, /test endpoint/)
+            assert.strictEqual(yield* promise(() => page.getByRole("button", { name: "Suspend" }).count()), 0)
+            assert.strictEqual(
+              yield* promise(() => page.getByRole("button", { name: "Send test event" }).count()),
+              0,
+            )
+          }),
+        TIMEOUT,
+      )
+
+      it.effect(
+        "shows every one of these actions in the audit log",
+        () =>
+          Effect.gen(function* () {
+            const { page, origin, operator, admin, endpointId } = yield* E2e
+            yield* promise(() => page.goto(`${origin}/audit`))
+            yield* heading(page, "Audit log")
+            const entries = page.getByTestId("audit-entry")
+            yield* promise(() => entries.first().waitFor())
+            const rows = yield* promise(() => entries.allInnerTexts())
+            const by = (actor: string, action: RegExp) =>
+              rows.some((row) => row.includes(actor) && action.test(row))
+            assert.isTrue(by(operator.email, /suspend|status/i), "suspend")
+            assert.isTrue(by(operator.email, /test/i), "test event")
+            assert.isTrue(by(admin.email, /rotate/i), "rotation")
+            assert.isTrue(by(admin.email, /operator/i), "operator created")
+            assert.isTrue(
+              rows.some((row) => row.includes(String(endpointId))),
+              "the endpoint as target",
+            )
+            yield* screenshot(page, "audit-endpoints")
+
+            yield* promise(() => page.setViewportSize({ width: 768, height: 1024 }))
+            yield* promise(() => page.goto(`${origin}/endpoints/${endpointId}`))
+            yield* heading(page, /test endpoint/)
+            yield* screenshot(page, "endpoint-tablet")
+          }),
+        TIMEOUT,
+      )
+    },
+  )
+})

@@ -1,0 +1,109 @@
+import { randomBytes } from "node:crypto"
+import { mkdir } from "node:fs/promises"
+import path from "node:path"
+import { Effect } from "effect"
+import type { Page } from "playwright-core"
+import { ensureConsoleBuilt } from "../../console/build.mjs"
+import { gatewayPort } from "./Auth.ts"
+import { runCli } from "./Cli.ts"
+import { engineService } from "./WebhookEngine.ts"
+
+/**
+ * The service for console browser tests, in the test process: the console role (site and operator API) and the
+ * workers (webhook router, delivery, bulk retries) on a database and subject prefix of their own, trusting the
+ * test receiver's CA. Deliveries fail for good after two attempts with a tiny backoff, so a failing receiver
+ * gives `failed` deliveries quickly.
+ */
+export const consoleService = (overrides: Record<string, string> = {}) =>
+  engineService({
+    ROLES: "console,workers",
+    CONSOLE_PORT: "0",
+    SERVICE_ENV: "development",
+    WEBHOOK_MAX_ATTEMPTS: "2",
+    ...overrides,
+  })
+
+/** The console's build, made when missing or stale (npm test does it first; a single file run may not have). */
+export const consoleBuilt = Effect.promise(() => ensureConsoleBuilt())
+
+export const consoleOrigin = Effect.map(gatewayPort("console"), (port) => `http://127.0.0.1:${port}`)
+
+export interface OperatorAccount {
+  readonly email: string
+  readonly password: string
+  readonly role: "viewer" | "operator" | "admin"
+}
+
+/** An operator account made as an admin makes one on the command line, with a password of the test's own. */
+export const operatorAccount = (
+  env: Record<string, string>,
+  role: OperatorAccount["role"],
+  name: string = role,
+) =>
+  Effect.gen(function* () {
+    const email = `${name}-${randomBytes(3).toString("hex")}@console.test`
+    const password = `pw-${randomBytes(12).toString("hex")}`
+    const run = yield* runCli(
+      env,
+      "operators",
+      "create",
+      "--email",
+      email,
+      "--role",
+      role,
+      "--password",
+      password,
+    )
+    if (run.code !== 0)
+      return yield* Effect.die(new Error(`operators create failed: ${run.stderr}${run.stdout}`))
+    return { email, password, role } satisfies OperatorAccount
+  })
+
+const SCREENSHOTS = path.join(process.cwd(), ".data", "screenshots", "console")
+
+/** Saves the page as it looks now as `.data/screenshots/console/<name>.png`. */
+export const screenshot = (page: Page, name: string) =>
+  Effect.promise(async () => {
+    await mkdir(SCREENSHOTS, { recursive: true })
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true })
+  })
+
+export const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
+
+/** Signs in on the sign-in page as a person does, and waits for the deliveries page. */
+export const signIn = (page: Page, origin: string, account: OperatorAccount) =>
+  promise(async () => {
+    await page.goto(`${origin}/login`)
+    await page.getByLabel("Email").fill(account.email)
+    await page.getByLabel("Password").fill(account.password)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByRole("heading", { level: 1, name: "Deliveries" }).waitFor()
+  })
+
+export const signOut = (page: Page) =>
+  promise(async () => {
+    await page.getByRole("button", { name: "Sign out" }).click()
+    await page.getByRole("button", { name: "Sign in" }).waitFor()
+  })
+
+/** A call to the operator API from the signed-in page (its cookie), with the page's CSRF token when it has one. */
+export const apiFromPage = (page: Page, method: string, apiPath: string, body?: unknown) =>
+  promise(() =>
+    page.evaluate(
+      async ({ method, apiPath, body }) => {
+        const session = (await fetch("/api/session").then((r) => (r.ok ? r.json() : null))) as {
+          csrf_token?: string
+        } | null
+        const response = await fetch(apiPath, {
+          method,
+          headers: {
+            "content-type": "application/json",
+            ...(session?.csrf_token ? { "x-csrf-token": session.csrf_token } : {}),
+          },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        })
+        return { status: response.status, text: await response.text() }
+      },
+      { method, apiPath, body },
+    ),
+  )
