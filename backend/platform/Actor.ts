@@ -107,7 +107,7 @@ const decoder = new TextDecoder()
  * many settlements instead of one each. A nak's delay is in milliseconds; an ack has none (-1). `flush` sends what
  * is queued at once (an actor stopping does, before its connection may close).
  */
-const settlements = (() => {
+const makeSettlements = () => {
   const queue = perTurnBatch<readonly [PulledMessage, number | undefined]>((items) => {
     for (const [msg, delay] of items) {
       if (delay === -1) msg.ack()
@@ -119,7 +119,7 @@ const settlements = (() => {
     nak: (msg: PulledMessage, delay?: number) => queue.add([msg, delay]),
     flush: queue.flush,
   }
-})()
+}
 
 /** Backoff for a handler that died: 1 s, 2 s, 4 s ... capped at one minute. */
 const defectDelay = (deliveryCount: number) => Duration.seconds(Math.min(2 ** (deliveryCount - 1), 60))
@@ -252,6 +252,7 @@ export const runActor = <A, R>(
     const decode = Schema.decodeUnknownResult(actor.schema)
     const maxDefects = actor.maxDefects ?? 5
     let stopped = false
+    const settlements = makeSettlements()
 
     const handledCount = {
       Ack: metrics.actorHandled({ actor: actor.name, outcome: "ack" }),
