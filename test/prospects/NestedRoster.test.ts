@@ -2,15 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { awaitProspect, completeProspect, prospectService } from "../support/Prospects.ts"
 import { eventually, readStream } from "../support/Streams.ts"
-import {
-  setup,
-  awaitEvents,
-  subjects,
-  body,
-  NO_URLS,
-  embeddedUrls,
-  post,
-} from "../support/ProspectEvents.ts"
+import { setup, awaitEvents, subjects, body, NO_URLS, embeddedUrls, post } from "../support/ProspectEvents.ts"
 
 const service = prospectService()
 
