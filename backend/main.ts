@@ -7,20 +7,21 @@ import { loggerLayer } from "./platform/Observability.ts"
 
 const SHUTDOWN_BUDGET_MS = 10_000
 
-let stopping = false
-
 /**
  * NodeRuntime interrupts on SIGINT/SIGTERM and the layers drain; this bounds how long that may take. It stays
  * listening: a second signal (a supervisor signalling the whole process group, npm and the bootstrap relaying it again) must not
  * kill the process mid-drain, as Node's default action would once no listener is left.
  */
 const forceExitLater = () => {
-  if (stopping) return
-  stopping = true
-  setTimeout(() => {
-    process.stderr.write(`shutdown took longer than ${SHUTDOWN_BUDGET_MS} ms; exiting\n`)
-    process.exit(1)
-  }, SHUTDOWN_BUDGET_MS).unref()
+  let stopping = false
+  return () => {
+    if (stopping) return
+    stopping = true
+    setTimeout(() => {
+      process.stderr.write(`shutdown took longer than ${SHUTDOWN_BUDGET_MS} ms; exiting\n`)
+      process.exit(1)
+    }, SHUTDOWN_BUDGET_MS).unref()
+  }
 }
 
 const main = Effect.gen(function* () {
@@ -34,7 +35,8 @@ const main = Effect.gen(function* () {
         node: process.versions.node,
       }),
     )
-    process.on("SIGINT", forceExitLater).on("SIGTERM", forceExitLater)
+    const onSignal = forceExitLater()
+    process.on("SIGINT", onSignal).on("SIGTERM", onSignal)
     return yield* Effect.never
   }).pipe(Effect.scoped, Effect.provide(loggerLayer(config)))
 }).pipe(

@@ -1,4 +1,4 @@
-import { Cause, Data, Duration, Effect, Fiber, FiberSet, Layer, Schema, type Scope } from "effect"
+import { Cause, Data, Duration, Effect, Fiber, FiberSet, Layer, Schema, type Scope, Semaphore } from "effect"
 import { Db, type Sql } from "./Db.ts"
 import { type DurableConsumer, Nats, type PulledMessage, type StreamBase, Streams } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
@@ -107,7 +107,7 @@ const decoder = new TextDecoder()
  * many settlements instead of one each. A nak's delay is in milliseconds; an ack has none (-1). `flush` sends what
  * is queued at once (an actor stopping does, before its connection may close).
  */
-const settlements = (() => {
+const makeSettlements = () => {
   const queue = perTurnBatch<readonly [PulledMessage, number | undefined]>((items) => {
     for (const [msg, delay] of items) {
       if (delay === -1) msg.ack()
@@ -119,7 +119,7 @@ const settlements = (() => {
     nak: (msg: PulledMessage, delay?: number) => queue.add([msg, delay]),
     flush: queue.flush,
   }
-})()
+}
 
 /** Backoff for a handler that died: 1 s, 2 s, 4 s ... capped at one minute. */
 const defectDelay = (deliveryCount: number) => Duration.seconds(Math.min(2 ** (deliveryCount - 1), 60))
@@ -252,6 +252,7 @@ export const runActor = <A, R>(
     const decode = Schema.decodeUnknownResult(actor.schema)
     const maxDefects = actor.maxDefects ?? 5
     let stopped = false
+    const settlements = makeSettlements()
 
     const handledCount = {
       Ack: metrics.actorHandled({ actor: actor.name, outcome: "ack" }),
@@ -510,49 +511,32 @@ export const runActor = <A, R>(
     const consumePartition = (partition: number) =>
       Effect.gen(function* () {
         const pull = yield* consumerFor(partition, concurrency)
-        // Slots for messages in hand, counted here rather than by a semaphore: a message's end frees its slot with
-        // no allocation, and only this loop ever waits for slots.
-        let free = concurrency
-        let waiting: { readonly need: number; readonly wake: () => void } | undefined
-        const release = (n: number) => {
-          free += n
-          if (waiting !== undefined && free >= waiting.need) {
-            const { wake } = waiting
-            waiting = undefined
-            wake()
-          }
-        }
-        const freeOne = Effect.sync(() => release(1))
-        const takeAll = Effect.sync(() => {
-          const n = free
-          free = 0
-          return n
-        })
+        // A slot per message in hand: a pull asks for as many messages as there are free slots.
+        const slots = yield* Semaphore.make(concurrency)
         /** Waits until at least `need` slots are free (only handlers free them), then takes every free one. */
         const takeFree = (need: number) =>
-          Effect.callback<number>((resume) => {
-            if (free >= need) return resume(takeAll)
-            waiting = { need, wake: () => resume(takeAll) }
-            return Effect.sync(() => void (waiting = undefined))
+          Effect.gen(function* () {
+            yield* slots.take(need)
+            // Releasing none answers how many are free; only this loop takes slots, so they stay free.
+            const more = yield* slots.release(0)
+            if (more > 0) yield* slots.take(more)
+            return need + more
           })
         const inHand = yield* FiberSet.make()
         const run = yield* FiberSet.runtime(inHand)<R>()
         const start = (msg: PulledMessage) =>
           stopped
-            ? Effect.sync(() => {
-                settlements.nak(msg)
-                release(1)
-              })
-            : Effect.ensuring(process(msg, partition), freeOne)
+            ? Effect.sync(() => settlements.nak(msg)).pipe(Effect.andThen(slots.release(1)))
+            : Effect.ensuring(process(msg, partition), slots.release(1))
         const quarter = Math.max(1, Math.floor(concurrency / 4))
         while (!stopped) {
           const count = yield* takeFree(quarter)
           if (stopped) {
-            release(count)
+            yield* slots.release(count)
             break
           }
           const got = yield* pull(count, (msg) => void run(start(msg)))
-          if (got < count) release(count - got)
+          if (got < count) yield* slots.release(count - got)
         }
         yield* FiberSet.awaitEmpty(inHand)
       }).pipe(Effect.scoped)

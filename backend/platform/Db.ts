@@ -20,12 +20,20 @@ const CurrentTransaction = Context.Reference<Sql | undefined>(
   },
 )
 
-class Rollback {
-  readonly exit: Exit.Exit<unknown, unknown>
-  constructor(exit: Exit.Exit<unknown, unknown>) {
-    this.exit = exit
-  }
-}
+type Reserved = Awaited<ReturnType<Sql["reserve"]>>
+
+/** Waits for a connection of the pool's own; one handed over after the wait was interrupted goes straight back. */
+const reserve = (sql: Sql) =>
+  Effect.callback<Reserved>((resume) => {
+    let wanted = true
+    sql.reserve().then(
+      (tx) => (wanted ? resume(Effect.succeed(tx)) : tx.release()),
+      (error: unknown) => resume(Effect.die(error)),
+    )
+    return Effect.sync(() => {
+      wanted = false
+    })
+  })
 
 export interface DbShape {
   /** Runs a query on the current transaction, or the pool outside one. Database failures are defects. */
@@ -112,29 +120,32 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
       const query = <A>(run: (sql: Sql) => Promise<A>) =>
         Effect.flatMap(Effect.service(CurrentTransaction), (tx) => Effect.promise(() => run(tx ?? sql)))
 
+      /**
+       * BEGIN on a connection reserved for the transaction, the effect in the caller's own fiber with that connection
+       * as `CurrentTransaction`, then COMMIT or ROLLBACK by its exit. Only the effect is interruptible: an interrupted
+       * transaction rolls back and its connection goes back to the pool. A connection that fails COMMIT or ROLLBACK
+       * is a defect, as any database failure.
+       */
       const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-        Effect.gen(function* () {
-          if (yield* CurrentTransaction) return yield* effect
-          const context = yield* Effect.context<R>()
-          const exit = yield* Effect.promise(() =>
-            sql
-              .begin(async (tx) => {
-                const result = await Effect.runPromiseExit(
-                  effect.pipe(
-                    Effect.provideContext(context),
-                    Effect.provideService(CurrentTransaction, tx as unknown as Sql),
-                  ),
-                )
-                if (Exit.isFailure(result)) throw new Rollback(result)
-                return result
-              })
-              .catch((error: unknown) => {
-                if (error instanceof Rollback) return error.exit as Exit.Exit<A, E>
-                throw error
-              }),
-          )
-          return yield* exit
-        })
+        Effect.flatMap(Effect.service(CurrentTransaction), (current) =>
+          current
+            ? effect
+            : Effect.uninterruptibleMask((restore) =>
+                Effect.acquireUseRelease(
+                  restore(reserve(sql)),
+                  (tx) =>
+                    Effect.promise(() => tx`begin`).pipe(
+                      Effect.andThen(
+                        restore(effect).pipe(Effect.provideService(CurrentTransaction, tx as Sql)),
+                      ),
+                      Effect.onExit((exit) =>
+                        Effect.promise(() => (Exit.isSuccess(exit) ? tx`commit` : tx`rollback`)),
+                      ),
+                    ),
+                  (tx) => Effect.sync(() => tx.release()),
+                ),
+              ),
+        )
 
       const listen = (channel: string, onNotify: (payload: string) => void, onListen?: () => void) =>
         Effect.acquireRelease(

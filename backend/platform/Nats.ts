@@ -8,9 +8,10 @@ import {
   StorageType,
   type StreamConfig,
 } from "@nats-io/jetstream"
-import { Context, Duration, Effect, Layer, type Scope } from "effect"
+import { Context, Duration, Effect, identity, Layer, type Scope, Stream } from "effect"
 import { AppConfig } from "./Config.ts"
 import { NatsClient } from "./nats/Client.ts"
+import { perTurnBatch } from "./PerTurnBatch.ts"
 import { acknowledgedPublisher } from "./nats/Publisher.ts"
 import { puller } from "./nats/Puller.ts"
 import {
@@ -81,8 +82,8 @@ export interface NatsShape {
     options: PublishOptions & { readonly timeout: Duration.Input },
   ) => Effect.Effect<PublishAck, PublishFailed>
   /**
-   * A core publish (no JetStream acknowledgement), for messages a reader may miss: dropped when the connection is
-   * closed. Plain, not an Effect, so a batch made at the end of a turn of the event loop can call it.
+   * A core publish (no JetStream acknowledgement), for messages a reader may miss: sent at the end of the turn of
+   * the event loop with the others of that turn, dropped when the connection is closed.
    */
   readonly publishUnacknowledged: (subject: string, data: Uint8Array) => void
   readonly ensureStreams: Effect.Effect<void>
@@ -280,20 +281,30 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
             Effect.promise(() => consumer.consume()),
             (messages) => Effect.promise(() => messages.close()).pipe(Effect.ignore),
           )
-          yield* Effect.forkScoped(
-            Effect.promise(async () => {
-              for await (const msg of messages) onMessage(msg)
-            }),
+          yield* Stream.fromAsyncIterable(messages, identity).pipe(
+            Stream.runForEach((msg) => Effect.sync(() => onMessage(msg))),
+            Effect.orDie,
+            Effect.forkScoped,
           )
         })
 
-      const publishUnacknowledged = (name: string, data: Uint8Array) => {
-        try {
-          connection.publish(name, data)
-        } catch {
-          // Best effort: a closed connection drops it.
-        }
-      }
+      // Sent at the end of the turn of the event loop, together with the others of that turn: one socket write.
+      // What is queued when the layer closes is sent before the connection is.
+      const unacknowledged = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          perTurnBatch<readonly [string, Uint8Array]>((items) => {
+            for (const [name, data] of items) {
+              try {
+                connection.publish(name, data)
+              } catch {
+                // Best effort: a closed connection drops it.
+              }
+            }
+          }),
+        ),
+        (batch) => Effect.sync(batch.flush),
+      )
+      const publishUnacknowledged = (name: string, data: Uint8Array) => unacknowledged.add([name, data])
 
       const streamExists = (stream: string) =>
         Effect.promise(() =>

@@ -1,7 +1,6 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { ack, type ActorDefinition, type Delivery, type Outcome, term } from "../platform/Actor.ts"
 import { Nats, type NatsShape } from "../platform/Nats.ts"
-import { perTurnBatch } from "../platform/PerTurnBatch.ts"
 import { batched } from "./Batch.ts"
 import { DeliveryRepo, type EventToRoute } from "./DeliveryRepo.ts"
 import { isEventName } from "../events/Catalog.ts"
@@ -127,22 +126,17 @@ export class EventRouter extends Context.Service<
   )
 }
 
-/** Status messages of one turn of the event loop, published together (one socket write for many). */
-const statuses = perTurnBatch<readonly [NatsShape, StatusMessage]>((items) => {
-  for (const [nats, status] of items) {
-    nats.publishUnacknowledged(
-      nats.subject(statusSubject(status.endpoint_id)),
-      encoder.encode(JSON.stringify(status)),
-    )
-  }
-})
-
 /**
  * Best effort (core NATS, no acknowledgement, sent at the end of this turn of the event loop): the live view may
  * miss one; the database is the record.
  */
 export const publishStatus = (nats: NatsShape, status: StatusMessage) =>
-  Effect.sync(() => statuses.add([nats, status]))
+  Effect.sync(() =>
+    nats.publishUnacknowledged(
+      nats.subject(statusSubject(status.endpoint_id)),
+      encoder.encode(JSON.stringify(status)),
+    ),
+  )
 
 export const routerActor: ActorDefinition<unknown, EventRouter> = {
   name: "webhook_router",

@@ -1,10 +1,10 @@
 import { readdirSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { assert, describe, it, layer } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Result } from "effect"
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { Db, ensureDatabase } from "../../backend/platform/Db.ts"
-import { dropIsolated, isolatedEnv, testPlatform } from "../support/TestPlatform.ts"
+import { dropIsolated, isolatedEnv } from "../support/TestPlatform.ts"
 
 const migrationFiles = readdirSync(fileURLToPath(new URL("../../backend/migrations/", import.meta.url)))
   .filter((file) => /^\d{4}_.+\.sql$/.test(file))
@@ -76,72 +76,4 @@ describe("migrate", () => {
       )
     }),
   )
-})
-
-const notes = Effect.gen(function* () {
-  const db = yield* Db
-  const rows = yield* db.query((sql) => sql<Array<{ note: string }>>`select note from ledger order by note`)
-  return rows.map((row) => row.note)
-})
-
-const write = (note: string) =>
-  Effect.gen(function* () {
-    const db = yield* Db
-    yield* db.query((sql) => sql`insert into ledger (note) values (${note})`)
-  })
-
-describe("Db.transaction", () => {
-  layer(testPlatform().layer, { excludeTestServices: true })((it) => {
-    it.effect("commits the work of an effect that succeeds", () =>
-      Effect.gen(function* () {
-        const db = yield* Db
-        yield* db.query((sql) => sql`create table ledger (note text primary key)`)
-        const result = yield* db.transaction(write("committed").pipe(Effect.as("done")))
-        assert.strictEqual(result, "done")
-        assert.include(yield* notes, "committed")
-      }),
-    )
-
-    it.effect("rolls back the work of an effect that fails, and returns its failure", () =>
-      Effect.gen(function* () {
-        const db = yield* Db
-        const error = yield* db
-          .transaction(write("failed").pipe(Effect.andThen(Effect.fail("rejected" as const))))
-          .pipe(Effect.flip)
-        assert.strictEqual(error, "rejected")
-        assert.notInclude(yield* notes, "failed")
-      }),
-    )
-
-    it.effect("rolls back the work of an effect that dies, and dies with its defect", () =>
-      Effect.gen(function* () {
-        const db = yield* Db
-        const boom = new Error("boom")
-        const exit = yield* db
-          .transaction(write("died").pipe(Effect.andThen(Effect.die(boom))))
-          .pipe(Effect.exit)
-        assert.deepStrictEqual(Exit.findDefect(exit), Result.succeed(boom))
-        assert.notInclude(yield* notes, "died")
-      }),
-    )
-
-    it.effect("rolls back an inner transaction's work when the outer one fails", () =>
-      Effect.gen(function* () {
-        const db = yield* Db
-        const seenInside = yield* db
-          .transaction(
-            Effect.gen(function* () {
-              yield* db.transaction(write("inner"))
-              yield* write("outer")
-              return yield* Effect.fail(yield* notes)
-            }),
-          )
-          .pipe(Effect.flip)
-        assert.includeMembers(seenInside, ["inner", "outer"])
-        const after = yield* notes
-        assert.notInclude(after, "inner")
-        assert.notInclude(after, "outer")
-      }),
-    )
-  })
 })

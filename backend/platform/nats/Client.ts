@@ -1,6 +1,6 @@
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { connect, type NatsConnection, type Status } from "@nats-io/transport-node"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, identity, Layer, Stream } from "effect"
 import { AppConfig } from "../Config.ts"
 import { recountsPendingPerDelivery } from "./ServerVersion.ts"
 
@@ -61,22 +61,16 @@ export class NatsClient extends Context.Service<NatsClient, NatsClientShape>()(
 
 /** Logs connection loss and recovery for as long as the layer lives. */
 const watchStatus = (connection: NatsConnection) =>
-  Effect.gen(function* () {
-    const context = yield* Effect.context<never>()
-    const log = (status: Status) => {
-      const message =
-        status.type === "disconnect"
-          ? Effect.logWarning("nats connection lost").pipe(Effect.annotateLogs({ server: status.server }))
-          : status.type === "reconnect"
-            ? Effect.logInfo("nats connection recovered").pipe(Effect.annotateLogs({ server: status.server }))
-            : status.type === "error"
-              ? Effect.logError("nats error").pipe(Effect.annotateLogs({ error: String(status.error) }))
-              : undefined
-      if (message) Effect.runForkWith(context)(message)
-    }
-    yield* Effect.forkScoped(
-      Effect.promise(async () => {
-        for await (const status of connection.status()) log(status)
-      }),
-    )
-  })
+  Stream.fromAsyncIterable(connection.status(), identity).pipe(
+    Stream.runForEach((status: Status) =>
+      status.type === "disconnect"
+        ? Effect.logWarning("nats connection lost").pipe(Effect.annotateLogs({ server: status.server }))
+        : status.type === "reconnect"
+          ? Effect.logInfo("nats connection recovered").pipe(Effect.annotateLogs({ server: status.server }))
+          : status.type === "error"
+            ? Effect.logError("nats error").pipe(Effect.annotateLogs({ error: String(status.error) }))
+            : Effect.void,
+    ),
+    Effect.orDie,
+    Effect.forkScoped,
+  )

@@ -11,7 +11,7 @@ import {
   type MsgHdrs,
   type NatsConnection,
 } from "@nats-io/transport-node"
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
 import { perTurnBatch } from "../PerTurnBatch.ts"
 import type { PublishAck, PublishOptions } from "./Types.ts"
 import { type PubAckResponse, Status } from "./Wire.ts"
@@ -23,7 +23,7 @@ export type PublishDone = (error: Error | undefined, ack: PublishAck | undefined
 
 /**
  * JetStream publishes as the server sees them: a core publish with a reply subject, the acknowledgement matched
- * by token on one inbox subscription per connection, deadlines (on the monotonic clock) checked by one timer.
+ * by token on one inbox subscription per connection, deadlines (on the monotonic clock) checked by one fiber.
  */
 export const acknowledgedPublisher = (connection: NatsConnection) =>
   Effect.gen(function* () {
@@ -91,19 +91,13 @@ export const acknowledgedPublisher = (connection: NatsConnection) =>
         }
       }
     })
-    const sweep = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        setInterval(() => {
-          const now = performance.now()
-          for (const [token, entry] of waiting) {
-            if (entry.deadline <= now)
-              settle(token, new Error(`no JetStream acknowledgement for ${entry.subject}`))
-          }
-        }, 50),
-      ),
-      (timer) => Effect.sync(() => clearInterval(timer)),
-    )
-    sweep.unref()
+    yield* Effect.sync(() => {
+      const now = performance.now()
+      for (const [token, entry] of waiting) {
+        if (entry.deadline <= now)
+          settle(token, new Error(`no JetStream acknowledgement for ${entry.subject}`))
+      }
+    }).pipe(Effect.repeat(Schedule.spaced("50 millis")), Effect.forkScoped)
     return (
       subject: string,
       data: Uint8Array,

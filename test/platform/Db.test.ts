@@ -1,0 +1,104 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Result } from "effect"
+import { Db } from "../../backend/platform/Db.ts"
+import { testPlatform } from "../support/TestPlatform.ts"
+
+const notes = Effect.gen(function* () {
+  const db = yield* Db
+  const rows = yield* db.query((sql) => sql<Array<{ note: string }>>`select note from ledger order by note`)
+  return rows.map((row) => row.note)
+})
+
+const write = (note: string) =>
+  Effect.gen(function* () {
+    const db = yield* Db
+    yield* db.query((sql) => sql`insert into ledger (note) values (${note})`)
+  })
+
+describe("Db.transaction", () => {
+  layer(testPlatform().layer, { excludeTestServices: true })((it) => {
+    it.effect("commits the work of an effect that succeeds", () =>
+      Effect.gen(function* () {
+        const db = yield* Db
+        yield* db.query((sql) => sql`create table ledger (note text primary key)`)
+        const result = yield* db.transaction(write("committed").pipe(Effect.as("done")))
+        assert.strictEqual(result, "done")
+        assert.include(yield* notes, "committed")
+      }),
+    )
+
+    it.effect("rolls back the work of an effect that fails, and returns its failure", () =>
+      Effect.gen(function* () {
+        const db = yield* Db
+        const error = yield* db
+          .transaction(write("failed").pipe(Effect.andThen(Effect.fail("rejected" as const))))
+          .pipe(Effect.flip)
+        assert.strictEqual(error, "rejected")
+        assert.notInclude(yield* notes, "failed")
+      }),
+    )
+
+    it.effect("rolls back the work of an effect that dies, and dies with its defect", () =>
+      Effect.gen(function* () {
+        const db = yield* Db
+        const boom = new Error("boom")
+        const exit = yield* db
+          .transaction(write("died").pipe(Effect.andThen(Effect.die(boom))))
+          .pipe(Effect.exit)
+        assert.deepStrictEqual(Exit.findDefect(exit), Result.succeed(boom))
+        assert.notInclude(yield* notes, "died")
+      }),
+    )
+
+    it.effect("rolls back an inner transaction's work when the outer one fails", () =>
+      Effect.gen(function* () {
+        const db = yield* Db
+        const seenInside = yield* db
+          .transaction(
+            Effect.gen(function* () {
+              yield* db.transaction(write("inner"))
+              yield* write("outer")
+              return yield* Effect.fail(yield* notes)
+            }),
+          )
+          .pipe(Effect.flip)
+        assert.includeMembers(seenInside, ["inner", "outer"])
+        const after = yield* notes
+        assert.notInclude(after, "inner")
+        assert.notInclude(after, "outer")
+      }),
+    )
+
+    it.effect("runs the effect in the caller's own fiber", () =>
+      Effect.gen(function* () {
+        const db = yield* Db
+        const outside = yield* Effect.fiberId
+        assert.strictEqual(
+          yield* db.transaction(write("fiber").pipe(Effect.andThen(Effect.fiberId))),
+          outside,
+        )
+      }),
+    )
+
+    it.effect("rolls back when interrupted mid-way, and gives its connection and locks back", () =>
+      Effect.gen(function* () {
+        const db = yield* Db
+        const wrote = yield* Deferred.make<void>()
+        const fiber = yield* db
+          .transaction(
+            write("interrupted").pipe(
+              Effect.andThen(Deferred.succeed(wrote, undefined)),
+              Effect.andThen(Effect.never),
+            ),
+          )
+          .pipe(Effect.forkChild)
+        yield* Deferred.await(wrote)
+        yield* Fiber.interrupt(fiber)
+        assert.notInclude(yield* notes, "interrupted")
+        // A transaction still open would hold the key's lock and block this insert of the same key.
+        yield* db.transaction(write("interrupted"))
+        assert.include(yield* notes, "interrupted")
+      }),
+    )
+  })
+})
