@@ -1,7 +1,15 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { launchBrowser } from "../../support/Browser.ts"
-import { consoleBuilt, consoleOrigin, operatorAccount, promise, screenshot } from "../../support/Console.ts"
+import {
+  consoleBuilt,
+  consoleOrigin,
+  operatorAccount,
+  promise,
+  screenshot,
+  signIn,
+  signOut,
+} from "../../support/Console.ts"
 import { enrollmentService } from "../../support/Enrollment.ts"
 import { awaitDeliveries, type Delivered, issuePolicy, lifecycleOwner } from "../../support/Lifecycle.ts"
 import { startReceiver } from "../../support/Receiver.ts"
@@ -101,6 +109,16 @@ describe("console: a policy's page", () => {
           assert.include(text, "console")
           assert.include(text, `policy:${issued.policyNumber}`)
           yield* screenshot(page, "policy-audit")
+
+          // A viewer sees the same page without the buttons that change it.
+          const viewer = yield* operatorAccount(service.env, "viewer")
+          yield* signOut(page)
+          yield* signIn(page, origin, viewer)
+          yield* promise(() => page.goto(`${origin}${new URL(adminUrl).pathname}`))
+          yield* promise(() => coverage.filter({ hasText: "3,456.78" }).waitFor())
+          for (const name of ["Revise policy", "Cancel policy"]) {
+            assert.strictEqual(yield* promise(() => page.getByRole("button", { name }).count()), 0, name)
+          }
         }).pipe(Effect.scoped),
       TIMEOUT,
     )
