@@ -5,6 +5,9 @@ import { ingestWorkersLayer } from "./ingest/Consumer.ts"
 import { enrollmentRoutes } from "./enrollment/Http.ts"
 import { Journey } from "./enrollment/Journey.ts"
 import { ingestRoutes } from "./ingest/Http.ts"
+import { BulkRetries } from "./operator/BulkRetries.ts"
+import { Deliveries } from "./operator/DeliveryQueries.ts"
+import { Health } from "./operator/Health.ts"
 import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
 import { actorLayer } from "./platform/Actor.ts"
@@ -46,6 +49,9 @@ type AppServices =
   | MoveOuts
   | TestClocks
   | Crypto
+  | Deliveries
+  | Health
+  | BulkRetries
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
@@ -99,10 +105,14 @@ export const appLayer = (config: AppConfigShape) => {
         lifecycleJobLayer,
         ingestWorkersLayer,
         webhookWorkersLayer,
+        BulkRetries.runnerLayer,
+        Health.pruneLayer,
       ]
     : []
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
+    Layer.provideMerge(BulkRetries.layer),
+    Layer.provideMerge(Layer.mergeAll(Deliveries.layer, Health.layer)),
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Endpoints.layer),
     Layer.provideMerge(Journey.layer),
