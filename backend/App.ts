@@ -23,6 +23,7 @@ import { moveOutRoutes } from "./policies/MoveOutsHttp.ts"
 import { operatorApiRoutes, operatorGuard } from "./operator/Http.ts"
 import { DeliveryActions } from "./operator/DeliveryActions.ts"
 import { Deliveries } from "./operator/DeliveryQueries.ts"
+import { Health } from "./operator/Health.ts"
 import { Operators } from "./operator/Operators.ts"
 import { Sessions } from "./operator/Sessions.ts"
 import { Policies } from "./policies/Policies.ts"
@@ -62,6 +63,7 @@ type AppServices =
   | EndpointOperations
   | Deliveries
   | DeliveryActions
+  | Health
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
@@ -117,6 +119,7 @@ export const appLayer = (config: AppConfigShape) => {
         lifecycleJobLayer,
         ingestWorkersLayer,
         webhookWorkersLayer,
+        Health.pruneLayer,
       ]
     : []
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, ...workers).pipe(
@@ -125,7 +128,9 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(DeliveryActions.layer),
     Layer.provideMerge(Deliveries.layer),
     Layer.provideMerge(Endpoints.layer),
-    Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
+    Layer.provideMerge(
+      Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer, Health.layer),
+    ),
     Layer.provideMerge(Journey.layer),
     Layer.provideMerge(lifecycleLayer),
     Layer.provideMerge(Policies.layer),

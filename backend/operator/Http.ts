@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { EventNames } from "../events/Catalog.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { hasControlCharacter } from "../platform/FieldLimits.ts"
@@ -23,13 +23,14 @@ import { EndpointOperations } from "../webhooks/Operations.ts"
 import { AuditChannel } from "./Audit.ts"
 import { DeliveryActions } from "./DeliveryActions.ts"
 import { Deliveries, fromSearchParams } from "./DeliveryQueries.ts"
+import { Health } from "./Health.ts"
 import { isRole, type Role, roleAtLeast } from "./Domain.ts"
 import { Operators } from "./Operators.ts"
 import { type CurrentSession, ABSOLUTE_TIMEOUT_MS, Sessions } from "./Sessions.ts"
 
 /** What the operator routes use. */
 export type OperatorServices =
-  Sessions | Operators | EndpointOperations | Deliveries | DeliveryActions | AppConfig
+  Sessions | Operators | EndpointOperations | Deliveries | DeliveryActions | Health | AppConfig
 
 export const SESSION_COOKIE = "console_session"
 export const CSRF_HEADER = "x-csrf-token"
@@ -354,7 +355,8 @@ const endpointRoutes = [
   route("GET", "/api/endpoints/:id", "viewer", (request) =>
     Effect.gen(function* () {
       const endpoint = yield* (yield* EndpointOperations).get(request.params.id ?? "")
-      return json(200, { endpoint })
+      const health = yield* (yield* Health).health(endpoint.id, new Date(yield* Clock.currentTimeMillis))
+      return json(200, { endpoint, health })
     }),
   ),
   route("PUT", "/api/endpoints/:id/status", "operator", (request) =>

@@ -102,6 +102,11 @@ describe("operator API routes", () => {
         const detail = yield* call("GET", `/api/endpoints/${third}`, viewer)
         assert.strictEqual(detail.status, 200)
         assert.strictEqual(detail.body.endpoint.destination_url, "https://pms.example/hook")
+        // Health from the endpoint's aggregates: nothing sent yet, every bucket there.
+        assert.strictEqual(detail.body.health.waiting, 0)
+        assert.strictEqual(detail.body.health.hour.buckets.length, 12)
+        assert.strictEqual(detail.body.health.day.buckets.length, 24)
+        assert.strictEqual(detail.body.health.hour.attempts, 0)
         const missing = yield* call("GET", "/api/endpoints/999999", viewer)
         assert.strictEqual(missing.text, `{"status_code":404,"error":"Endpoint not found."}`)
         const bad = yield* call("GET", "/api/endpoints?status=sleeping&limit=0&cursor=zz", viewer)
