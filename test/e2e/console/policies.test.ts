@@ -20,7 +20,7 @@ const service = enrollmentService({
   CONSOLE_PORT: "0",
   SERVICE_ENV: "development",
 })
-const TIMEOUT = 180_000
+const TIMEOUT = 300_000
 
 const documentLinks = (received: ReadonlyArray<Delivered>, id: unknown) =>
   received
@@ -28,7 +28,7 @@ const documentLinks = (received: ReadonlyArray<Delivered>, id: unknown) =>
     .map((d) => d.payload.policy_url as string)
 
 describe("console: a policy's page", () => {
-  layer(service.layer, { timeout: "180 seconds", excludeTestServices: true })((it) => {
+  layer(service.layer, { timeout: "300 seconds", excludeTestServices: true })((it) => {
     it.effect(
       "an operator opens the admin_policy_url, signs in, revises the coverage and sees the change, the new documents and the audit entry; a viewer cannot change it; the operator cancels it",
       () =>
