@@ -6,6 +6,9 @@ import { ingestWorkersLayer } from "./ingest/Consumer.ts"
 import { enrollmentRoutes } from "./enrollment/Http.ts"
 import { Journey } from "./enrollment/Journey.ts"
 import { ingestRoutes } from "./ingest/Http.ts"
+import { BulkRetries } from "./operator/BulkRetries.ts"
+import { Deliveries } from "./operator/DeliveryQueries.ts"
+import { Health } from "./operator/Health.ts"
 import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
 import { actorLayer } from "./platform/Actor.ts"
@@ -22,8 +25,6 @@ import type { MoveOuts } from "./policies/MoveOuts.ts"
 import { moveOutRoutes } from "./policies/MoveOutsHttp.ts"
 import { operatorApiRoutes, operatorGuard } from "./operator/Http.ts"
 import { DeliveryActions } from "./operator/DeliveryActions.ts"
-import { Deliveries } from "./operator/DeliveryQueries.ts"
-import { Health } from "./operator/Health.ts"
 import { Operators } from "./operator/Operators.ts"
 import { policyRoutes } from "./operator/PolicyRoutes.ts"
 import { Sessions } from "./operator/Sessions.ts"
@@ -69,6 +70,7 @@ type AppServices =
   | Deliveries
   | DeliveryActions
   | Health
+  | BulkRetries
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The
@@ -124,18 +126,18 @@ export const appLayer = (config: AppConfigShape) => {
         lifecycleJobLayer,
         ingestWorkersLayer,
         webhookWorkersLayer,
+        BulkRetries.runnerLayer,
         Health.pruneLayer,
       ]
     : []
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
-    Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(DeliveryActions.layer),
-    Layer.provideMerge(Deliveries.layer),
+    Layer.provideMerge(BulkRetries.layer),
+    Layer.provideMerge(Layer.mergeAll(Deliveries.layer, Health.layer)),
+    Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Endpoints.layer),
-    Layer.provideMerge(
-      Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer, Health.layer),
-    ),
+    Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
     Layer.provideMerge(Journey.layer),
     Layer.provideMerge(lifecycleLayer),
     Layer.provideMerge(Policies.layer),

@@ -2,15 +2,17 @@ import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import { DeliveryNotFound } from "../webhooks/Domain.ts"
 import { recordAudit } from "./Audit.ts"
+import { BulkRetries, DEFAULT_RATE } from "./BulkRetries.ts"
 import { Deliveries } from "./DeliveryQueries.ts"
 
-/** What an operator does to one delivery, audited in the change's transaction. */
+/** What an operator does to deliveries, audited (in the change's transaction where it has one). */
 export class DeliveryActions extends Context.Service<DeliveryActions>()(
   "partner-service/operator/DeliveryActions",
   {
     make: Effect.gen(function* () {
       const db = yield* Db
       const deliveries = yield* Deliveries
+      const bulkRetries = yield* BulkRetries
 
       /** The partner API's retry by delivery id alone: a new series from attempt 1, the same delivery. */
       const retry = Effect.fn("DeliveryActions.retry")(function* (id: string, actor: string) {
@@ -31,7 +33,50 @@ export class DeliveryActions extends Context.Service<DeliveryActions>()(
         )
       })
 
-      return { retry }
+      /**
+       * A bulk retry job; audited once it exists (taking its snapshot spans several transactions of its own), with
+       * the filter, the rate and how many deliveries it will retry.
+       */
+      const createBulkRetry = Effect.fn("DeliveryActions.createBulkRetry")(function* (
+        filter: unknown,
+        rate: unknown,
+        actor: string,
+      ) {
+        const job = yield* bulkRetries.create(filter, rate, actor)
+        yield* recordAudit(db, {
+          actor,
+          action: "bulk_retries.create",
+          target: `bulk_retry:${job.id}`,
+          after: {
+            filter: job.filter,
+            rate_per_second: rate ?? DEFAULT_RATE,
+            total: job.total,
+            status: job.status,
+          },
+        })
+        return job
+      })
+
+      /** Cancels a running job; one already finished is answered unchanged and nothing is recorded. */
+      const cancelBulkRetry = Effect.fn("DeliveryActions.cancelBulkRetry")(function* (
+        id: string,
+        actor: string,
+      ) {
+        const before = yield* bulkRetries.get(id)
+        const after = yield* bulkRetries.cancel(id)
+        if (after.status !== before.status) {
+          yield* recordAudit(db, {
+            actor,
+            action: "bulk_retries.cancel",
+            target: `bulk_retry:${after.id}`,
+            before: { status: before.status, done: before.done, total: before.total },
+            after: { status: after.status, done: after.done, total: after.total },
+          })
+        }
+        return after
+      })
+
+      return { retry, createBulkRetry, cancelBulkRetry }
     }),
   },
 ) {

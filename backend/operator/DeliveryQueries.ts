@@ -163,7 +163,7 @@ export const readFilter = (
 }
 
 /** The cursor is opaque to callers: the last row's `created_at` (microseconds) and id. */
-const encodeCursor = (row: DeliveryListRow) =>
+const encodeCursor = (row: { readonly created_us: string; readonly id: string }) =>
   Buffer.from(`${row.created_us}:${row.id}`, "utf8").toString("base64url")
 
 const decodeCursor = (cursor: string): PagePosition | undefined => {
@@ -323,7 +323,27 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
       return toDelivery(row!)
     })
 
-    return { list, count, detail, retry, filterOf }
+    /**
+     * The ids of up to `limit` deliveries matching a checked filter, newest first, after the position `after` (a
+     * cursor this returned): a bulk retry's snapshot, batch by batch. `after` is null once nothing is left.
+     */
+    const matchingIds = Effect.fn("Deliveries.matchingIds")(function* (
+      filter: DeliveryFilter,
+      after: string | null,
+      limit: number,
+    ) {
+      const set = yield* endpointSet(filter)
+      if (set !== undefined && set.length === 0) return { ids: [], after: null }
+      const position = after === null ? undefined : decodeCursor(after)
+      const rows = yield* repo.ids(filter, set, position, limit)
+      const last = rows[rows.length - 1]
+      return {
+        ids: rows.map((row) => Number(row.id)),
+        after: rows.length < limit || last === undefined ? null : encodeCursor(last),
+      }
+    })
+
+    return { list, count, detail, retry, filterOf, matchingIds }
   }),
 }) {
   static readonly layer = Layer.effect(Deliveries, Deliveries.make).pipe(

@@ -154,34 +154,57 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
        * Up to `limit` deliveries newest first, after `after`. With an endpoint set (the endpoint filter, or a
        * provider's endpoints) each endpoint's newest are read from its own index range and merged.
        */
+      const pageIds = (
+        sql: Sql,
+        filter: DeliveryFilter,
+        endpoints: ReadonlyArray<number> | undefined,
+        after: PagePosition | undefined,
+        limit: number,
+      ) => {
+        const where = conditions(sql, filter, after)
+        return endpoints === undefined
+          ? sql`
+            select d.id, d.created_at from webhook_deliveries d where ${where}
+            order by d.created_at desc, d.id desc limit ${limit}`
+          : sql`
+            select d.id, d.created_at from unnest(${endpoints as Array<number>}::bigint[]) as x(endpoint_id)
+            cross join lateral (
+              select d.id, d.created_at from webhook_deliveries d
+              where d.endpoint_id = x.endpoint_id and ${where}
+              order by d.created_at desc, d.id desc limit ${limit}
+            ) d
+            order by d.created_at desc, d.id desc limit ${limit}`
+      }
+
+      /** A page of deliveries as the console shows them. */
       const page = (
         filter: DeliveryFilter,
         endpoints: ReadonlyArray<number> | undefined,
         after: PagePosition | undefined,
         limit: number,
       ) =>
-        db.query((sql) => {
-          const where = conditions(sql, filter, after)
-          const ids =
-            endpoints === undefined
-              ? sql`
-                select d.id from webhook_deliveries d where ${where}
-                order by d.created_at desc, d.id desc limit ${limit}`
-              : sql`
-                select d.id from unnest(${endpoints as Array<number>}::bigint[]) as x(endpoint_id)
-                cross join lateral (
-                  select d.id, d.created_at from webhook_deliveries d
-                  where d.endpoint_id = x.endpoint_id and ${where}
-                  order by d.created_at desc, d.id desc limit ${limit}
-                ) d
-                order by d.created_at desc, d.id desc limit ${limit}`
-          return sql<Array<DeliveryListRow>>`
-            with page as materialized (${ids})
+        db.query(
+          (sql) => sql<Array<DeliveryListRow>>`
+            with page as materialized (${pageIds(sql, filter, endpoints, after, limit)})
             select ${shownColumns(sql)}
             from page join webhook_deliveries d on d.id = page.id
             ${shownJoins(sql)}
-            order by d.created_at desc, d.id desc`
-        })
+            order by d.created_at desc, d.id desc`,
+        )
+
+      /** The ids of a page only, with the position of each (a bulk retry's snapshot). */
+      const ids = (
+        filter: DeliveryFilter,
+        endpoints: ReadonlyArray<number> | undefined,
+        after: PagePosition | undefined,
+        limit: number,
+      ) =>
+        db.query(
+          (sql) => sql<Array<{ id: string; created_us: string }>>`
+            select id, (extract(epoch from created_at) * 1000000)::bigint as created_us
+            from (${pageIds(sql, filter, endpoints, after, limit)}) page
+            order by created_at desc, id desc`,
+        )
 
       const count = (filter: DeliveryFilter, endpoints: ReadonlyArray<number> | undefined) =>
         db
@@ -224,7 +247,7 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
           )
           .pipe(Effect.map((rows) => rows.map((row) => row.secret_sealed)))
 
-      return { providerEndpoints, page, count, detail, attempts, secretsAt }
+      return { providerEndpoints, page, ids, count, detail, attempts, secretsAt }
     }),
   },
 ) {

@@ -23,6 +23,7 @@ import type { Billing } from "../policies/Billing.ts"
 import type { Revisions } from "../policies/Revisions.ts"
 import { EndpointOperations } from "../webhooks/Operations.ts"
 import { AuditChannel } from "./Audit.ts"
+import { BulkRetries } from "./BulkRetries.ts"
 import { DeliveryActions } from "./DeliveryActions.ts"
 import { Deliveries, fromSearchParams } from "./DeliveryQueries.ts"
 import { Health } from "./Health.ts"
@@ -38,6 +39,7 @@ export type OperatorServices =
   | Deliveries
   | DeliveryActions
   | Health
+  | BulkRetries
   | Revisions
   | Billing
   | AppConfig
@@ -105,6 +107,10 @@ const toApiError = (error: { readonly _tag: string } & Record<string, unknown>):
       return new NotFound({ message: "Delivery not found." })
     case "OwnerUnknown":
       return new NotFound({ message: "Property owner not found." })
+    case "BulkRetryInvalid":
+      return invalid("Invalid bulk retry.", "bulk_retry", error.fields as Record<string, string>)
+    case "BulkRetryNotFound":
+      return new NotFound({ message: "Bulk retry not found." })
     case "DeliveryFilterInvalid":
       return invalid("Invalid filter.", "filter", error.fields as Record<string, string>)
     case "ProviderNotProvisioned":
@@ -438,6 +444,36 @@ const deliveryRoutes = [
   ),
 ]
 
+const bulkRetryRoutes = [
+  route("POST", "/api/bulk-retries", "operator", (request) =>
+    Effect.gen(function* () {
+      const body = yield* objectBody(request, "bulk_retry")
+      const job = yield* (yield* DeliveryActions).createBulkRetry(
+        body.filter,
+        body.rate_per_second,
+        actorOf(request),
+      )
+      return json(201, { bulk_retry: job })
+    }),
+  ),
+  route("GET", "/api/bulk-retries", "viewer", () =>
+    Effect.gen(function* () {
+      return json(200, { bulk_retries: yield* (yield* BulkRetries).list() })
+    }),
+  ),
+  route("GET", "/api/bulk-retries/:id", "viewer", (request) =>
+    Effect.gen(function* () {
+      return json(200, { bulk_retry: yield* (yield* BulkRetries).get(request.params.id ?? "") })
+    }),
+  ),
+  route("POST", "/api/bulk-retries/:id/cancel", "operator", (request) =>
+    Effect.gen(function* () {
+      const job = yield* (yield* DeliveryActions).cancelBulkRetry(request.params.id ?? "", actorOf(request))
+      return json(200, { bulk_retry: job })
+    }),
+  ),
+]
+
 const secretRoutes = [
   route("GET", "/api/secrets", "viewer", () =>
     Effect.gen(function* () {
@@ -496,6 +532,7 @@ export const operatorApiRoutes: ReadonlyArray<Route<OperatorServices>> = [
   ...operatorRoutes,
   ...endpointRoutes,
   ...deliveryRoutes,
+  ...bulkRetryRoutes,
   ...secretRoutes,
   ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).map((method) => ({ ...apiNotFound, method })),
 ]

@@ -218,6 +218,55 @@ describe("operator API routes", () => {
       }),
     )
 
+    it.effect("starts, lists, shows and cancels a bulk retry (operator), audited", () =>
+      Effect.gen(function* () {
+        const { operator, viewer } = yield* sessions
+        const acme = yield* owner("bk-acme")
+        const sub = yield* subscriber({ ownerId: acme.id })
+        // Suspended, and at one a second: the job is still running when it is cancelled.
+        const id = yield* endpoint(sub.id, "https://bk.example/hook", ["policy.created"], "suspended")
+        for (let i = 0; i < 100; i++) yield* insertDelivery(id, { status: "failed", attempt_number: 25 })
+        yield* insertDelivery(id, { status: "delivered" })
+        const filter = { endpoint: String(id), status: "failed" }
+        const count = yield* call("GET", `/api/deliveries/count?endpoint=${id}&status=failed`, viewer)
+        assert.deepStrictEqual(count.body, { count: 100 })
+        const empty = yield* call("POST", "/api/bulk-retries", { ...operator, body: { filter: {} } })
+        assert.strictEqual(empty.status, 422)
+        assert.isString(empty.body.bulk_retry.filter)
+        const created = yield* call("POST", "/api/bulk-retries", {
+          ...operator,
+          body: { filter, rate_per_second: 1 },
+        })
+        assert.strictEqual(created.status, 201, created.text)
+        const job = created.body.bulk_retry
+        assert.deepInclude(job, { total: 100, status: "running", created_by: operator.email })
+        const listed = yield* call("GET", "/api/bulk-retries", viewer)
+        assert.include(
+          listed.body.bulk_retries.map((j: { id: number }) => j.id),
+          job.id,
+        )
+        const shown = yield* call("GET", `/api/bulk-retries/${job.id}`, viewer)
+        assert.strictEqual(shown.body.bulk_retry.id, job.id)
+        const cancelled = yield* call("POST", `/api/bulk-retries/${job.id}/cancel`, { ...operator, body: {} })
+        assert.strictEqual(cancelled.status, 200, cancelled.text)
+        assert.strictEqual(cancelled.body.bulk_retry.status, "cancelled")
+        // A finished job answers unchanged, and nothing more is recorded.
+        const again = yield* call("POST", `/api/bulk-retries/${job.id}/cancel`, { ...operator, body: {} })
+        assert.strictEqual(again.body.bulk_retry.status, "cancelled")
+        const entries = yield* auditOf(`bulk_retry:${job.id}`)
+        assert.deepStrictEqual(
+          entries.map((e) => [e.actor, e.channel, e.action]),
+          [
+            [operator.email, "console", "bulk_retries.create"],
+            [operator.email, "console", "bulk_retries.cancel"],
+          ],
+        )
+        assert.deepInclude(entries[0]!.after as object, { total: 100, rate_per_second: 1 })
+        const missing = yield* call("GET", "/api/bulk-retries/999999", viewer)
+        assert.strictEqual(missing.text, `{"status_code":404,"error":"Bulk retry not found."}`)
+      }),
+    )
+
     it.effect("sets custom headers by the CLI's rules (admin), audited by name only", () =>
       Effect.gen(function* () {
         const { admin } = yield* sessions

@@ -107,6 +107,10 @@ describe("console: endpoints, secrets, operators and roles", () => {
                 .getByRole("link", { name: /delivery #\d+/ })
                 .waitFor(),
             )
+            // The health figures count the two deliveries once both went out.
+            yield* awaitDeliveries(endpointId, (rows) => rows.length === 2 && rows[1]!.status === "delivered")
+            yield* promise(() => page.reload())
+            yield* promise(() => page.getByTestId("success-rate").getByText("100.0 %").waitFor())
             yield* screenshot(page, "endpoint")
             yield* signOut(page)
           }),

@@ -1,7 +1,15 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { launchBrowser } from "../../support/Browser.ts"
-import { consoleBuilt, consoleOrigin, operatorAccount, promise, screenshot } from "../../support/Console.ts"
+import {
+  consoleBuilt,
+  consoleOrigin,
+  operatorAccount,
+  promise,
+  screenshot,
+  signIn,
+  signOut,
+} from "../../support/Console.ts"
 import { enrollmentService } from "../../support/Enrollment.ts"
 import { awaitDeliveries, type Delivered, issuePolicy, lifecycleOwner } from "../../support/Lifecycle.ts"
 import { startReceiver } from "../../support/Receiver.ts"
@@ -12,7 +20,7 @@ const service = enrollmentService({
   CONSOLE_PORT: "0",
   SERVICE_ENV: "development",
 })
-const TIMEOUT = 180_000
+const TIMEOUT = 300_000
 
 const documentLinks = (received: ReadonlyArray<Delivered>, id: unknown) =>
   received
@@ -20,9 +28,9 @@ const documentLinks = (received: ReadonlyArray<Delivered>, id: unknown) =>
     .map((d) => d.payload.policy_url as string)
 
 describe("console: a policy's page", () => {
-  layer(service.layer, { timeout: "180 seconds", excludeTestServices: true })((it) => {
+  layer(service.layer, { timeout: "300 seconds", excludeTestServices: true })((it) => {
     it.effect(
-      "an operator opens the admin_policy_url, signs in, revises the coverage and sees the change, the new documents and the audit entry",
+      "an operator opens the admin_policy_url, signs in, revises the coverage and sees the change, the new documents and the audit entry; a viewer cannot change it; the operator cancels it",
       () =>
         Effect.gen(function* () {
           yield* consoleBuilt
@@ -101,6 +109,36 @@ describe("console: a policy's page", () => {
           assert.include(text, "console")
           assert.include(text, `policy:${issued.policyNumber}`)
           yield* screenshot(page, "policy-audit")
+
+          // A viewer finds it by number and sees the same page without the buttons that change it.
+          const viewer = yield* operatorAccount(service.env, "viewer")
+          yield* signOut(page)
+          yield* signIn(page, origin, viewer)
+          yield* promise(() => page.getByRole("link", { name: "Policies", exact: true }).click())
+          yield* promise(() => page.getByLabel("Policy number").fill(issued.policyNumber))
+          yield* promise(() => page.getByRole("button", { name: "Find" }).click())
+          yield* promise(() => page.getByRole("link", { name: issued.policyNumber }).click())
+          yield* promise(() => coverage.filter({ hasText: "3,456.78" }).waitFor())
+          for (const name of ["Revise policy", "Cancel policy", "Resolve"]) {
+            assert.strictEqual(yield* promise(() => page.getByRole("button", { name }).count()), 0, name)
+          }
+
+          // The operator cancels it with a reason, in the dialog; the page shows it canceled.
+          yield* signOut(page)
+          yield* signIn(page, origin, operator)
+          yield* promise(() => page.goto(`${origin}${new URL(adminUrl).pathname}`))
+          yield* promise(() => page.getByRole("button", { name: "Cancel policy" }).click())
+          const dialog = page.getByRole("dialog", { name: "Cancel policy" })
+          yield* promise(() => dialog.getByLabel("Reason").fill("The renter bought cover elsewhere"))
+          yield* screenshot(page, "policy-cancel")
+          yield* promise(() => dialog.getByRole("button", { name: "Cancel this policy" }).click())
+          yield* promise(() => page.locator("h1 .badge", { hasText: "canceled" }).waitFor())
+          yield* promise(() => page.locator("dd", { hasText: "The renter bought cover elsewhere" }).waitFor())
+          assert.strictEqual(
+            yield* promise(() => page.getByRole("button", { name: "Revise policy" }).count()),
+            0,
+          )
+          yield* awaitDeliveries(receiver, "/e2e", (r) => r.some((d) => d.event === "policy.canceled"))
         }).pipe(Effect.scoped),
       TIMEOUT,
     )

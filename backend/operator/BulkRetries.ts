@@ -1,0 +1,228 @@
+import { randomUUID } from "node:crypto"
+import { Context, Effect, FiberMap, Layer, Schedule, Schema } from "effect"
+import { Db } from "../platform/Db.ts"
+import { Endpoints } from "../webhooks/Endpoints.ts"
+import { type BulkRetryRow, BulkRetriesRepo, type BulkRetryStatus } from "./BulkRetriesRepo.ts"
+import { Deliveries, DeliveryFilterInvalid, FilterKeys, readFilter } from "./DeliveryQueries.ts"
+
+/**
+ * Bulk retries: every delivery a filter matched when the job was created (a snapshot of ids, taken in batches of
+ * their own transactions) retried as the partner API's retry does, at a capped rate, by a background job that a
+ * worker holds under a lease. The job's row is the truth: a worker that stops leaves it to another (at once when
+ * it stops cleanly, after the lease otherwise), and a cancel takes effect at the next step.
+ */
+
+export interface BulkRetry {
+  readonly id: number
+  readonly filter: Readonly<Record<string, unknown>>
+  readonly status: BulkRetryStatus
+  readonly total: number
+  readonly done: number
+  readonly created_by: string
+  readonly created_at: string
+  readonly finished_at: string | null
+}
+
+/** A bulk retry request that cannot run: each field with its message (a 422). */
+export class BulkRetryInvalid extends Schema.TaggedError<BulkRetryInvalid>()("BulkRetryInvalid", {
+  fields: Schema.Record(Schema.String, Schema.String),
+}) {}
+
+export class BulkRetryNotFound extends Schema.TaggedError<BulkRetryNotFound>()("BulkRetryNotFound", {}) {}
+
+export const DEFAULT_RATE = 20
+export const MAX_RATE = 100
+/** Ids taken into the snapshot per transaction. */
+const SNAPSHOT_BATCH = 5000
+/** How long a lease lasts without renewal; every step (about a second apart) renews it. */
+const LEASE_SECONDS = 30
+/** How often a worker looks for running jobs nobody holds. */
+const POLL = "1 second"
+const JOBS_PER_CLAIM = 10
+const LISTED = 50
+
+const ID = /^[1-9]\d{0,14}$/
+
+const toBulkRetry = (row: BulkRetryRow): BulkRetry => ({
+  id: Number(row.id),
+  filter: row.filter,
+  status: row.status,
+  total: row.total,
+  done: row.done,
+  created_by: row.created_by,
+  created_at: row.created_at.toISOString(),
+  finished_at: row.finished_at === null ? null : row.finished_at.toISOString(),
+})
+
+const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** What a step of a job did: there is more to do, or the job no longer runs here. */
+type Step = "continue" | "stop"
+
+export class BulkRetries extends Context.Service<BulkRetries>()("partner-service/operator/BulkRetries", {
+  make: Effect.gen(function* () {
+    const db = yield* Db
+    const repo = yield* BulkRetriesRepo
+    const deliveries = yield* Deliveries
+    const endpoints = yield* Endpoints
+
+    const byId = (id: string | number) =>
+      Effect.gen(function* () {
+        const key = typeof id === "number" ? String(id) : id
+        const row = ID.test(key) ? yield* repo.get(Number(key)) : undefined
+        if (row === undefined) return yield* new BulkRetryNotFound()
+        return row
+      })
+
+    /**
+     * One batch of the snapshot, if `owner` still holds the running job; whether the snapshot is now complete
+     * (or the job no longer runs here).
+     */
+    const snapshotBatch = (id: number, owner: string) =>
+      db.transaction(
+        Effect.gen(function* () {
+          const job = yield* repo.lock(id)
+          if (job === undefined || job.status !== "running" || job.lease_owner !== owner) return true
+          if (job.snapshot_complete) return true
+          const read = readFilter(job.filter)
+          if ("fields" in read) return yield* Effect.die(new Error(`bulk retry ${id} has an invalid filter`))
+          const batch = yield* deliveries.matchingIds(read.filter, job.snapshot_after, SNAPSHOT_BATCH)
+          yield* repo.addItems(id, job.total + 1, batch.ids)
+          yield* repo.saveSnapshot(id, job.total + batch.ids.length, batch.after, LEASE_SECONDS)
+          return batch.after === null
+        }),
+      )
+
+    const create = Effect.fn("BulkRetries.create")(function* (
+      filterInput: unknown,
+      rateInput: unknown,
+      createdBy: string,
+    ) {
+      const fields: Record<string, string> = {}
+      if (!isRecord(filterInput)) fields.filter = "must be an object of filters"
+      else {
+        const unknown = Object.keys(filterInput).filter(
+          (key) => !(FilterKeys as ReadonlyArray<string>).includes(key),
+        )
+        if (unknown.length > 0) fields.filter = `has unknown keys: ${unknown.slice(0, 5).join(", ")}`
+        else if (!FilterKeys.some((key) => ![undefined, null, ""].includes(filterInput[key] as never))) {
+          fields.filter = "must name at least one filter"
+        }
+      }
+      const rate = rateInput === undefined || rateInput === null ? DEFAULT_RATE : rateInput
+      if (typeof rate !== "number" || !Number.isInteger(rate) || rate < 1 || rate > MAX_RATE) {
+        fields.rate_per_second = `must be an integer from 1 to ${MAX_RATE}`
+      }
+      if (Object.keys(fields).length > 0) return yield* new BulkRetryInvalid({ fields })
+      const read = readFilter(filterInput as Readonly<Record<string, unknown>>)
+      if ("fields" in read) return yield* new DeliveryFilterInvalid({ fields: read.fields })
+      const stored: Record<string, unknown> = {}
+      for (const [key, value] of Object.entries(read.filter)) {
+        stored[key] = value instanceof Date ? value.toISOString() : value
+      }
+
+      // The creator holds the job while it takes the snapshot; should it stop half-way, a worker finishes it.
+      const owner = `create-${randomUUID()}`
+      const job = yield* repo.insert(stored, rate as number, createdBy, owner, LEASE_SECONDS)
+      const id = Number(job.id)
+      while (!(yield* snapshotBatch(id, owner))) {
+        // Each batch commits on its own, so a large match holds no long transaction.
+      }
+      const taken = (yield* repo.get(id))!
+      if (taken.status === "running" && taken.snapshot_complete && taken.total === 0) {
+        yield* repo.advance(id, 0, true, LEASE_SECONDS)
+      }
+      yield* repo.release(owner, id)
+      return toBulkRetry((yield* repo.get(id))!)
+    })
+
+    const list = Effect.fn("BulkRetries.list")(function* () {
+      return (yield* repo.list(LISTED)).map(toBulkRetry)
+    })
+
+    const get = Effect.fn("BulkRetries.get")(function* (id: string | number) {
+      return toBulkRetry(yield* byId(id))
+    })
+
+    /** Stops a running job before its next step; a finished one is answered as it is. */
+    const cancel = Effect.fn("BulkRetries.cancel")(function* (id: string | number) {
+      const row = yield* byId(id)
+      yield* repo.cancel(Number(row.id))
+      return toBulkRetry((yield* repo.get(Number(row.id)))!)
+    })
+
+    /**
+     * One step of a job `owner` holds: a batch of the snapshot if it is not complete yet, otherwise the next
+     * `rate_per_second` deliveries retried with the progress recorded, in one transaction under the job's lock.
+     */
+    const step = Effect.fn("BulkRetries.step")(function* (id: number, owner: string) {
+      const snapshotDone = yield* snapshotBatch(id, owner)
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const job = yield* repo.lock(id)
+          if (job === undefined || job.status !== "running" || job.lease_owner !== owner)
+            return "stop" as Step
+          if (!snapshotDone || !job.snapshot_complete) return "continue" as Step
+          const batch = yield* repo.items(id, job.done, job.rate_per_second)
+          if (batch.length > 0) yield* endpoints.retryDeliveries(batch)
+          const done = job.done + batch.length
+          const completed = done >= job.total
+          yield* repo.advance(id, done, completed, LEASE_SECONDS)
+          return (completed ? "stop" : "continue") as Step
+        }),
+      )
+    })
+
+    /** Running jobs nobody holds, now held by `owner`. */
+    const claim = (owner: string) => repo.claim(owner, LEASE_SECONDS, JOBS_PER_CLAIM)
+    /** Leaves the leases `owner` holds (of one job, or all). */
+    const release = (owner: string, id?: number) => repo.release(owner, id)
+
+    return { create, list, get, cancel, step, claim, release }
+  }),
+}) {
+  static readonly layer = Layer.effect(BulkRetries, BulkRetries.make).pipe(
+    Layer.provide(BulkRetriesRepo.layer),
+  )
+
+  /**
+   * The worker side (the `workers` role): every second it takes running jobs nobody holds and runs each in a
+   * fiber of its own, one step a second, until the job completes, is cancelled or is taken over. Stopping the
+   * layer stops the fibers and then leaves their leases, so another process (or this one, started again) resumes
+   * the jobs where their progress says.
+   */
+  static readonly runnerLayer = Layer.effectDiscard(
+    Effect.gen(function* () {
+      const bulk = yield* BulkRetries
+      const owner = `worker-${randomUUID()}`
+      // Registered before the fibers' map, so it runs after they are interrupted.
+      yield* Effect.addFinalizer(() => bulk.release(owner))
+      const running = yield* FiberMap.make<number>()
+
+      const run = (id: number) =>
+        bulk.step(id, owner).pipe(
+          Effect.repeat({ schedule: Schedule.fixed("1 second"), while: (step) => step === "continue" }),
+          Effect.catchCause((cause) =>
+            Effect.logWarning("bulk retry step failed; the job is left to the next claim").pipe(
+              Effect.annotateLogs({ bulk_retry_id: id, cause: String(cause) }),
+              Effect.andThen(bulk.release(owner, id)),
+            ),
+          ),
+        )
+
+      const poll = Effect.gen(function* () {
+        for (const id of yield* bulk.claim(owner)) {
+          yield* FiberMap.run(running, id, { onlyIfMissing: true })(run(id))
+        }
+      }).pipe(
+        Effect.catchCause((cause) =>
+          Effect.logWarning("bulk retry claim failed; trying again").pipe(
+            Effect.annotateLogs({ cause: String(cause) }),
+          ),
+        ),
+      )
+      yield* Effect.forkScoped(poll.pipe(Effect.repeat(Schedule.spaced(POLL))))
+    }),
+  )
+}

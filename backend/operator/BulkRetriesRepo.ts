@@ -1,0 +1,164 @@
+import { Context, Effect, Layer } from "effect"
+import { Db } from "../platform/Db.ts"
+
+/** The SQL of bulk retries: jobs, their snapshot of delivery ids, and the lease a worker holds a job under. */
+
+export type BulkRetryStatus = "running" | "completed" | "cancelled"
+
+export interface BulkRetryRow {
+  readonly id: string
+  readonly filter: Readonly<Record<string, unknown>>
+  readonly rate_per_second: number
+  readonly status: BulkRetryStatus
+  readonly total: number
+  readonly done: number
+  readonly snapshot_complete: boolean
+  readonly snapshot_after: string | null
+  readonly created_by: string
+  readonly created_at: Date
+  readonly finished_at: Date | null
+  readonly lease_owner: string | null
+}
+
+const COLUMNS = [
+  "id",
+  "filter",
+  "rate_per_second",
+  "status",
+  "total",
+  "done",
+  "snapshot_complete",
+  "snapshot_after",
+  "created_by",
+  "created_at",
+  "finished_at",
+  "lease_owner",
+] as const satisfies ReadonlyArray<keyof BulkRetryRow>
+
+export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
+  "partner-service/operator/BulkRetriesRepo",
+  {
+    make: Effect.gen(function* () {
+      const db = yield* Db
+      const one = (rows: ReadonlyArray<BulkRetryRow>) => rows[0]
+
+      /** A new running job, leased to `owner` (its creator, while it takes the snapshot). */
+      const insert = (
+        filter: Readonly<Record<string, unknown>>,
+        rate: number,
+        createdBy: string,
+        owner: string,
+        leaseSeconds: number,
+      ) =>
+        db
+          .query(
+            (sql) => sql<Array<BulkRetryRow>>`
+              insert into bulk_retries (filter, rate_per_second, created_by, lease_owner, lease_until)
+              values (${sql.json(filter as never)}, ${rate}, ${createdBy}, ${owner},
+                      now() + ${leaseSeconds} * interval '1 second')
+              returning ${sql(COLUMNS)}`,
+          )
+          .pipe(Effect.map((rows) => rows[0]!))
+
+      const get = (id: number) =>
+        db
+          .query((sql) => sql<Array<BulkRetryRow>>`select ${sql(COLUMNS)} from bulk_retries where id = ${id}`)
+          .pipe(Effect.map(one))
+
+      /** The job, locked until the transaction ends (a step and a cancel take turns). */
+      const lock = (id: number) =>
+        db
+          .query(
+            (sql) => sql<Array<BulkRetryRow>>`
+              select ${sql(COLUMNS)} from bulk_retries where id = ${id} for update`,
+          )
+          .pipe(Effect.map(one))
+
+      const list = (limit: number) =>
+        db.query(
+          (sql) => sql<Array<BulkRetryRow>>`
+            select ${sql(COLUMNS)} from bulk_retries order by id desc limit ${limit}`,
+        )
+
+      /** Snapshot items at positions `first`, `first + 1`, ... */
+      const addItems = (id: number, first: number, deliveryIds: ReadonlyArray<number>) =>
+        deliveryIds.length === 0
+          ? Effect.void
+          : db.query(
+              (sql) => sql`
+                insert into bulk_retry_items (bulk_retry_id, position, delivery_id)
+                select ${id}, ${first} + n - 1, delivery_id
+                from unnest(${deliveryIds as Array<number>}::bigint[]) with ordinality as i(delivery_id, n)`,
+            )
+
+      const saveSnapshot = (id: number, total: number, after: string | null, leaseSeconds: number) =>
+        db.query(
+          (sql) => sql`
+            update bulk_retries set total = ${total}, snapshot_after = ${after},
+              snapshot_complete = ${after === null}, lease_until = now() + ${leaseSeconds} * interval '1 second'
+            where id = ${id}`,
+        )
+
+      /** The delivery ids after position `done`, in order. */
+      const items = (id: number, done: number, limit: number) =>
+        db
+          .query(
+            (sql) => sql<Array<{ delivery_id: string }>>`
+              select delivery_id from bulk_retry_items
+              where bulk_retry_id = ${id} and position > ${done}
+              order by position limit ${limit}`,
+          )
+          .pipe(Effect.map((rows) => rows.map((row) => Number(row.delivery_id))))
+
+      /** Records progress; a job done is completed and leaves its lease. */
+      const advance = (id: number, done: number, completed: boolean, leaseSeconds: number) =>
+        db.query(
+          (sql) => sql`
+            update bulk_retries set done = ${done},
+              status = case when ${completed} then 'completed' else status end,
+              finished_at = case when ${completed} then now() else finished_at end,
+              lease_owner = case when ${completed} then null else lease_owner end,
+              lease_until = case when ${completed} then null
+                                 else now() + ${leaseSeconds} * interval '1 second' end
+            where id = ${id}`,
+        )
+
+      /** Cancels a running job; a finished one is left as it is. */
+      const cancel = (id: number) =>
+        db.query(
+          (sql) => sql`
+            update bulk_retries set status = 'cancelled', finished_at = now(), lease_owner = null,
+              lease_until = null
+            where id = ${id} and status = 'running'`,
+        )
+
+      /** Running jobs nobody holds (never taken, released, or whose holder stopped), now leased to `owner`. */
+      const claim = (owner: string, leaseSeconds: number, limit: number) =>
+        db
+          .query(
+            (sql) => sql<Array<{ id: string }>>`
+              update bulk_retries set lease_owner = ${owner},
+                lease_until = now() + ${leaseSeconds} * interval '1 second'
+              where id in (
+                select id from bulk_retries
+                where status = 'running' and (lease_until is null or lease_until < now())
+                order by id limit ${limit}
+                for update skip locked)
+              returning id`,
+          )
+          .pipe(Effect.map((rows) => rows.map((row) => Number(row.id))))
+
+      /** Leaves the leases of `owner` (of one job, or all), so another worker takes them at once. */
+      const release = (owner: string, id?: number) =>
+        db.query(
+          (sql) => sql`
+            update bulk_retries set lease_owner = null, lease_until = null
+            where lease_owner = ${owner} ${id === undefined ? sql`` : sql`and id = ${id}`}`,
+        )
+
+      return { insert, get, lock, list, addItems, saveSnapshot, items, advance, cancel, claim, release }
+    }),
+  },
+) {
+  static readonly layer = Layer.effect(BulkRetriesRepo, BulkRetriesRepo.make)
+}
