@@ -163,6 +163,11 @@ describe("console: deliveries", () => {
             assert.match(text, /bulk/i)
             assert.match(text, /cancel/i)
             yield* screenshot(page, "audit")
+
+            yield* promise(() => page.setViewportSize({ width: 768, height: 1024 }))
+            yield* promise(() => page.goto(`${origin}/deliveries`))
+            yield* promise(() => page.locator("tr[data-delivery-id]").first().waitFor())
+            yield* screenshot(page, "deliveries-tablet")
           }),
         TIMEOUT,
       )
