@@ -22,7 +22,7 @@ import {
 } from "../../support/WebhookEngine.ts"
 
 const service = consoleService()
-const TIMEOUT = 120_000
+const TIMEOUT = 240_000
 const OWNER = "acme"
 const EVENT = "policy.created"
 
@@ -69,7 +69,7 @@ const failedDeliveries = (endpointId: number, count: number) =>
 const badge = (page: Page, status: string) => page.locator("h1 .badge", { hasText: status })
 
 describe("console: deliveries", () => {
-  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 180_000 })(
+  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 300_000 })(
     (it) => {
       it.effect(
         "an operator signs in, finds a failed delivery with its attempts, retries it and sees it delivered",
@@ -111,7 +111,7 @@ describe("console: deliveries", () => {
 
             receiver.respond("/hook", () => ({ status: 200, body: "ok" }))
             yield* promise(() => page.getByRole("button", { name: "Retry" }).click())
-            yield* promise(() => badge(page, "delivered").waitFor({ timeout: 30_000 }))
+            yield* promise(() => badge(page, "delivered").waitFor({ timeout: 90_000 }))
             assert.strictEqual(yield* promise(() => attempts.count()), 3)
             yield* screenshot(page, "delivery-delivered")
           }),
@@ -139,7 +139,7 @@ describe("console: deliveries", () => {
             yield* promise(() => page.getByRole("button", { name: "Retry 6 deliveries" }).click())
 
             const progress = page.getByTestId("bulk-progress")
-            yield* promise(() => progress.getByText(/^[1-5] of 6 retried$/).waitFor({ timeout: 30_000 }))
+            yield* promise(() => progress.getByText(/^[1-5] of 6 retried$/).waitFor({ timeout: 90_000 }))
             yield* screenshot(page, "deliveries-bulk-progress")
             yield* promise(() => page.getByRole("button", { name: "Cancel" }).click())
             yield* promise(() => page.locator("#bulk-heading .badge", { hasText: "cancelled" }).waitFor())

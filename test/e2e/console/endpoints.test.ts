@@ -25,7 +25,7 @@ import {
 } from "../../support/WebhookEngine.ts"
 
 const service = consoleService()
-const TIMEOUT = 120_000
+const TIMEOUT = 240_000
 const OWNER = "globex"
 const EVENT = "prospect.ready"
 
@@ -71,7 +71,7 @@ const heading = (page: Page, text: string | RegExp) =>
   promise(() => page.getByRole("heading", { level: 1, name: text }).waitFor())
 
 describe("console: endpoints, secrets, operators and roles", () => {
-  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 180_000 })(
+  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 300_000 })(
     (it) => {
       it.effect(
         "an operator suspends an endpoint and sees new deliveries held, then activates it",
