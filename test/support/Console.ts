@@ -108,3 +108,18 @@ export const apiFromPage = (page: Page, method: string, apiPath: string, body?: 
       { method, apiPath, body },
     ),
   )
+
+/**
+ * What went wrong inside the page: uncaught errors, and anything the browser refused under the Content-Security-
+ * Policy (an inline script or style, a resource from elsewhere). A refused API call's own console line is not one.
+ */
+export const pageProblems = (page: Page) => {
+  const problems: Array<string> = []
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`))
+  page.on("console", (message) => {
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
+      problems.push(`console: ${message.text()}`)
+    }
+  })
+  return () => [...problems]
+}

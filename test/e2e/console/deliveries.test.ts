@@ -8,6 +8,7 @@ import {
   consoleService,
   type OperatorAccount,
   operatorAccount,
+  pageProblems,
   promise,
   screenshot,
   signIn,
@@ -32,6 +33,7 @@ class E2e extends Context.Service<
   {
     readonly browser: BrowserContext
     readonly page: Page
+    readonly problems: () => ReadonlyArray<string>
     readonly origin: string
     readonly operator: OperatorAccount
     readonly receiver: Receiver
@@ -48,8 +50,9 @@ class E2e extends Context.Service<
       const page = yield* promise(() => browser.newPage())
       // A step that never comes fails with what it waited for, well before the test's own timeout.
       page.setDefaultTimeout(30_000)
+      const problems = pageProblems(page)
       const operator = yield* operatorAccount(service.env, "operator")
-      return { browser, page, origin: yield* consoleOrigin, operator, receiver, endpointId }
+      return { browser, page, problems, origin: yield* consoleOrigin, operator, receiver, endpointId }
     }),
   )
 }
@@ -168,6 +171,8 @@ describe("console: deliveries", () => {
             yield* promise(() => page.goto(`${origin}/deliveries`))
             yield* promise(() => page.locator("tr[data-delivery-id]").first().waitFor())
             yield* screenshot(page, "deliveries-tablet")
+            // Every page of the file ran under the strict CSP without an error.
+            assert.deepStrictEqual((yield* E2e).problems(), [])
           }),
         TIMEOUT,
       )
