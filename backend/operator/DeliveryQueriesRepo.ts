@@ -162,6 +162,18 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
         limit: number,
       ) => {
         const where = conditions(sql, filter, after)
+        // `delivering` is three stored statuses (a lease, which no index holds, tells them apart): each status's
+        // newest are read from its own range of `webhook_deliveries_status_created` and merged.
+        if (endpoints === undefined && filter.status === "delivering") {
+          return sql`
+            select d.id, d.created_at from unnest(${["pending", "retrying", "rate_limited"]}::text[]) as x(status)
+            cross join lateral (
+              select d.id, d.created_at from webhook_deliveries d
+              where d.status = x.status and ${where}
+              order by d.created_at desc, d.id desc limit ${limit}
+            ) d
+            order by d.created_at desc, d.id desc limit ${limit}`
+        }
         return endpoints === undefined
           ? sql`
             select d.id, d.created_at from webhook_deliveries d where ${where}
