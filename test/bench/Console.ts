@@ -244,6 +244,13 @@ const measure = (sql: postgres.Sql) =>
       () => sql<Array<{ id: string }>>`
         select id from webhook_deliveries order by id offset ${Math.floor(DELIVERIES / 2)} limit 1`,
     )
+    // A running scheduler leaves no retry overdue: those the seed scheduled (now in the past) are moved into the
+    // next hour, as a live system's waiting retries are.
+    yield* query(
+      () => sql`
+        update webhook_deliveries set next_retry_at = now() + (id % 3600) * interval '1 second'
+        where status in ('retrying', 'rate_limited') and next_retry_at < now() + interval '1 minute'`,
+    )
     const endpointId = ep!.id
     const since = "2026-10-15T00:00:00Z"
     const until = "2026-10-16T00:00:00Z"
@@ -279,15 +286,14 @@ const measure = (sql: postgres.Sql) =>
       simple("status failed", { status: "failed" }, sql`status = 'failed'`),
       simple("status held", { status: "held" }, sql`held_since is not null`),
       {
-        name: "status delivering (none in flight: every waiting row read)",
+        name: "status delivering (none in flight: the 10,000 first attempts waiting are read)",
         filter: { status: "delivering" },
         where: sql`status in ('pending', 'retrying', 'rate_limited') and held_since is null and lease_until > now()`,
         bare: (after) => sql`
-          select d.* from unnest(${["pending", "retrying", "rate_limited"]}::text[]) x(status)
-          cross join lateral (select * from webhook_deliveries
-                              where status = x.status and held_since is null and lease_until > now() ${older(after)}
-                              order by created_at desc, id desc limit ${LIMIT + 1}) d
-          order by d.created_at desc, d.id desc limit ${LIMIT + 1}`,
+          select * from webhook_deliveries
+          where status = 'pending' and next_retry_at is null and held_since is null and lease_until > now()
+            ${older(after)}
+          order by created_at desc, id desc limit ${LIMIT + 1}`,
       },
       simple(
         "since/until (one day)",
