@@ -28,6 +28,7 @@ import { DeliveryActions } from "./operator/DeliveryActions.ts"
 import { Operators } from "./operator/Operators.ts"
 import { Sessions } from "./operator/Sessions.ts"
 import { Policies } from "./policies/Policies.ts"
+import type { Revisions } from "./policies/Revisions.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
 import { testClockRoutes } from "./policies/TestClocksHttp.ts"
 import { eligibilityActor } from "./prospects/Consumer.ts"
@@ -66,6 +67,7 @@ type AppServices =
   | DeliveryActions
   | Health
   | BulkRetries
+  | Revisions
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The

@@ -19,6 +19,7 @@ import {
   MAX_OVERLAP_MS,
   type SubscriberRef,
 } from "../webhooks/Domain.ts"
+import { Revisions } from "../policies/Revisions.ts"
 import { EndpointOperations } from "../webhooks/Operations.ts"
 import { AuditChannel } from "./Audit.ts"
 import { BulkRetries } from "./BulkRetries.ts"
@@ -31,7 +32,15 @@ import { type CurrentSession, ABSOLUTE_TIMEOUT_MS, Sessions } from "./Sessions.t
 
 /** What the operator routes use. */
 export type OperatorServices =
-  Sessions | Operators | EndpointOperations | Deliveries | DeliveryActions | Health | BulkRetries | AppConfig
+  | Sessions
+  | Operators
+  | EndpointOperations
+  | Deliveries
+  | DeliveryActions
+  | Health
+  | BulkRetries
+  | Revisions
+  | AppConfig
 
 export const SESSION_COOKIE = "console_session"
 export const CSRF_HEADER = "x-csrf-token"
@@ -102,6 +111,8 @@ const toApiError = (error: { readonly _tag: string } & Record<string, unknown>):
       return new NotFound({ message: "Bulk retry not found." })
     case "DeliveryFilterInvalid":
       return invalid("Invalid filter.", "filter", error.fields as Record<string, string>)
+    case "PolicyNotFound":
+      return new NotFound({ message: "Policy not found." })
     case "ProviderNotProvisioned":
       return new NotFound({ message: "Provider not found." })
     default:
@@ -505,6 +516,24 @@ const secretRoutes = [
   ),
 ]
 
+const policyRoutes = [
+  route("GET", "/api/policies/:id", "viewer", (request) =>
+    Effect.gen(function* () {
+      const { policy, delinquencies, ...rest } = yield* (yield* Revisions).showById(request.params.id ?? "")
+      // A policy's revisions and cancellation are the operators' audited changes of it.
+      const changes = yield* (yield* Operators).auditLog({
+        target: `policy:${policy.policy_number}`,
+        limit: 100,
+      })
+      const revisions = changes.entries
+        .filter((entry) => entry.action === "policies.revise" || entry.action === "policies.cancel")
+        .reverse()
+        .map(({ at, actor, action, before, after }) => ({ at, actor, action, before, after }))
+      return json(200, { policy: { ...policy, ...rest, revisions, delinquencies } })
+    }),
+  ),
+]
+
 /** Unknown `/api` paths answer the JSON 404, whatever the console's page fallback serves elsewhere. */
 const apiNotFound: Route<never> = {
   method: "GET",
@@ -523,5 +552,6 @@ export const operatorApiRoutes: ReadonlyArray<Route<OperatorServices>> = [
   ...deliveryRoutes,
   ...bulkRetryRoutes,
   ...secretRoutes,
+  ...policyRoutes,
   ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).map((method) => ({ ...apiNotFound, method })),
 ]

@@ -304,7 +304,15 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
       }
     })
 
-    return { revise, cancel, show }
+    /** `show` by the policy's id as partners see it (`policy_<n>`, the console's `/policies/<id>`). */
+    const showById = Effect.fn("Revisions.showById")(function* (id: string) {
+      const n = /^(?:policy_)?(\d{1,18})$/.exec(id)?.[1]
+      const policy = n === undefined ? undefined : yield* policiesRepo.findPolicy(n)
+      if (policy === undefined) return yield* new PolicyNotFound({ policyNumber: id })
+      return yield* show(policy.policy_number)
+    })
+
+    return { revise, cancel, show, showById }
   }),
 }) {
   static readonly layer = Layer.effect(Revisions, Revisions.make)
