@@ -71,6 +71,7 @@ type AppServices =
   | DeliveryActions
   | Health
   | BulkRetries
+  | Revisions
 
 /**
  * Routes each gateway serves besides health, readiness and metrics; the context issues add theirs here. The

@@ -204,7 +204,7 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
         bulk.step(id, owner).pipe(
           Effect.repeat({ schedule: Schedule.fixed("1 second"), while: (step) => step === "continue" }),
           Effect.catchCause((cause) =>
-            Effect.logWarning("bulk retry step failed; the job is left to the next claim").pipe(
+            Effect.logWarning("bulk retry step failed; job left to the next claim").pipe(
               Effect.annotateLogs({ bulk_retry_id: id, cause: String(cause) }),
               Effect.andThen(bulk.release(owner, id)),
             ),

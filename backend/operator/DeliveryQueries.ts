@@ -163,7 +163,7 @@ export const readFilter = (
 }
 
 /** The cursor is opaque to callers: the last row's `created_at` (microseconds) and id. */
-const encodeCursor = (row: { readonly created_us: string; readonly id: string }) =>
+export const encodeCursor = (row: { readonly created_us: string; readonly id: string }) =>
   Buffer.from(`${row.created_us}:${row.id}`, "utf8").toString("base64url")
 
 const decodeCursor = (cursor: string): PagePosition | undefined => {

@@ -162,6 +162,23 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
         limit: number,
       ) => {
         const where = conditions(sql, filter, after)
+        // A `delivering` row holds a lease, which no index holds (the claim writes only the lease, so it touches no
+        // index). A claim takes only a due attempt: a first attempt (pending, nothing scheduled) or one whose
+        // `next_retry_at` has come, so the candidates are those two sets, each read from the partial index that
+        // keeps it (`webhook_deliveries_unclaimed`, `webhook_deliveries_scheduled`): what is waiting to go now,
+        // not the retries scheduled for later.
+        if (endpoints === undefined && filter.status === "delivering") {
+          return sql`
+            select d.id, d.created_at from webhook_deliveries d
+            where d.id in (
+              select id from webhook_deliveries
+              where status in ('pending', 'retrying', 'rate_limited') and next_retry_at is not null
+                and next_retry_at <= now() + interval '1 second'
+              union all
+              select id from webhook_deliveries where status = 'pending' and next_retry_at is null
+            ) and ${where}
+            order by d.created_at desc, d.id desc limit ${limit}`
+        }
         return endpoints === undefined
           ? sql`
             select d.id, d.created_at from webhook_deliveries d where ${where}

@@ -113,6 +113,8 @@ const toApiError = (error: { readonly _tag: string } & Record<string, unknown>):
       return new NotFound({ message: "Bulk retry not found." })
     case "DeliveryFilterInvalid":
       return invalid("Invalid filter.", "filter", error.fields as Record<string, string>)
+    case "PolicyNotFound":
+      return new NotFound({ message: "Policy not found." })
     case "ProviderNotProvisioned":
       return new NotFound({ message: "Provider not found." })
     default:

@@ -18,6 +18,7 @@ import { ingestThroughput } from "./Ingest.ts"
 import { prospectReadyLatency } from "./Prospects.ts"
 import { startupLatencies } from "./Startup.ts"
 import { webhookBench } from "./Webhooks.ts"
+import { consoleBench } from "./Console.ts"
 import { prospectService } from "../support/Prospects.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
 
@@ -33,7 +34,7 @@ const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
 
 /**
  * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, roster, prospects, ingest,
- * webhooks, startup) runs only those benchmarks; unset runs all of them.
+ * webhooks, console, startup) runs only those benchmarks; unset runs all of them.
  */
 const only = process.env.BENCH_ONLY?.split(",")
   .map((name) => name.trim())
@@ -329,6 +330,13 @@ const program = Effect.gen(function* () {
     latencies.push(...webhooks.latencies)
     notes.push(...webhooks.notes)
   }
+  const extraTables: Array<string> = []
+  if (selected("console")) {
+    // A database of its own, seeded once and kept (ps_bench_console); no NATS.
+    const consoleResult = yield* consoleBench
+    extraTables.push(consoleResult.table)
+    notes.push(...consoleResult.notes)
+  }
   if (selected("startup")) {
     const startup = yield* startupLatencies
     latencies.push(...startup.rows)
@@ -337,6 +345,7 @@ const program = Effect.gen(function* () {
   const tables = [
     ...(rows.length > 0 ? [format(rows)] : []),
     ...(latencies.length > 0 ? [formatLatency(latencies)] : []),
+    ...extraTables,
     ...(notes.length > 0 ? [notes.join("\n")] : []),
   ]
   process.stdout.write(`${tables.join("\n\n")}\n`)

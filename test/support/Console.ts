@@ -70,13 +70,14 @@ export const screenshot = (page: Page, name: string) =>
 
 export const promise = <A>(run: () => Promise<A>) => Effect.promise(run)
 
-/** Signs in on the sign-in page as a person does, and waits for the deliveries page. */
+/** Signs in on the sign-in page as a person does (Enter in the password field), and waits for the deliveries page. */
 export const signIn = (page: Page, origin: string, account: OperatorAccount) =>
   promise(async () => {
     await page.goto(`${origin}/login`)
     await page.getByLabel("Email").fill(account.email)
     await page.getByLabel("Password").fill(account.password)
-    await page.getByRole("button", { name: "Sign in" }).click()
+    // From the keyboard, as the form is meant to be usable.
+    await page.getByLabel("Password").press("Enter")
     await page.getByRole("heading", { level: 1, name: "Deliveries" }).waitFor()
   })
 
@@ -107,3 +108,18 @@ export const apiFromPage = (page: Page, method: string, apiPath: string, body?: 
       { method, apiPath, body },
     ),
   )
+
+/**
+ * What went wrong inside the page: uncaught errors, and anything the browser refused under the Content-Security-
+ * Policy (an inline script or style, a resource from elsewhere). A refused API call's own console line is not one.
+ */
+export const pageProblems = (page: Page) => {
+  const problems: Array<string> = []
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`))
+  page.on("console", (message) => {
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
+      problems.push(`console: ${message.text()}`)
+    }
+  })
+  return () => [...problems]
+}

@@ -8,6 +8,7 @@ import {
   consoleService,
   type OperatorAccount,
   operatorAccount,
+  pageProblems,
   promise,
   screenshot,
   signIn,
@@ -22,7 +23,7 @@ import {
 } from "../../support/WebhookEngine.ts"
 
 const service = consoleService()
-const TIMEOUT = 120_000
+const TIMEOUT = 240_000
 const OWNER = "acme"
 const EVENT = "policy.created"
 
@@ -32,6 +33,7 @@ class E2e extends Context.Service<
   {
     readonly browser: BrowserContext
     readonly page: Page
+    readonly problems: () => ReadonlyArray<string>
     readonly origin: string
     readonly operator: OperatorAccount
     readonly receiver: Receiver
@@ -48,8 +50,9 @@ class E2e extends Context.Service<
       const page = yield* promise(() => browser.newPage())
       // A step that never comes fails with what it waited for, well before the test's own timeout.
       page.setDefaultTimeout(30_000)
+      const problems = pageProblems(page)
       const operator = yield* operatorAccount(service.env, "operator")
-      return { browser, page, origin: yield* consoleOrigin, operator, receiver, endpointId }
+      return { browser, page, problems, origin: yield* consoleOrigin, operator, receiver, endpointId }
     }),
   )
 }
@@ -69,7 +72,7 @@ const failedDeliveries = (endpointId: number, count: number) =>
 const badge = (page: Page, status: string) => page.locator("h1 .badge", { hasText: status })
 
 describe("console: deliveries", () => {
-  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 180_000 })(
+  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 300_000 })(
     (it) => {
       it.effect(
         "an operator signs in, finds a failed delivery with its attempts, retries it and sees it delivered",
@@ -111,7 +114,7 @@ describe("console: deliveries", () => {
 
             receiver.respond("/hook", () => ({ status: 200, body: "ok" }))
             yield* promise(() => page.getByRole("button", { name: "Retry" }).click())
-            yield* promise(() => badge(page, "delivered").waitFor({ timeout: 30_000 }))
+            yield* promise(() => badge(page, "delivered").waitFor({ timeout: 90_000 }))
             assert.strictEqual(yield* promise(() => attempts.count()), 3)
             yield* screenshot(page, "delivery-delivered")
           }),
@@ -139,7 +142,7 @@ describe("console: deliveries", () => {
             yield* promise(() => page.getByRole("button", { name: "Retry 6 deliveries" }).click())
 
             const progress = page.getByTestId("bulk-progress")
-            yield* promise(() => progress.getByText(/^[1-5] of 6 retried$/).waitFor({ timeout: 30_000 }))
+            yield* promise(() => progress.getByText(/^[1-5] of 6 retried$/).waitFor({ timeout: 90_000 }))
             yield* screenshot(page, "deliveries-bulk-progress")
             yield* promise(() => page.getByRole("button", { name: "Cancel" }).click())
             yield* promise(() => page.locator("#bulk-heading .badge", { hasText: "cancelled" }).waitFor())
@@ -163,6 +166,13 @@ describe("console: deliveries", () => {
             assert.match(text, /bulk/i)
             assert.match(text, /cancel/i)
             yield* screenshot(page, "audit")
+
+            yield* promise(() => page.setViewportSize({ width: 768, height: 1024 }))
+            yield* promise(() => page.goto(`${origin}/deliveries`))
+            yield* promise(() => page.locator("tr[data-delivery-id]").first().waitFor())
+            yield* screenshot(page, "deliveries-tablet")
+            // Every page of the file ran under the strict CSP without an error.
+            assert.deepStrictEqual((yield* E2e).problems(), [])
           }),
         TIMEOUT,
       )

@@ -9,6 +9,7 @@ import {
   consoleService,
   type OperatorAccount,
   operatorAccount,
+  pageProblems,
   promise,
   screenshot,
   signIn,
@@ -25,7 +26,7 @@ import {
 } from "../../support/WebhookEngine.ts"
 
 const service = consoleService()
-const TIMEOUT = 120_000
+const TIMEOUT = 240_000
 const OWNER = "globex"
 const EVENT = "prospect.ready"
 
@@ -35,6 +36,7 @@ class E2e extends Context.Service<
   {
     readonly browser: BrowserContext
     readonly page: Page
+    readonly problems: () => ReadonlyArray<string>
     readonly origin: string
     readonly operator: OperatorAccount
     readonly admin: OperatorAccount
@@ -52,9 +54,11 @@ class E2e extends Context.Service<
       const page = yield* promise(() => browser.newPage())
       // A step that never comes fails with what it waited for, well before the test's own timeout.
       page.setDefaultTimeout(30_000)
+      const problems = pageProblems(page)
       return {
         browser,
         page,
+        problems,
         origin: yield* consoleOrigin,
         operator: yield* operatorAccount(service.env, "operator"),
         admin: yield* operatorAccount(service.env, "admin"),
@@ -71,7 +75,7 @@ const heading = (page: Page, text: string | RegExp) =>
   promise(() => page.getByRole("heading", { level: 1, name: text }).waitFor())
 
 describe("console: endpoints, secrets, operators and roles", () => {
-  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 180_000 })(
+  layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 300_000 })(
     (it) => {
       it.effect(
         "an operator suspends an endpoint and sees new deliveries held, then activates it",
@@ -220,6 +224,8 @@ describe("console: endpoints, secrets, operators and roles", () => {
             yield* promise(() => page.goto(`${origin}/endpoints/${endpointId}`))
             yield* heading(page, /test endpoint/)
             yield* screenshot(page, "endpoint-tablet")
+            // Every page of the file ran under the strict CSP without an error.
+            assert.deepStrictEqual((yield* E2e).problems(), [])
           }),
         TIMEOUT,
       )
