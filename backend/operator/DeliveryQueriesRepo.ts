@@ -169,15 +169,17 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
         // not the retries scheduled for later.
         if (endpoints === undefined && filter.status === "delivering") {
           return sql`
-            select d.id, d.created_at from webhook_deliveries d
-            where d.id in (
-              select id from webhook_deliveries
-              where status in ('pending', 'retrying', 'rate_limited') and next_retry_at is not null
-                and next_retry_at <= now() + interval '1 second'
+            select id, created_at from (
+              (select d.id, d.created_at from webhook_deliveries d
+               where d.status in ('pending', 'retrying', 'rate_limited') and d.next_retry_at is not null
+                 and d.next_retry_at <= now() + interval '1 second' and ${where}
+               order by d.created_at desc, d.id desc limit ${limit})
               union all
-              select id from webhook_deliveries where status = 'pending' and next_retry_at is null
-            ) and ${where}
-            order by d.created_at desc, d.id desc limit ${limit}`
+              (select d.id, d.created_at from webhook_deliveries d
+               where d.status = 'pending' and d.next_retry_at is null and ${where}
+               order by d.created_at desc, d.id desc limit ${limit})
+            ) d
+            order by created_at desc, id desc limit ${limit}`
         }
         return endpoints === undefined
           ? sql`
