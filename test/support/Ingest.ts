@@ -2,13 +2,11 @@ import { createHash } from "node:crypto"
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { Ingest } from "../../backend/ingest/Ingest.ts"
-import { Nats } from "../../backend/platform/Nats.ts"
-import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { partitionOf } from "../../backend/platform/Partition.ts"
 import { createClient, gatewayPort, httpRequest, obtainToken } from "./Auth.ts"
 import { issueSource, PROPERTY, prospectPartner, provisionedOwner } from "./Prospects.ts"
 import { postBatch, query, type RosterPartner } from "./Roster.ts"
-import { eventually } from "./Streams.ts"
+import { eventually, readRawStream } from "./Streams.ts"
 
 /** The `ProspectUpdate` mapping of the issue's example, for a payload shaped like `prospectUpdate` below. */
 export const PROSPECT_UPDATE_MAPPING = {
@@ -61,32 +59,8 @@ export const postEvent = (client: IngestClient, body: unknown) =>
     return { status: answer.status, text: answer.text, headers: answer.headers }
   })
 
-/** One INGEST message as JetStream stores it: the exact bytes and every header. */
-export interface RawMessage {
-  readonly seq: number
-  /** Without the deployment prefix. */
-  readonly subject: string
-  readonly headers: Readonly<Record<string, string>>
-  readonly data: Buffer
-}
-
-/** Every message INGEST holds now, in stream order, raw. */
-export const ingestStream = Effect.gen(function* () {
-  const nats = yield* Nats
-  const client = yield* NatsClient
-  const stream = nats.streamName("INGEST")
-  const info = yield* Effect.promise(() => client.jsm.streams.info(stream))
-  const out: Array<RawMessage> = []
-  if (info.state.messages === 0) return out
-  for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-    const msg = yield* Effect.promise(() => client.jsm.streams.getMessage(stream, { seq }))
-    if (msg === null) continue
-    const headers: Record<string, string> = {}
-    for (const key of msg.header.keys()) headers[key] = msg.header.get(key)
-    out.push({ seq, subject: nats.unprefixed(msg.subject), headers, data: Buffer.from(msg.data) })
-  }
-  return out
-})
+/** Every INGEST message as JetStream stores it. */
+export const ingestStream = readRawStream("INGEST")
 
 /** The INGEST messages of one source. */
 export const sourceMessages = (source: string) =>
