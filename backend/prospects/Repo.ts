@@ -485,8 +485,7 @@ export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
           db
             .query((sql) => sql<Array<{ slug: string }>>`select slug from owners where id = ${ownerId}`)
             .pipe(Effect.map(([row]) => row!.slug)),
-        /** The owner's prospects with this email (any case), in lock order. */
-        /** The owner's prospects with this email (any case), or every prospect of the owner without one. */
+        /** The owner's prospects with this email (any case), or every prospect of the owner without one; in lock order. */
         keysByEmail: (ownerId: string, email: string | undefined) =>
           db.query(
             (sql) => sql<Array<{ source: string; source_prospect_id: string }>>`

@@ -10,10 +10,10 @@ const LOADED = 16
  * socket read) share a statement rather than the first going alone and the rest waiting for it; a busy one
  * gathers while the previous batch is in flight, so a statement serves many callers. Under load (a batch of at
  * least `LOADED`), the next batch also rests as long as the last one took, unless a full batch waits: a statement
- * then serves about twice the callers, and its fixed cost is paid half as often. One at a time, as measured in
- * the webhook bench: two in flight made smaller batches (more statements for the same work), for 10% fewer
- * deliveries a second. `run` returns one output per input, in order; if it fails, every caller of that batch gets
- * the failure. Kept to plain arrays and callbacks: it sits on the hot path of every delivery.
+ * then serves more callers, and its fixed cost is paid less often. One at a time: two in flight made smaller
+ * batches, so more statements for the same work (docs/decisions/013-webhook-batching.md). `run` returns one
+ * output per input, in order; if it fails, every caller of that batch gets the failure. Kept to plain arrays and
+ * callbacks: it sits on the hot path of every delivery.
  */
 export const batched = <I, O>(options: {
   readonly max: number

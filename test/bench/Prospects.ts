@@ -138,7 +138,6 @@ const paced = async (target: Target, ids: ReadonlyArray<string>, rate: number) =
   return ids.map((id) => target.timings.get(id)!)
 }
 
-/** Starts a V8 CPU profile of this process; the returned function writes it to `file`. */
 /** Warm-up, then the measured requests with the usage probe (and, for ours, the optional CPU profile) around them. */
 const run = async (target: Target, tag: string, admin: postgres.Sql, profile?: string) => {
   await paced(

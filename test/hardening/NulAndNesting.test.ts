@@ -1,10 +1,9 @@
 import { randomBytes } from "node:crypto"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { ingestSetUp, envelope } from "../ingest/support.ts"
+import { envelope, ingestSetUp, postEvent, prospectUpdate } from "../support/Ingest.ts"
 import { audienceOf, createClient, gatewayPort, httpRequest, requestToken } from "../support/Auth.ts"
 import { prospectService, prospectPartner } from "../support/Prospects.ts"
-import { postEvent, prospectUpdate } from "../support/Ingest.ts"
 import { createOwnerThroughApi } from "../support/Roster.ts"
 
 const service = prospectService()

@@ -3,11 +3,19 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { partitionOf } from "../../backend/platform/Partition.ts"
-import { postEvent, prospectUpdate } from "../support/Ingest.ts"
+import {
+  envelope,
+  expectedEventId,
+  ingestLog,
+  ingestSetUp,
+  postEvent,
+  prospectRows,
+  prospectUpdate,
+  sourceMessages,
+} from "../support/Ingest.ts"
 import { prospectService } from "../support/Prospects.ts"
 import { query } from "../support/Roster.ts"
 import { eventually } from "../support/Streams.ts"
-import { envelope, expectedEventId, ingestLog, ingestSetUp, prospectRows, sourceMessages } from "./support.ts"
 
 const service = prospectService()
 

@@ -9,9 +9,6 @@ import {
   signToken,
   UNAUTHORIZED,
 } from "../support/Auth.ts"
-import { postEvent, prospectUpdate } from "../support/Ingest.ts"
-import { awaitProspect, issueSource, prospectService } from "../support/Prospects.ts"
-import { eventually } from "../support/Streams.ts"
 import {
   awaitLogged,
   envelope,
@@ -20,9 +17,13 @@ import {
   ingestLog,
   ingestSetUp,
   ingestStream,
+  postEvent,
   prospectRows,
+  prospectUpdate,
   sourceMessages,
-} from "./support.ts"
+} from "../support/Ingest.ts"
+import { awaitProspect, issueSource, prospectService } from "../support/Prospects.ts"
+import { eventually } from "../support/Streams.ts"
 
 const service = prospectService()
 

@@ -9,20 +9,22 @@ import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { partitionOf } from "../../backend/platform/Partition.ts"
 import { authEnv, authService } from "../support/Auth.ts"
 import { type RunningProcess, spawnProcess } from "../support/ChildProcess.ts"
-import { type IngestClient, postEvent, prospectUpdate } from "../support/Ingest.ts"
+import {
+  awaitLogged,
+  envelope,
+  expectedEventId,
+  type IngestClient,
+  ingestSetUp,
+  postEvent,
+  prospectRows,
+  prospectUpdate,
+  sourceMessages,
+} from "../support/Ingest.ts"
 import { freePort } from "../support/Net.ts"
 import { privateNats } from "../support/PrivateNats.ts"
 import { ENROLLMENT_HOST } from "../support/Prospects.ts"
 import { query } from "../support/Roster.ts"
 import { eventually } from "../support/Streams.ts"
-import {
-  awaitLogged,
-  envelope,
-  expectedEventId,
-  ingestSetUp,
-  prospectRows,
-  sourceMessages,
-} from "./support.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 

@@ -2,7 +2,16 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { awaitProspect, completeProspect, prospectService } from "../support/Prospects.ts"
 import { postBatch } from "../support/Roster.ts"
-import { setup, awaitEvents, subjects, body, PMS, link, NO_URLS, post } from "../support/ProspectEvents.ts"
+import {
+  setup,
+  awaitEvents,
+  body,
+  PMS,
+  link,
+  NO_URLS,
+  post,
+  awaitCreatedThenReady,
+} from "../support/ProspectEvents.ts"
 
 const service = prospectService()
 
@@ -28,24 +37,13 @@ describe("prospect enrollment URLs", () => {
             assert.include(ready.sdi_ineligibility_reasons as Array<string>, "Property must be present")
             assert.include(ready.cd_ineligibility_reasons as Array<string>, "Property must be present")
 
-            const messages = yield* awaitEvents(slug, "p-noprop", 2)
-            assert.deepStrictEqual(
-              messages.map((m) => m.subject),
-              subjects(slug, "prospect.created", "prospect.ready"),
-            )
-            assert.deepStrictEqual(
-              messages[1]!.json,
-              body("prospect.ready", slug, {
-                id: `tpp_${posted.prospect.id}`,
-                source_prospect_id: "p-noprop",
-                status: "ready",
-                ...NO_URLS,
-                ...PMS,
-                pms_property_id: "pms-prop-unknown",
-                pms_unit_id: "pms-unit-unknown",
-                guarantor_coverage: false,
-              }),
-            )
+            const messages = yield* awaitCreatedThenReady(slug, "p-noprop", posted.prospect.id, {
+              ...NO_URLS,
+              ...PMS,
+              pms_property_id: "pms-prop-unknown",
+              pms_unit_id: "pms-unit-unknown",
+              guarantor_coverage: false,
+            })
             for (const message of messages) {
               assert.notInclude(JSON.stringify(message.json), "Property must be present")
               assert.notInclude(JSON.stringify(message.json), "ineligibility")

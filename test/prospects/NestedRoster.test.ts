@@ -2,7 +2,15 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { awaitProspect, completeProspect, prospectService } from "../support/Prospects.ts"
 import { eventually, readStream } from "../support/Streams.ts"
-import { setup, awaitEvents, subjects, body, NO_URLS, embeddedUrls, post } from "../support/ProspectEvents.ts"
+import {
+  setup,
+  awaitEvents,
+  body,
+  NO_URLS,
+  embeddedUrls,
+  post,
+  awaitCreatedThenReady,
+} from "../support/ProspectEvents.ts"
 
 const service = prospectService()
 
@@ -170,23 +178,12 @@ describe("prospect with a nested property and unit", () => {
             assert.strictEqual(ready.id, posted.prospect.id)
             assert.deepInclude(ready, { property_external_id: "prop-3", ...NO_URLS })
             assert.include(ready.cd_ineligibility_reasons as Array<string>, "Unit must be present")
-            const messages = yield* awaitEvents(slug, "p-nested-fail", 2)
-            assert.deepStrictEqual(
-              messages.map((m) => m.subject),
-              subjects(slug, "prospect.created", "prospect.ready"),
-            )
-            assert.deepStrictEqual(
-              messages[1]!.json,
-              body("prospect.ready", slug, {
-                id: `tpp_${posted.prospect.id}`,
-                source_prospect_id: "p-nested-fail",
-                status: "ready",
-                ...NO_URLS,
-                pms_type: "yardi",
-                pms_prospect_id: "prospect-789",
-                guarantor_coverage: false,
-              }),
-            )
+            yield* awaitCreatedThenReady(slug, "p-nested-fail", posted.prospect.id, {
+              ...NO_URLS,
+              pms_type: "yardi",
+              pms_prospect_id: "prospect-789",
+              guarantor_coverage: false,
+            })
           }),
       )
       it.effect(

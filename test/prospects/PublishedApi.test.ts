@@ -31,8 +31,6 @@ const schemas = {
   get200: validator(GET, "get", "200"),
 }
 
-/** Asserts `body` satisfies the published schema, naming every violation otherwise. */
-
 const service = prospectService()
 
 /** A partner with a source of its own and an owner provisioned for it. */

@@ -22,6 +22,7 @@ import {
   NO_URLS,
   embeddedUrls,
   post,
+  awaitCreatedThenReady,
 } from "../support/ProspectEvents.ts"
 
 const service = prospectService()
@@ -84,22 +85,11 @@ describe("prospect status", () => {
           const ready = yield* awaitProspect(partner, slug, source, "p-denied")
           assert.deepInclude(ready, NO_URLS)
           assert.include(ready.sdi_ineligibility_reasons as Array<string>, "Lease has already ended")
-          const messages = yield* awaitEvents(slug, "p-denied", 2)
-          assert.deepStrictEqual(
-            messages.map((m) => m.subject),
-            subjects(slug, "prospect.created", "prospect.ready"),
-          )
-          assert.deepStrictEqual(
-            messages[1]!.json,
-            body("prospect.ready", slug, {
-              id: `tpp_${posted.prospect.id}`,
-              source_prospect_id: "p-denied",
-              status: "ready",
-              ...NO_URLS,
-              ...PMS,
-              guarantor_coverage: false,
-            }),
-          )
+          yield* awaitCreatedThenReady(slug, "p-denied", posted.prospect.id, {
+            ...NO_URLS,
+            ...PMS,
+            guarantor_coverage: false,
+          })
         }),
       )
 

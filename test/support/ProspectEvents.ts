@@ -144,3 +144,31 @@ export const post = (partner: RosterPartner, slug: string, prospect: unknown) =>
     assert.strictEqual(answer.status, 200, answer.text)
     return answer.body
   })
+
+/**
+ * Waits for the prospect's `prospect.created` and `prospect.ready`, in that order, and checks the ready body: its
+ * id, key and status, then `fields` exactly as the payload carries them.
+ */
+export const awaitCreatedThenReady = (
+  slug: string,
+  sourceProspectId: string,
+  prospectId: number,
+  fields: Payload,
+) =>
+  Effect.gen(function* () {
+    const messages = yield* awaitEvents(slug, sourceProspectId, 2)
+    assert.deepStrictEqual(
+      messages.map((m) => m.subject),
+      subjects(slug, "prospect.created", "prospect.ready"),
+    )
+    assert.deepStrictEqual(
+      messages[1]!.json,
+      body("prospect.ready", slug, {
+        id: `tpp_${prospectId}`,
+        source_prospect_id: sourceProspectId,
+        status: "ready",
+        ...fields,
+      }),
+    )
+    return messages
+  })

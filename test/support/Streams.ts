@@ -9,26 +9,45 @@ export interface StoredMessage {
   readonly json: unknown
 }
 
-/** Every message the stream holds now, in stream order, with the deployment prefix taken off subjects. */
-export const readStream = (base: StreamBase) =>
+/** One message as the stream stores it: the exact bytes and every header, the deployment prefix off its subject. */
+export interface RawMessage {
+  readonly seq: number
+  readonly subject: string
+  readonly headers: Record<string, string>
+  readonly data: Buffer
+}
+
+/** Every message the stream holds now, in stream order, as stored. */
+export const readRawStream = (base: StreamBase) =>
   Effect.gen(function* () {
     const nats = yield* Nats
     const client = yield* NatsClient
     const stream = nats.streamName(base)
     const info = yield* Effect.promise(() => client.jsm.streams.info(stream))
-    const out: Array<StoredMessage> = []
+    const out: Array<RawMessage> = []
     for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-      const msg = yield* Effect.promise(() => client.jsm.streams.getMessage(stream, { seq }))
+      // A message removed since `info` (limits, a purge) is skipped.
+      const msg = yield* Effect.promise(() =>
+        client.jsm.streams.getMessage(stream, { seq }).catch(() => null),
+      )
       if (msg === null) continue
-      out.push({
-        seq,
-        subject: nats.unprefixed(msg.subject),
-        msgId: msg.header.get("Nats-Msg-Id") || undefined,
-        json: msg.json(),
-      })
+      const headers: Record<string, string> = {}
+      for (const key of msg.header?.keys() ?? []) headers[key] = msg.header.get(key)
+      out.push({ seq, subject: nats.unprefixed(msg.subject), headers, data: Buffer.from(msg.data) })
     }
     return out
   })
+
+/** Every message the stream holds now, in stream order, its body parsed as JSON. */
+export const readStream = (base: StreamBase) =>
+  Effect.map(readRawStream(base), (messages) =>
+    messages.map((m): StoredMessage => ({
+      seq: m.seq,
+      subject: m.subject,
+      msgId: m.headers["Nats-Msg-Id"] || undefined,
+      json: JSON.parse(m.data.toString("utf8")) as unknown,
+    })),
+  )
 
 /** Polls until `check` passes (or the test's own timeout ends it); no timing is asserted. */
 export const eventually = <A, E, R>(effect: Effect.Effect<A, E, R>, check: (a: A) => boolean) =>

@@ -10,7 +10,6 @@ export const baseDatabaseUrl =
   process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/partner_service"
 export const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
-/** A database name and subject prefix of this test's own, so test files run in parallel on one server. */
 /**
  * The settings production requires beyond the base env: a real payment provider, whose key here is a test key
  * no call ever uses.
@@ -21,6 +20,7 @@ export const PRODUCTION = {
   STRIPE_SECRET_KEY: "sk_test_production",
 } as const
 
+/** A database name and subject prefix of this test's own, so test files run in parallel on one server. */
 export const isolatedEnv = (overrides: Record<string, string> = {}) => {
   const id = randomBytes(5).toString("hex")
   const url = new URL(baseDatabaseUrl)

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { backoffUnits, retryAfterMs } from "../../backend/webhooks/Backoff.ts"
 import { decide } from "../../backend/webhooks/Delivery.ts"
 import { isForbiddenAddress } from "../../backend/webhooks/Egress.ts"
+import { Endpoints } from "../../backend/webhooks/Endpoints.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import { eventually } from "../support/Streams.ts"
 import {
@@ -269,11 +270,11 @@ describe("delivery actor", () => {
             assert.strictEqual(row.last_attempt_failure_reason, "Destination answered 410 Gone")
             assert.isNull(row.next_retry_at)
           }
-          const [state] = yield* query(
-            (sql) => sql`select status, suspension_reason from webhook_endpoints where id = ${id}`,
+          const shown = yield* Endpoints.use((endpoints) =>
+            endpoints.get({ kind: "owner", slug: acme.slug }, String(id)),
           )
           assert.deepStrictEqual(
-            { ...state },
+            { status: shown.status, suspension_reason: shown.suspension_reason },
             {
               status: "disabled",
               suspension_reason: "Destination answered 410 Gone",

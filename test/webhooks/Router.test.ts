@@ -2,7 +2,6 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Crypto } from "../../backend/platform/Crypto.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
-import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { DeliveryRepo, type EventToRoute } from "../../backend/webhooks/DeliveryRepo.ts"
 import { EventNames } from "../../backend/events/Catalog.ts"
 import { makeEnvelope } from "../../backend/events/Envelope.ts"
@@ -16,7 +15,7 @@ import {
   prospectSetUp,
 } from "../support/Prospects.ts"
 import { startReceiver, testCa } from "../support/Receiver.ts"
-import { eventually } from "../support/Streams.ts"
+import { eventually, readRawStream } from "../support/Streams.ts"
 import {
   awaitDeliveries,
   deliveriesOf,
@@ -330,21 +329,11 @@ describe("event router", () => {
 
 /** Status messages of an endpoint the WEBHOOKS stream holds (core publishes on its subjects are stored too). */
 const statusMessages = (endpointId: number) =>
-  Effect.gen(function* () {
-    const nats = yield* Nats
-    const client = yield* NatsClient
-    const stream = nats.streamName("WEBHOOKS")
-    const info = yield* Effect.promise(() => client.jsm.streams.info(stream))
-    const out: Array<StatusMessage> = []
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-      const msg = yield* Effect.promise(() =>
-        client.jsm.streams.getMessage(stream, { seq }).catch(() => null),
-      )
-      if (msg === null || nats.unprefixed(msg.subject) !== `webhooks.status.${endpointId}`) continue
-      out.push(msg.json<StatusMessage>())
-    }
-    return out
-  })
+  Effect.map(readRawStream("WEBHOOKS"), (messages) =>
+    messages
+      .filter((m) => m.subject === `webhooks.status.${endpointId}`)
+      .map((m) => JSON.parse(m.data.toString("utf8")) as StatusMessage),
+  )
 
 const withApi = prospectService({ WEBHOOK_EXTRA_CA_FILE: testCa().caFile, WEBHOOK_BACKOFF_UNIT_MS: "5" })
 
