@@ -5,6 +5,7 @@ import { Effect } from "effect"
 import type { Page } from "playwright-core"
 import { ensureConsoleBuilt } from "../../console/build.mjs"
 import { gatewayPort } from "./Auth.ts"
+import { launchBrowser } from "./Browser.ts"
 import { runCli } from "./Cli.ts"
 import { engineService } from "./WebhookEngine.ts"
 
@@ -27,6 +28,19 @@ export const consoleService = (overrides: Record<string, string> = {}) =>
 export const consoleBuilt = Effect.promise(() => ensureConsoleBuilt())
 
 export const consoleOrigin = Effect.map(gatewayPort("console"), (port) => `http://127.0.0.1:${port}`)
+
+/**
+ * The console in a browser, for a test file's scope: the build made when stale, one browser and its page (a step
+ * that never comes fails with what it waited for after 30 s, well before a test's own timeout), what went wrong
+ * inside the page, and the console's origin.
+ */
+export const openConsole = Effect.gen(function* () {
+  yield* consoleBuilt
+  const browser = yield* launchBrowser()
+  const page = yield* promise(() => browser.newPage())
+  page.setDefaultTimeout(30_000)
+  return { browser, page, problems: pageProblems(page), origin: yield* consoleOrigin }
+})
 
 export interface OperatorAccount {
   readonly email: string

@@ -1,14 +1,11 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import type { BrowserContext, Page } from "playwright-core"
-import { launchBrowser } from "../../support/Browser.ts"
 import {
-  consoleBuilt,
-  consoleOrigin,
   consoleService,
+  openConsole,
   type OperatorAccount,
   operatorAccount,
-  pageProblems,
   promise,
   screenshot,
   signIn,
@@ -43,16 +40,11 @@ class E2e extends Context.Service<
   static readonly layer = Layer.effect(
     E2e,
     Effect.gen(function* () {
-      yield* consoleBuilt
       const { receiver, endpointId } = yield* receiverEndpoint(OWNER, "/hook", [EVENT])
       receiver.respond("/hook", () => ({ status: 500, body: "receiver is down for maintenance" }))
-      const browser = yield* launchBrowser()
-      const page = yield* promise(() => browser.newPage())
-      // A step that never comes fails with what it waited for, well before the test's own timeout.
-      page.setDefaultTimeout(30_000)
-      const problems = pageProblems(page)
+      const opened = yield* openConsole
       const operator = yield* operatorAccount(service.env, "operator")
-      return { browser, page, problems, origin: yield* consoleOrigin, operator, receiver, endpointId }
+      return { ...opened, operator, receiver, endpointId }
     }),
   )
 }

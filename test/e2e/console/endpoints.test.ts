@@ -1,15 +1,12 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import type { BrowserContext, Page } from "playwright-core"
-import { launchBrowser } from "../../support/Browser.ts"
 import {
   apiFromPage,
-  consoleBuilt,
-  consoleOrigin,
   consoleService,
+  openConsole,
   type OperatorAccount,
   operatorAccount,
-  pageProblems,
   promise,
   screenshot,
   signIn,
@@ -48,18 +45,9 @@ class E2e extends Context.Service<
   static readonly layer = Layer.effect(
     E2e,
     Effect.gen(function* () {
-      yield* consoleBuilt
       const { receiver, endpointId, subscriber } = yield* receiverEndpoint(OWNER, "/hook", [EVENT])
-      const browser = yield* launchBrowser()
-      const page = yield* promise(() => browser.newPage())
-      // A step that never comes fails with what it waited for, well before the test's own timeout.
-      page.setDefaultTimeout(30_000)
-      const problems = pageProblems(page)
       return {
-        browser,
-        page,
-        problems,
-        origin: yield* consoleOrigin,
+        ...(yield* openConsole),
         operator: yield* operatorAccount(service.env, "operator"),
         admin: yield* operatorAccount(service.env, "admin"),
         receiver,

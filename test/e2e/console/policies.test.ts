@@ -1,15 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { launchBrowser } from "../../support/Browser.ts"
-import {
-  consoleBuilt,
-  consoleOrigin,
-  operatorAccount,
-  promise,
-  screenshot,
-  signIn,
-  signOut,
-} from "../../support/Console.ts"
+import { openConsole, operatorAccount, promise, screenshot, signIn, signOut } from "../../support/Console.ts"
 import { enrollmentService } from "../../support/Enrollment.ts"
 import { awaitDeliveries, type Delivered, issuePolicy, lifecycleOwner } from "../../support/Lifecycle.ts"
 import { startReceiver } from "../../support/Receiver.ts"
@@ -33,7 +24,6 @@ describe("console: a policy's page", () => {
       "an operator opens the admin_policy_url, signs in, revises the coverage and sees the change, the new documents and the audit entry; a viewer cannot change it; the operator cancels it",
       () =>
         Effect.gen(function* () {
-          yield* consoleBuilt
           const receiver = yield* startReceiver
           const owner = yield* lifecycleOwner(receiver, "console-page-org", "console-page", "/e2e")
           const issued = yield* issuePolicy(owner, "page-renter", {
@@ -47,10 +37,7 @@ describe("console: a policy's page", () => {
           )
           const adminUrl = first.find((d) => d.event === "policy.created")!.payload.admin_policy_url as string
           const operator = yield* operatorAccount(service.env, "operator")
-          const origin = yield* consoleOrigin
-          const browser = yield* launchBrowser()
-          const page = yield* promise(() => browser.newPage())
-          page.setDefaultTimeout(30_000)
+          const { page, origin } = yield* openConsole
 
           // The link partners get leads, through the sign-in page, to the policy.
           yield* promise(() => page.goto(`${origin}${new URL(adminUrl).pathname}`))
