@@ -11,8 +11,6 @@ import { Operators } from "./Operators.ts"
 const POLICY_ACTIONS = new Set(["policies.revise", "policies.cancel"])
 const MAX_UNIT = 100
 
-const policyNotFound = () => new NotFound({ message: "Policy not found." })
-
 /**
  * A refusal of the policies context as a 422 on `resource`: its sentences name the CLI's options
  * (`--coverage-cents`), which become the body's field names; the field is the option a sentence opens with.
@@ -47,13 +45,6 @@ const policyDetail = (policyNumber: string) =>
 /** The policy number behind the path's `policy_<n>`, or 404. */
 const numberOfPath = (id: string | undefined) =>
   Effect.flatMap(Revisions, (revisions) => revisions.numberOf(id ?? ""))
-
-const notFoundAsApi = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.catchTag(
-    effect as Effect.Effect<A, E | { readonly _tag: "PolicyNotFound" }, R>,
-    "PolicyNotFound",
-    () => Effect.fail(policyNotFound()),
-  )
 
 /** An optional string field of a body: undefined when absent or null, a message in `fields` when bad. */
 const optionalText = (
@@ -111,7 +102,7 @@ export const policyRoutes = [
     Effect.gen(function* () {
       const number = yield* numberOfPath(request.params.id)
       return json(200, { policy: yield* policyDetail(number) })
-    }).pipe(notFoundAsApi),
+    }),
   ),
   route("POST", "/api/policies/:id/revise", "operator", (request) =>
     Effect.gen(function* () {
@@ -148,7 +139,7 @@ export const policyRoutes = [
         canceled: revised.canceled,
         policy: yield* policyDetail(number),
       })
-    }).pipe(notFoundAsApi),
+    }),
   ),
   route("POST", "/api/policies/:id/cancel", "operator", (request) =>
     Effect.gen(function* () {
@@ -168,7 +159,7 @@ export const policyRoutes = [
           ),
         )
       return json(200, { policy: yield* policyDetail(number) })
-    }).pipe(notFoundAsApi),
+    }),
   ),
   route("POST", "/api/delinquencies/:id/resolve", "operator", (request) =>
     Effect.gen(function* () {
