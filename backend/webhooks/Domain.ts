@@ -1,6 +1,6 @@
-import { Schema } from "effect"
-import { EventNames } from "../events/Catalog.ts"
-import { FIELD_LIMITS, limitedText } from "../platform/FieldLimits.ts"
+import { Schema, SchemaTransformation } from "effect"
+import { EventNames, isEventName } from "../events/Catalog.ts"
+import { FIELD_LIMITS, hasControlCharacter } from "../platform/FieldLimits.ts"
 
 /** Only `active` endpoints receive deliveries; a `suspended` one's are recorded and held until it is active. */
 export const EndpointStatuses = ["active", "suspended", "disabled"] as const
@@ -40,11 +40,6 @@ const timestamp = (description: string) => Schema.String.annotate({ format: "dat
 const nullableTimestamp = (description: string) =>
   Schema.NullOr(Schema.String.annotate({ format: "date-time" })).annotate({ description })
 
-const EventName = Schema.Literals(EventNames).annotate({
-  identifier: "WebhookEventName",
-  description: "An event of the catalog (there is no wildcard).",
-})
-
 /** An endpoint as every route answers it. */
 export const WebhookEndpoint = Schema.Struct({
   id: Schema.Int,
@@ -71,29 +66,149 @@ export const EndpointListResponse = Schema.Struct({
   endpoints: Schema.Array(WebhookEndpoint),
 }).annotate({ identifier: "WebhookEndpointListResponse" })
 
-const EndpointName = limitedText("name").annotate({
-  description: `A label, 1 to ${MAX_NAME_LENGTH} characters.`,
+/**
+ * A field of an endpoint body. Each failure carries the published message whole ("Name must be a string"); a
+ * missing field or `null` reads as blank ("Name can't be blank"), as the published API answers both. `encoded`
+ * checks the value as sent, and those checks show in the OpenAPI document; `decode` turns it (`blank` for
+ * `null`) into what is stored, which `stored` checks.
+ */
+const endpointField = <A>(options: {
+  readonly label: string
+  readonly mustBe: string
+  readonly encoded: Schema.Codec<A>
+  readonly blank: A
+  readonly decode: (value: A) => A
+  readonly stored: Schema.Codec<A>
+  readonly description: string
+}) =>
+  Schema.NullOr(options.encoded)
+    .annotate({
+      message: `${options.label} must be ${options.mustBe}`,
+      description: `${options.description} \`null\` counts as blank.`,
+    })
+    .pipe(
+      Schema.decodeTo(
+        options.stored,
+        SchemaTransformation.transform<A, A | null>({
+          decode: (value) => options.decode(value ?? options.blank),
+          encode: (value) => value,
+        }),
+      ),
+      Schema.annotateKey({ messageMissingKey: `${options.label} can't be blank` }),
+    )
+
+const filter = <A>(problem: (value: A) => string | undefined, jsonSchema?: Record<string, unknown>) =>
+  Schema.makeFilter(problem, jsonSchema === undefined ? undefined : { toJsonSchema: () => jsonSchema })
+
+const EndpointName = endpointField({
+  label: "Name",
+  mustBe: "a string",
+  encoded: Schema.String.check(
+    filter(
+      (text: string) =>
+        text.trim().length > MAX_NAME_LENGTH
+          ? `Name is too long (maximum is ${MAX_NAME_LENGTH} characters)`
+          : hasControlCharacter(text.trim())
+            ? "Name must not contain control characters"
+            : undefined,
+      { maxLength: MAX_NAME_LENGTH, pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$" },
+    ),
+  ),
+  blank: "",
+  decode: (text: string) => text.trim(),
+  stored: Schema.String.check(filter((name: string) => (name === "" ? "Name can't be blank" : undefined))),
+  description: `A label, 1 to ${MAX_NAME_LENGTH} characters; surrounding spaces are dropped.`,
 })
-const DestinationUrl = limitedText("destination_url").annotate({
+
+/** Why `text` cannot be a destination, the first reason only; whether its host is private is checked apart. */
+const destinationProblem = (text: string) => {
+  if (text === "") return "Destination url can't be blank"
+  if (/\s/.test(text) || hasControlCharacter(text) || !URL.canParse(text)) {
+    return "Destination url is not a valid URL"
+  }
+  const url = new URL(text)
+  if (url.protocol !== "https:") return "Destination url must use HTTPS"
+  if (url.hostname === "") return "Destination url must name a host"
+  if (url.username !== "" || url.password !== "") return "Destination url must not contain credentials"
+  return undefined
+}
+
+const DestinationUrl = endpointField({
+  label: "Destination url",
+  mustBe: "a string",
+  encoded: Schema.String.check(
+    filter(
+      (text: string) =>
+        text.length > MAX_URL_LENGTH
+          ? `Destination url is too long (maximum is ${MAX_URL_LENGTH} characters)`
+          : undefined,
+      { maxLength: MAX_URL_LENGTH },
+    ),
+  ),
+  blank: "",
+  decode: (text: string) => text,
+  stored: Schema.String.check(filter(destinationProblem)),
   description: `An https URL with a host and no credentials, at most ${MAX_URL_LENGTH} characters.`,
 })
-const Events = Schema.Array(EventName).annotate({
-  description: "At least one event name of the catalog; repeated names count once.",
+
+/** Unknown event names quoted back in a message, at most this many, each cut to 80 characters. */
+const MAX_NAMED_UNKNOWN = 10
+
+const unknownEvents = (names: ReadonlyArray<string>) => {
+  const unknown = names.filter((name) => !isEventName(name))
+  if (unknown.length === 0) return undefined
+  const named = unknown
+    .slice(0, MAX_NAMED_UNKNOWN)
+    .map((name) => (name.length > 80 ? `${name.slice(0, 80)}…` : name))
+  const more = unknown.length > MAX_NAMED_UNKNOWN ? ` and ${unknown.length - MAX_NAMED_UNKNOWN} more` : ""
+  return `Events include unknown events: ${named.join(", ")}${more}`
+}
+
+const Events = endpointField({
+  label: "Events",
+  mustBe: "an array of event names",
+  // Unknown names are reported together by `stored`, so each item is only documented as a catalog name.
+  encoded: Schema.Array(
+    Schema.String.annotate({ message: "Events must be an array of event names" }).check(
+      filter(() => undefined, { enum: [...EventNames] }),
+    ),
+  ),
+  blank: [] as ReadonlyArray<string>,
+  decode: (names: ReadonlyArray<string>) => [...new Set(names)],
+  stored: Schema.Array(Schema.String).check(
+    filter((names: ReadonlyArray<string>) => (names.length === 0 ? "Events can't be blank" : undefined)),
+    filter(unknownEvents),
+  ),
+  description: "At least one event name of the catalog (there is no wildcard); repeated names count once.",
 })
 
-/** The documented request bodies; validation itself happens in `Endpoints` to give the published messages. */
-export const EndpointCreateRequest = Schema.Struct({
-  endpoint: Schema.Struct({ name: EndpointName, destination_url: DestinationUrl, events: Events }),
-}).annotate({ identifier: "WebhookEndpointCreateRequest" })
+const RequestedStatus = EndpointStatus.annotate({ message: "Status is invalid" })
 
-export const EndpointUpdateRequest = Schema.Struct({
-  endpoint: Schema.Struct({
-    name: Schema.optionalKey(EndpointName),
-    destination_url: Schema.optionalKey(DestinationUrl),
-    events: Schema.optionalKey(Events),
-    status: Schema.optionalKey(EndpointStatus),
-  }),
-}).annotate({
+/** What `POST` takes inside `endpoint`; a `status` is checked but the endpoint starts `active` whatever it says. */
+export const EndpointCreateFields = Schema.Struct({
+  name: EndpointName,
+  destination_url: DestinationUrl,
+  events: Events,
+  status: Schema.optionalKey(RequestedStatus).pipe(
+    Schema.annotateKey({
+      description: "Ignored: an endpoint starts `active` (an invalid value is still refused).",
+    }),
+  ),
+})
+
+/** What `PUT` takes inside `endpoint`: any subset of the fields; an omitted field keeps its value. */
+export const EndpointUpdateFields = Schema.Struct({
+  name: Schema.optionalKey(EndpointName),
+  destination_url: Schema.optionalKey(DestinationUrl),
+  events: Schema.optionalKey(Events),
+  status: Schema.optionalKey(RequestedStatus),
+})
+
+export const EndpointCreateRequest = Schema.Struct({ endpoint: EndpointCreateFields }).annotate({
+  identifier: "WebhookEndpointCreateRequest",
+})
+
+export const EndpointUpdateRequest = Schema.Struct({ endpoint: EndpointUpdateFields }).annotate({
   identifier: "WebhookEndpointUpdateRequest",
   description: "Any subset of the fields; an omitted field keeps its value.",
 })

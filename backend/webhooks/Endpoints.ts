@@ -1,7 +1,7 @@
 import { isIP } from "node:net"
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
-import { hasControlCharacter } from "../platform/FieldLimits.ts"
+import { decodeFields } from "../platform/Validation.ts"
 import { Db } from "../platform/Db.ts"
 import {
   DEFAULT_PER_PAGE,
@@ -9,20 +9,17 @@ import {
   DeliveryQueryInvalid,
   type DeliveryStatus,
   DeliveryStatuses,
+  EndpointCreateFields,
   EndpointInvalid,
   EndpointNotFound,
-  type EndpointStatus,
-  EndpointStatuses,
-  MAX_NAME_LENGTH,
+  EndpointUpdateFields,
   MAX_PER_PAGE,
-  MAX_URL_LENGTH,
   type SubscriberRef,
   type WebhookDelivery,
   type WebhookDeliveryDetail,
   type WebhookEndpoint,
 } from "./Domain.ts"
 import { isForbiddenAddress, isLocalhostName } from "./Egress.ts"
-import { isEventName } from "../events/Catalog.ts"
 import {
   type AttemptRow,
   type DeliveryRow,
@@ -36,8 +33,6 @@ type Fields = Record<string, string>
 
 /** Ids are positive integers that JSON carries exactly; anything else names no record (404). */
 const ID = /^[1-9]\d{0,14}$/
-/** Unknown event names quoted back in a message, at most this many. */
-const MAX_NAMED_UNKNOWN = 10
 
 /** A private address literal or a localhost name; names that resolve privately are refused at send time. */
 const isPrivateHost = (hostname: string) => {
@@ -48,99 +43,32 @@ const isPrivateHost = (hostname: string) => {
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-const checkName = (value: unknown): string | { readonly error: string } => {
-  if (value === undefined || value === null) return { error: "Name can't be blank" }
-  if (typeof value !== "string") return { error: "Name must be a string" }
-  const name = value.trim()
-  if (name === "") return { error: "Name can't be blank" }
-  if (name.length > MAX_NAME_LENGTH) {
-    return { error: `Name is too long (maximum is ${MAX_NAME_LENGTH} characters)` }
-  }
-  if (hasControlCharacter(name)) return { error: "Name must not contain control characters" }
-  return name
-}
-
-const checkDestinationUrl = (value: unknown, allowPrivate: boolean): string | { readonly error: string } => {
-  if (value === undefined || value === null || value === "")
-    return { error: "Destination url can't be blank" }
-  if (typeof value !== "string") return { error: "Destination url must be a string" }
-  if (value.length > MAX_URL_LENGTH) {
-    return { error: `Destination url is too long (maximum is ${MAX_URL_LENGTH} characters)` }
-  }
-  if (/\s/.test(value) || hasControlCharacter(value) || !URL.canParse(value)) {
-    return { error: "Destination url is not a valid URL" }
-  }
-  const url = new URL(value)
-  if (url.protocol !== "https:") return { error: "Destination url must use HTTPS" }
-  if (url.hostname === "") return { error: "Destination url must name a host" }
-  if (url.username !== "" || url.password !== "") {
-    return { error: "Destination url must not contain credentials" }
-  }
-  if (!allowPrivate && isPrivateHost(url.hostname)) {
-    return { error: "Destination url must be a publicly reachable host" }
-  }
-  return value
-}
-
-/** The catalog names, each once, in the order first given. */
-const checkEvents = (value: unknown): ReadonlyArray<string> | { readonly error: string } => {
-  if (value === undefined || value === null) return { error: "Events can't be blank" }
-  if (!Array.isArray(value) || !value.every((name) => typeof name === "string")) {
-    return { error: "Events must be an array of event names" }
-  }
-  const names = [...new Set(value as Array<string>)]
-  if (names.length === 0) return { error: "Events can't be blank" }
-  const unknown = names.filter((name) => !isEventName(name))
-  if (unknown.length > 0) {
-    const named = unknown
-      .slice(0, MAX_NAMED_UNKNOWN)
-      .map((name) => (name.length > 80 ? `${name.slice(0, 80)}…` : name))
-    const more = unknown.length > MAX_NAMED_UNKNOWN ? ` and ${unknown.length - MAX_NAMED_UNKNOWN} more` : ""
-    return { error: `Events include unknown events: ${named.join(", ")}${more}` }
-  }
-  return names
-}
-
-const checkStatus = (value: unknown): EndpointStatus | { readonly error: string } =>
-  typeof value === "string" && (EndpointStatuses as ReadonlyArray<string>).includes(value)
-    ? (value as EndpointStatus)
-    : { error: "Status is invalid" }
-
-const isError = (value: unknown): value is { readonly error: string } =>
-  isRecord(value) && typeof value.error === "string"
-
 const ENDPOINT_REQUIRED = "Endpoint must be an object with name, destination_url and events"
+const PRIVATE_DESTINATION = "Destination url must be a publicly reachable host"
+
+const decodeCreate = decodeFields(EndpointCreateFields)
+const decodeUpdate = decodeFields(EndpointUpdateFields)
 
 /**
  * The changes an endpoint body asks for: on creation every field but `status` is required, on update any
- * subset. Unknown keys are ignored, as the published API does; every failing field is reported.
+ * subset. Unknown keys are ignored, as the published API does; every failing field is reported, with its first
+ * message. Whether a private destination is allowed is the deployment's choice, checked after the schema.
  */
 const readEndpoint = (body: unknown, creating: boolean, allowPrivate: boolean) => {
   const endpoint = isRecord(body) ? body.endpoint : undefined
   if (!isRecord(endpoint)) return { fields: { base: ENDPOINT_REQUIRED } as Fields }
+  const decoded = creating ? decodeCreate(endpoint) : decodeUpdate(endpoint)
   const fields: Fields = {}
-  const changes: { -readonly [K in keyof EndpointChanges]: EndpointChanges[K] } = {}
-  if (creating || endpoint.name !== undefined) {
-    const name = checkName(endpoint.name)
-    if (isError(name)) fields.name = name.error
-    else changes.name = name
+  if ("errors" in decoded) {
+    for (const [path, messages] of Object.entries(decoded.errors))
+      fields[path.split(".")[0]!] ??= messages[0]!
   }
-  if (creating || endpoint.destination_url !== undefined) {
-    const url = checkDestinationUrl(endpoint.destination_url, allowPrivate)
-    if (isError(url)) fields.destination_url = url.error
-    else changes.destination_url = url
+  const url = endpoint.destination_url
+  if (!allowPrivate && fields.destination_url === undefined && typeof url === "string" && URL.canParse(url)) {
+    if (isPrivateHost(new URL(url).hostname)) fields.destination_url = PRIVATE_DESTINATION
   }
-  if (creating || endpoint.events !== undefined) {
-    const events = checkEvents(endpoint.events)
-    if (isError(events)) fields.events = events.error
-    else changes.events = events
-  }
-  if (endpoint.status !== undefined) {
-    const status = checkStatus(endpoint.status)
-    if (isError(status)) fields.status = status.error
-    else changes.status = status
-  }
-  return Object.keys(fields).length > 0 ? { fields } : { changes }
+  if ("errors" in decoded || Object.keys(fields).length > 0) return { fields }
+  return { changes: decoded.value as EndpointChanges }
 }
 
 const iso = (date: Date) => date.toISOString()

@@ -62,6 +62,15 @@ export const invalidBodies: ReadonlyArray<{
     },
   },
   {
+    name: "null fields, which read as blank",
+    body: { endpoint: { name: null, destination_url: null, events: null } },
+    fields: {
+      name: "Name can't be blank",
+      destination_url: "Destination url can't be blank",
+      events: "Events can't be blank",
+    },
+  },
+  {
     name: "a blank name",
     body: { endpoint: { ...ENDPOINT, name: "   " } },
     fields: { name: "Name can't be blank" },

@@ -228,6 +228,13 @@ describe("webhook destinations where private addresses are refused", () => {
             destination_url: "Destination url must be a publicly reachable host",
           })
         }
+        const both = yield* api(partner, "POST", ownerEndpoints("public-only"), {
+          endpoint: { ...ENDPOINT, name: " ", destination_url: "https://10.0.0.1/h" },
+        })
+        assert.deepStrictEqual(both.body!.endpoint, {
+          name: "Name can't be blank",
+          destination_url: "Destination url must be a publicly reachable host",
+        })
         const ok = yield* api(partner, "POST", ownerEndpoints("public-only"), {
           endpoint: { ...ENDPOINT, destination_url: "https://93.184.215.14/h" },
         })
