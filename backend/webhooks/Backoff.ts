@@ -1,6 +1,7 @@
 /**
  * The retry policy, in backoff units (`WEBHOOK_BACKOFF_UNIT_MS`, one second in production): attempt k waits
- * min(2^k, 3600) units after attempt k-1 failed; a rate-limited attempt waits 60 units without being used up;
+ * min(2^k, 3600) units after attempt k-1 failed; the rate limit counts attempts over any 60 units, and a
+ * rate-limited attempt waits 60 units without being used up;
  * `Retry-After` on 429/503 postpones the next attempt to at least that time, honoured up to one hour.
  */
 

@@ -174,7 +174,7 @@ export class DeliveryAttempts extends Context.Service<
             const claimed = yield* repo.claim(unique, {
               now: new Date(now),
               dueBy: new Date(now + DUE_SLACK_MS),
-              second: Math.floor(now / 1000),
+              slot: Math.floor(now / config.backoffUnitMs),
               rateLimit: config.rateLimitPerMinute,
               leaseUntil: new Date(now + leaseMs),
               leaseMs,

@@ -71,8 +71,11 @@ export interface ClaimTimes {
   readonly now: Date
   /** A due attempt whose message arrives this early is still taken (the scheduler publishes when due). */
   readonly dueBy: Date
-  /** The rate limit's second (epoch seconds) and its attempts per 60 seconds. */
-  readonly second: number
+  /**
+   * The rate limit's slot, one backoff unit long (epoch seconds in production; the table's columns still say
+   * second), and its attempts per 60 slots.
+   */
+  readonly slot: number
   readonly rateLimit: number
   readonly leaseUntil: Date
   /** How long a claim's lease lasts: a lease that ran out started that long before it ended. */
@@ -286,11 +289,11 @@ export class DeliveryRepo extends Context.Service<
               select endpoint_id, count(*)::int as n from screened where settled is null group by endpoint_id
             ),
             counted as (
-              -- A new endpoint's row: only this second's slot counted (the conflict path takes from the window).
+              -- A new endpoint's row: only this slot counted (the conflict path takes from the window).
               insert into webhook_rate_limits as r (endpoint_id, latest_second, counts, total, granted)
-              select u.endpoint_id, ${times.second}::bigint,
-                     array_fill(0, array[${times.second % 61}::int]) || least(u.n, ${times.rateLimit})
-                       || array_fill(0, array[${60 - (times.second % 61)}::int]),
+              select u.endpoint_id, ${times.slot}::bigint,
+                     array_fill(0, array[${times.slot % 61}::int]) || least(u.n, ${times.rateLimit})
+                       || array_fill(0, array[${60 - (times.slot % 61)}::int]),
                      least(u.n, ${times.rateLimit}), least(u.n, ${times.rateLimit})
               from usable u
               order by u.endpoint_id

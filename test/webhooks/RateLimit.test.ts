@@ -14,15 +14,21 @@ import {
   workerProcess,
 } from "../support/WebhookEngine.ts"
 
-const limited = enginePlatform({ WEBHOOK_RATE_LIMIT_PER_MINUTE: "5", WEBHOOK_BACKOFF_UNIT_MS: "5" })
+/** The engine's time unit: the limit counts over any 60 units (a minute in production). */
+const UNIT_MS = 200
+const WINDOW_MS = 60 * UNIT_MS
+const limited = enginePlatform({
+  WEBHOOK_RATE_LIMIT_PER_MINUTE: "5",
+  WEBHOOK_BACKOFF_UNIT_MS: String(UNIT_MS),
+})
 
-/** Milliseconds until the next clock minute. */
-const untilNextMinute = () => 60_000 - (Date.now() % 60_000)
+/** Milliseconds until the next whole window of the clock (a clock minute in production). */
+const untilNextWindow = () => WINDOW_MS - (Date.now() % WINDOW_MS)
 
 describe("rate limit across worker processes", () => {
-  layer(limited.layer, { excludeTestServices: true, timeout: 180_000 })((it) => {
+  layer(limited.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
     it.effect(
-      "marks attempts beyond the per-minute limit rate_limited, without using up attempts, across two processes",
+      "marks attempts beyond the limit per 60 units rate_limited, without using up attempts, across two processes",
       () =>
         Effect.gen(function* () {
           const receiver = yield* startReceiver
@@ -33,8 +39,8 @@ describe("rate limit across worker processes", () => {
           const acme = yield* owner("acme-limited")
           const sub = yield* subscriber({ ownerId: acme.id })
           const id = yield* endpoint(sub.id, receiver.url("/limited"), ["delinquency.created"])
-          // The burst must fall inside one clock minute (the limit's window).
-          if (untilNextMinute() < 15_000) yield* Effect.sleep(untilNextMinute() + 200)
+          // The burst must fall inside one clock window (the limit's window).
+          if (untilNextWindow() < 15 * UNIT_MS) yield* Effect.sleep(untilNextWindow() + UNIT_MS)
           const EVENTS = 9
           yield* Effect.forEach(
             Array.from({ length: EVENTS }, (_, i) => i),
@@ -54,7 +60,7 @@ describe("rate limit across worker processes", () => {
             assert.deepStrictEqual(yield* attemptsOf(row.id), [])
           }
 
-          // The next minute lets the rest through, each on its first attempt.
+          // The next window lets the rest through, each on its first attempt.
           const rows = yield* awaitDeliveries(id, (rows) => rows.every((r) => r.status === "delivered"))
           for (const row of rows) {
             assert.strictEqual(row.attempt_number, 1)
@@ -63,15 +69,15 @@ describe("rate limit across worker processes", () => {
               [[1, 1, 200]],
             )
           }
-          const perMinute = new Map<number, number>()
+          const perWindow = new Map<number, number>()
           for (const request of receiver.received("/limited")) {
-            const minute = Math.floor(request.at / 60_000)
-            perMinute.set(minute, (perMinute.get(minute) ?? 0) + 1)
+            const window = Math.floor(request.at / WINDOW_MS)
+            perWindow.set(window, (perWindow.get(window) ?? 0) + 1)
           }
-          assert.isAtMost(Math.max(...perMinute.values()), 5)
+          assert.isAtMost(Math.max(...perWindow.values()), 5)
           assert.strictEqual(receiver.received("/limited").length, EVENTS)
         }).pipe(Effect.scoped),
-      180_000,
+      120_000,
     )
   })
 })

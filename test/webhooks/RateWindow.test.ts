@@ -15,15 +15,21 @@ import {
 } from "../support/WebhookEngine.ts"
 
 const LIMIT = 5
-const windowed = engineService({ WEBHOOK_RATE_LIMIT_PER_MINUTE: String(LIMIT) })
+/** The engine's time unit: the limit counts over any 60 units (a minute in production) and waits 60 units. */
+const UNIT_MS = 200
+const WINDOW_MS = 60 * UNIT_MS
+const windowed = engineService({
+  WEBHOOK_RATE_LIMIT_PER_MINUTE: String(LIMIT),
+  WEBHOOK_BACKOFF_UNIT_MS: String(UNIT_MS),
+})
 
-/** Milliseconds until the next clock minute. */
-const untilNextMinute = () => 60_000 - (Date.now() % 60_000)
+/** Milliseconds until the next whole window of the clock (a clock minute in production). */
+const untilNextWindow = () => WINDOW_MS - (Date.now() % WINDOW_MS)
 
 describe("the webhook rate limit's window", () => {
-  layer(windowed.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
+  layer(windowed.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
     it.effect(
-      "lets at most the limit through in any 60 seconds, across a clock minute's end, and the rest after",
+      "lets at most the limit through in any 60 units, across a clock window's end, and the rest after",
       () =>
         Effect.gen(function* () {
           const {
@@ -31,12 +37,12 @@ describe("the webhook rate limit's window", () => {
             owner: acme,
             endpointId: id,
           } = yield* receiverEndpoint("acme-window", "/window", ["delinquency.resolved"])
-          // The first burst 10 to 25 seconds before a clock minute ends, the second just after it ended: both
-          // within one window of 60 seconds, in two clock minutes.
-          const left = untilNextMinute()
-          if (left > 25_000) yield* Effect.sleep(left - 25_000)
-          else if (left < 10_000) yield* Effect.sleep(left + 35_000)
-          const minuteEnds = Date.now() + untilNextMinute()
+          // The first burst 25 to 40 units before a clock window ends, the second 4 units after it ended: both
+          // within one sliding window of 60 units, in two clock windows.
+          const left = untilNextWindow()
+          if (left > 40 * UNIT_MS) yield* Effect.sleep(left - 40 * UNIT_MS)
+          else if (left < 25 * UNIT_MS) yield* Effect.sleep(left + 20 * UNIT_MS)
+          const windowEnds = Date.now() + untilNextWindow()
           const burst = () =>
             Effect.forEach(
               Array.from({ length: LIMIT }, (_, i) => i),
@@ -48,7 +54,7 @@ describe("the webhook rate limit's window", () => {
             id,
             (rows) => rows.length === LIMIT && rows.every((r) => r.status === "delivered"),
           )
-          const wait = minuteEnds + 1000 - Date.now()
+          const wait = windowEnds + 4 * UNIT_MS - Date.now()
           if (wait > 0) yield* Effect.sleep(wait)
           yield* burst()
           const held = yield* awaitDeliveries(
@@ -72,17 +78,17 @@ describe("the webhook rate limit's window", () => {
             started.push(attempts[0]!.started_at.getTime())
           }
           started.sort((a, b) => a - b)
-          // The (LIMIT + 1)-th attempt after any attempt starts a full window later (the clock's millisecond
-          // aside: the window counts whole seconds, and the later attempt's start is read after its claim).
+          // The (LIMIT + 1)-th attempt after any attempt starts a full window later (less one unit: the window
+          // counts whole units, and the later attempt's start is read after its claim).
           for (let i = 0; i + LIMIT < started.length; i++) {
             assert.isAtLeast(
               started[i + LIMIT]! - started[i]!,
-              59_000,
+              WINDOW_MS - UNIT_MS,
               `attempts ${i + 1} and ${i + LIMIT + 1}`,
             )
           }
         }).pipe(Effect.scoped),
-      240_000,
+      120_000,
     )
 
     it.effect(
@@ -92,13 +98,15 @@ describe("the webhook rate limit's window", () => {
           const { owner: acme, endpointId: id } = yield* receiverEndpoint("acme-again", "/again", [
             "delinquency.created",
           ])
-          // Fill the endpoint's window, so the delivery below is limited at every try for a minute.
+          // Fill the endpoint's window in a unit 30 units ahead (as a process whose clock runs ahead would), so
+          // the delivery below is limited at its first try and at the next, 60 units later.
+          const ahead = Math.floor(Date.now() / UNIT_MS) + 30
           yield* query(
             (sql) => sql`
               insert into webhook_rate_limits (endpoint_id, latest_second, counts, total, granted)
               select ${id}, t.new_latest, t.new_counts, t.new_total, t.granted
-              from webhook_rate_take(array_fill(0, array[61]), 0, floor(extract(epoch from now()))::bigint,
-                                     floor(extract(epoch from now()))::bigint, ${LIMIT}, ${LIMIT}) t`,
+              from webhook_rate_take(array_fill(0, array[61]), 0, ${ahead}::bigint, ${ahead}::bigint,
+                                     ${LIMIT}, ${LIMIT}) t`,
           )
           yield* publishEvent("delinquency.created", acme.slug, examplePayload("delinquency.created"))
           const limited = yield* eventually(
@@ -112,11 +120,10 @@ describe("the webhook rate limit's window", () => {
             ),
             (found) => found.length >= 2,
           )
-          const unitMs = Number(windowed.env.WEBHOOK_BACKOFF_UNIT_MS)
           const [first, second] = limited
           assert.strictEqual(
             Date.parse(first!.next_retry_at!) - Date.parse(first!.at),
-            RATE_LIMIT_DELAY_UNITS * unitMs,
+            RATE_LIMIT_DELAY_UNITS * UNIT_MS,
           )
           assert.strictEqual(RATE_LIMIT_DELAY_UNITS, 60)
           assert.isAtLeast(Date.parse(second!.at), Date.parse(first!.next_retry_at!), "tried again early")
@@ -130,6 +137,28 @@ describe("the webhook rate limit's window", () => {
           assert.deepStrictEqual(yield* attemptsOf(row!.id), [])
         }).pipe(Effect.scoped),
       60_000,
+    )
+
+    it.effect("counts slots past 2^31, as epoch seconds will be from January 2038", () =>
+      Effect.gen(function* () {
+        const start = 2 ** 31 + 10
+        const take = (counts: string, total: number, latest: number, now: number, wanted: number) =>
+          Effect.map(
+            query(
+              (sql) => sql<Array<{ new_counts: Array<number>; new_total: number; granted: number }>>`
+                select new_counts, new_total, granted
+                from webhook_rate_take(${counts}::int[], ${total}, ${latest}::bigint, ${now}::bigint,
+                                       ${wanted}, ${LIMIT})`,
+            ),
+            ([row]) => row!,
+          )
+        const first = yield* take(`{${Array(61).fill(0).join(",")}}`, 0, start, start, LIMIT)
+        assert.strictEqual(first.granted, LIMIT)
+        const filled = `{${first.new_counts.join(",")}}`
+        assert.strictEqual((yield* take(filled, LIMIT, start, start + 60, 3)).granted, 0, "60 slots later")
+        const later = yield* take(filled, LIMIT, start, start + 61, 3)
+        assert.deepStrictEqual([later.granted, later.new_total], [3, 3], "61 slots later")
+      }),
     )
   })
 })
