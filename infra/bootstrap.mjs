@@ -458,11 +458,18 @@ async function ensureConsoleBuilt(env) {
   if (code !== 0) throw new BootstrapError(`console: the build failed (exit ${code})`)
 }
 
-/** Set once the target runs; until then a signal ends the bootstrap itself (its servers are meant to outlive it). */
+/**
+ * Set once the target runs; until then a signal ends the bootstrap itself (its servers are meant to outlive it).
+ * Only the first signal is passed on: ctrl-C reaches the target directly and this process twice (from the
+ * terminal and from npm), and a second copy arriving while the target exits would kill it mid-exit.
+ */
 let stopTarget
+let signalled = false
 const onSignal = (signal) => {
-  if (stopTarget) stopTarget(signal)
-  else process.exit(128 + (os.constants.signals[signal] ?? 0))
+  if (!stopTarget) process.exit(128 + (os.constants.signals[signal] ?? 0))
+  if (signalled) return
+  signalled = true
+  stopTarget(signal)
 }
 
 async function ensureServices() {
