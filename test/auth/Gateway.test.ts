@@ -71,6 +71,8 @@ const requestInit = (route: Route<unknown>, authorization: string | undefined): 
 
 const everyPartnerScope = gatewayScopes.partner.join(" ")
 
+type Caller = "client" | "clientWithoutProvider" | "ingestClient"
+
 /** The callers every case draws on, made once for the file. */
 class Callers extends Context.Service<
   Callers,
@@ -80,6 +82,11 @@ class Callers extends Context.Service<
     /** Every partner scope and the granted owner, but no provider. */
     readonly clientWithoutProvider: CreatedClient
     readonly ingestClient: CreatedClient
+    /**
+     * A token of one of the callers from its gateway's `/token`, with every granted scope or just `scope`; asked
+     * once per caller and scope, since the guard is under test here, not the token endpoint.
+     */
+    readonly token: (caller: Caller, scope?: string) => Effect.Effect<string>
   }
 >()("test/auth/Gateway/Callers") {
   static readonly layer = Layer.effect(
@@ -87,11 +94,23 @@ class Callers extends Context.Service<
     Effect.gen(function* () {
       yield* createOwner(GRANTED_OWNER)
       yield* createOwner(UNGRANTED_OWNER)
-      return {
+      const clients = {
         client: yield* createClient({ gateway: "partner", owners: [GRANTED_OWNER], provider: PROVIDER }),
         clientWithoutProvider: yield* createClient({ gateway: "partner", owners: [GRANTED_OWNER] }),
         ingestClient: yield* createClient({ gateway: "ingest" }),
       }
+      const context = yield* Effect.context<AppConfig | ListeningPorts>()
+      const tokens = new Map<string, string>()
+      const token = (caller: Caller, scope?: string) => {
+        const key = `${caller} ${scope ?? "*"}`
+        const known = tokens.get(key)
+        if (known !== undefined) return Effect.succeed(known)
+        return obtainToken(caller === "ingestClient" ? "ingest" : "partner", clients[caller], scope).pipe(
+          Effect.tap((issued) => Effect.sync(() => tokens.set(key, issued))),
+          Effect.provideContext(context),
+        )
+      }
+      return { ...clients, token }
     }),
   )
 }
@@ -124,7 +143,7 @@ const tokenThenChange = <E, R>(
 
 /** A token of the granted client carrying the route's scope: the cases then vary only the path. */
 const grantedClientToken = (guarded: { readonly scope: string }) =>
-  Callers.use(({ client }) => bearerOf(obtainToken("partner", client, guarded.scope)))
+  Callers.use(({ token }) => bearerOf(token("client", guarded.scope)))
 
 const cases: ReadonlyArray<Case> = [
   { name: "no token", authorization: () => Effect.succeed(undefined), status: 401, body: UNAUTHORIZED },
@@ -136,7 +155,7 @@ const cases: ReadonlyArray<Case> = [
   },
   {
     name: "a valid token without the Bearer scheme",
-    authorization: () => Callers.use(({ client }) => obtainToken("partner", client)),
+    authorization: () => Callers.use(({ token }) => token("client")),
     status: 401,
     body: UNAUTHORIZED,
   },
@@ -158,8 +177,7 @@ const cases: ReadonlyArray<Case> = [
     name: "a token whose claims were changed after signing",
     authorization: (guarded) =>
       Effect.gen(function* () {
-        const { client } = yield* Callers
-        const token = yield* obtainToken("partner", client, guarded.scope)
+        const token = yield* Callers.use(({ token }) => token("client", guarded.scope))
         const [header, , signature] = token.split(".")
         const claims = { ...decodeJwt(token), scope: everyPartnerScope }
         const forged = Buffer.from(JSON.stringify(claims)).toString("base64url")
@@ -170,7 +188,7 @@ const cases: ReadonlyArray<Case> = [
   },
   {
     name: "a token from the ingestion gateway",
-    authorization: () => Callers.use(({ ingestClient }) => bearerOf(obtainToken("ingest", ingestClient))),
+    authorization: () => Callers.use(({ token }) => bearerOf(token("ingestClient"))),
     status: 401,
     body: UNAUTHORIZED,
   },
@@ -186,10 +204,8 @@ const cases: ReadonlyArray<Case> = [
   {
     name: "a token lacking the route's scope",
     authorization: (guarded) =>
-      Callers.use(({ client }) =>
-        bearerOf(
-          obtainToken("partner", client, gatewayScopes.partner.filter((s) => s !== guarded.scope).join(" ")),
-        ),
+      Callers.use(({ token }) =>
+        bearerOf(token("client", gatewayScopes.partner.filter((s) => s !== guarded.scope).join(" "))),
       ),
     status: 403,
     body: FORBIDDEN,
@@ -237,9 +253,7 @@ const cases: ReadonlyArray<Case> = [
     name: "a client granted no provider",
     appliesTo: isProviderRoute,
     authorization: (guarded) =>
-      Callers.use(({ clientWithoutProvider }) =>
-        bearerOf(obtainToken("partner", clientWithoutProvider, guarded.scope)),
-      ),
+      Callers.use(({ token }) => bearerOf(token("clientWithoutProvider", guarded.scope))),
     status: 403,
     body: FORBIDDEN,
   },
@@ -285,8 +299,8 @@ describe("the partner gateway's guard", () => {
           "lets through a token carrying only the route's scope, for a granted owner or provider",
           () =>
             Effect.gen(function* () {
-              const { client } = yield* Callers
-              const token = yield* obtainToken("partner", client, guarded.scope)
+              const { client, token: tokenOf } = yield* Callers
+              const token = yield* tokenOf("client", guarded.scope)
               const answer = yield* httpRequest(
                 yield* portOf(guarded),
                 pathOf(route),
