@@ -5,6 +5,7 @@ import { Effect, Layer, References } from "effect"
 import postgres from "postgres"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { PlatformLayer } from "../../backend/platform/Platform.ts"
+import { createFromTemplate } from "./TemplateDatabase.ts"
 
 export const baseDatabaseUrl =
   process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/partner_service"
@@ -56,11 +57,17 @@ export const dropIsolated = async (env: Record<string, string>) => {
   await nc.close()
 }
 
-/** AppConfig for an isolated env; its release drops the database and streams after everything built on it. */
+/**
+ * AppConfig for an isolated env whose database starts as a copy of the migrated template; its release drops the
+ * database and streams after everything built on it.
+ */
 export const isolationLayer = (env: Record<string, string>) =>
-  Layer.effectDiscard(Effect.addFinalizer(() => Effect.promise(() => dropIsolated(env)))).pipe(
-    Layer.provideMerge(AppConfig.layerFrom(env)),
-  )
+  Layer.effectDiscard(
+    Effect.acquireRelease(
+      Effect.promise(() => createFromTemplate(env.DATABASE_URL!)),
+      () => Effect.promise(() => dropIsolated(env)),
+    ),
+  ).pipe(Layer.provideMerge(AppConfig.layerFrom(env)))
 
 /** The platform on a fresh database and subject prefix. */
 export const testPlatform = (overrides: Record<string, string> = {}) => {
