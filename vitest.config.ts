@@ -6,7 +6,7 @@ export default defineConfig({
     globalSetup: ["test/support/GlobalSetup.ts"],
     pool: "forks",
     isolate: false,
-    maxWorkers: 2,
+    maxWorkers: 3,
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },
