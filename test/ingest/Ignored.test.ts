@@ -49,7 +49,7 @@ describe("ingest actor: events it ignores", () => {
           ),
         )
         const log = yield* awaitLogged(source, [unknown, notGranted])
-        assert.deepStrictEqual(
+        assert.sameDeepMembers(
           log.map((r) => [r.event_id, r.outcome, r.reason, r.source_prospect_id, r.prospect_id]),
           [
             [unknown, "ignored", "unknown pms_property_id nope-1", "p-unknown", null],
@@ -88,7 +88,8 @@ describe("ingest actor: events it ignores", () => {
         const before = (yield* prospectRows(source, "p-phone-old"))[0]!
         const update = yield* send(setUp, badPhone("p-phone-old", "2026-01-10T12:00:00Z"))
         const log = yield* awaitLogged(source, [fresh, update])
-        assert.deepStrictEqual(
+        // Two prospects, so possibly two partitions: the log's order between them is not defined.
+        assert.sameDeepMembers(
           log.map((r) => [r.event_id, r.outcome, r.reason]),
           [
             [fresh, "ignored", "Phone is not valid"],
