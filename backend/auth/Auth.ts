@@ -10,7 +10,7 @@ import {
   SignJWT,
 } from "jose"
 import { AppConfig } from "../platform/Config.ts"
-import { Crypto, decoyHash, hashSecret, randomToken, verifySecret } from "../platform/Crypto.ts"
+import { Crypto, randomToken, verifySecret } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
 import { Unauthorized } from "../platform/Http.ts"
 import { metrics } from "../platform/Observability.ts"
@@ -84,7 +84,7 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
     const repo = yield* AuthRepo
     const db = yield* Db
     const crypto = yield* Crypto
-    const decoy = yield* decoyHash
+    const decoy = crypto.decoyHash
 
     const issuer = (gateway: Gateway) => (gateway === "partner" ? config.publicBaseUrl : config.ingestBaseUrl)
 
@@ -205,7 +205,7 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
             id,
             gateway: input.gateway,
             name: input.name,
-            secretHash: yield* hashSecret(secret),
+            secretHash: yield* crypto.hashSecret(secret),
             scopes,
             provider: input.provider ?? null,
             source: input.source ?? null,

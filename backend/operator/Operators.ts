@@ -1,5 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
-import { hashSecret, randomToken } from "../platform/Crypto.ts"
+import { Crypto, randomToken } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
 import { hasControlCharacter } from "../platform/FieldLimits.ts"
 import { recordAudit } from "./Audit.ts"
@@ -47,6 +47,7 @@ export class Operators extends Context.Service<Operators>()("partner-service/ope
   make: Effect.gen(function* () {
     const db = yield* Db
     const repo = yield* OperatorRepo
+    const crypto = yield* Crypto
 
     /**
      * A new operator; `password` when given must be 12 to 1,024 characters, otherwise one is generated and
@@ -71,7 +72,7 @@ export class Operators extends Context.Service<Operators>()("partner-service/ope
         })
       }
       const password = given ?? randomToken(18)
-      const passwordHash = yield* hashSecret(password)
+      const passwordHash = yield* crypto.hashSecret(password)
       return yield* db.transaction(
         Effect.gen(function* () {
           const row = yield* repo.insertOperator({ email, role, passwordHash })
@@ -159,5 +160,8 @@ export class Operators extends Context.Service<Operators>()("partner-service/ope
     return { create, list, update, auditLog, owners, providers }
   }),
 }) {
-  static readonly layer = Layer.effect(Operators, Operators.make).pipe(Layer.provide(OperatorRepo.layer))
+  static readonly layer = Layer.effect(Operators, Operators.make).pipe(
+    Layer.provide(OperatorRepo.layer),
+    Layer.provide(Crypto.layer),
+  )
 }

@@ -1,5 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
-import { constantTimeEqual, decoyHash, randomToken, verifySecret } from "../platform/Crypto.ts"
+import { constantTimeEqual, Crypto, randomToken, verifySecret } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
 import { type OperatorView, SignInRefused, SignInThrottled } from "./Domain.ts"
 import { operatorView } from "./Operators.ts"
@@ -39,7 +39,7 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
   make: Effect.gen(function* () {
     const db = yield* Db
     const repo = yield* OperatorRepo
-    const decoy = yield* decoyHash
+    const decoy = (yield* Crypto).decoyHash
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
     /**
@@ -119,5 +119,8 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
     return { signIn, current, csrfMatches, signOut }
   }),
 }) {
-  static readonly layer = Layer.effect(Sessions, Sessions.make).pipe(Layer.provide(OperatorRepo.layer))
+  static readonly layer = Layer.effect(Sessions, Sessions.make).pipe(
+    Layer.provide(OperatorRepo.layer),
+    Layer.provide(Crypto.layer),
+  )
 }

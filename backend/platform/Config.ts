@@ -129,6 +129,11 @@ export interface AppConfigShape {
    * a flood of token requests leaves the event loop and the other cores to the requests already authenticated.
    */
   readonly tokenHashConcurrency: number
+  /**
+   * scrypt's cost as log2 of N for new client secrets and operator passwords; each stored hash carries its own,
+   * so a change applies to hashes made after it.
+   */
+  readonly secretHashCost: number
   /** base64 of 32 bytes; absent in development until the local key file is created by Crypto */
   readonly masterKey: Option.Option<Redacted.Redacted<string>>
   readonly httpMaxBodyBytes: number
@@ -292,6 +297,14 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         "a whole number from 1 to 64",
         integer(1, 64),
         () => Math.max(1, Math.floor(availableParallelism() / 2)),
+      ),
+      secretHashCost: yield* setting(
+        "SECRET_HASH_COST",
+        serviceEnv === "production"
+          ? "a whole number from 15 to 17 in production"
+          : "a whole number from 10 to 17",
+        integer(serviceEnv === "production" ? 15 : 10, 17),
+        () => 15,
       ),
       masterKey: masterKeyValue,
       httpMaxBodyBytes: yield* setting(

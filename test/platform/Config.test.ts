@@ -181,6 +181,22 @@ describe("AppConfig", () => {
     }),
   )
 
+  it.effect("takes a cheaper secret hash only outside production", () =>
+    Effect.gen(function* () {
+      const cost = (env: Record<string, string>) =>
+        Effect.map(configFrom(env), (config) => config.secretHashCost)
+      assert.strictEqual(yield* cost({}), 15)
+      assert.strictEqual(yield* cost({ SECRET_HASH_COST: "10" }), 10)
+      const production = { SERVICE_ENV: "production", MASTER_KEY: masterKey, ...PAYMENTS }
+      assert.strictEqual(yield* cost(production), 15)
+      assert.strictEqual(yield* cost({ ...production, SECRET_HASH_COST: "16" }), 16)
+      const refused = yield* configInvalid({ ...production, SECRET_HASH_COST: "10" })
+      assert.strictEqual(refused.variable, "SECRET_HASH_COST")
+      assert.include(refused.message, "a whole number from 15 to 17 in production")
+      assert.strictEqual((yield* configInvalid({ SECRET_HASH_COST: "18" })).variable, "SECRET_HASH_COST")
+    }),
+  )
+
   it.effect("takes a fractional webhook backoff unit, so a test can run the whole schedule quickly", () =>
     Effect.gen(function* () {
       const unit = (value: string) =>

@@ -6,7 +6,7 @@ import postgres from "postgres"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { stripeProvider, TEST_CARDS, testProvider } from "../../backend/policies/Payments.ts"
 import { runCli } from "../support/Cli.ts"
-import { baseDatabaseUrl, isolatedEnv } from "../support/TestPlatform.ts"
+import { baseDatabaseUrl, isolatedEnv, PRODUCTION } from "../support/TestPlatform.ts"
 
 const card = (number: string) => ({ number, expMonth: 12, expYear: 2039, cvc: "123", name: "John Doe" })
 const charge = (reference: string, occasion: "enrollment" | "recurring") => ({
@@ -167,11 +167,7 @@ describe("payment providers", () => {
     "the CLI helper is refused in production, before it connects to anything",
     () =>
       Effect.gen(function* () {
-        const env = isolatedEnv({
-          SERVICE_ENV: "production",
-          PAYMENT_PROVIDER: "stripe",
-          STRIPE_SECRET_KEY: "sk_test_cli",
-        })
+        const env = isolatedEnv(PRODUCTION)
         const run = yield* runCli(
           env,
           "enrollment",

@@ -13,10 +13,11 @@ export const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
 /**
  * The settings production requires beyond the base env: a real payment provider, whose key here is a test key
- * no call ever uses.
+ * no call ever uses, and a full-cost secret hash.
  */
 export const PRODUCTION = {
   SERVICE_ENV: "production",
+  SECRET_HASH_COST: "15",
   PAYMENT_PROVIDER: "stripe",
   STRIPE_SECRET_KEY: "sk_test_production",
 } as const
@@ -33,6 +34,8 @@ export const isolatedEnv = (overrides: Record<string, string> = {}) => {
     NATS_SUBJECT_PREFIX: `t${id}`,
     LOG_LEVEL: "warn",
     MASTER_KEY: randomBytes(32).toString("base64"),
+    // scrypt's cheapest allowed cost: the same code at a 32nd of the work a production hash takes.
+    SECRET_HASH_COST: "10",
     ...overrides,
   } as Record<string, string>
 }
