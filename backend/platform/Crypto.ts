@@ -18,10 +18,10 @@ const scrypt = (secret: string, salt: Buffer, keylen: number, options: ScryptOpt
   )
 
 /**
- * scrypt with r=8, p=1 and N=2^SECRET_HASH_COST (2^15 by default: about 32 MiB and a tenth of a second a hash,
- * slow enough to resist guessing; tests take a cheaper N, which each stored hash names).
+ * scrypt with r=8, p=1 and N=2^SECRET_HASH_COST (2^15 by default, 32 MiB a hash: slow enough to resist
+ * guessing; tests take a cheaper N, which each stored hash names). `maxmem` is twice what the highest cost needs.
  */
-const SCRYPT = { r: 8, p: 1, maxmem: 256 * 1024 * 1024 } as const // 2^17 * 1 KiB, the highest cost, with room
+const SCRYPT = { r: 8, p: 1, maxmem: 256 * 1024 * 1024 } as const
 const HASH_BYTES = 32
 const SEALED_VERSION = 1
 
