@@ -39,7 +39,8 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
   make: Effect.gen(function* () {
     const db = yield* Db
     const repo = yield* OperatorRepo
-    const decoy = (yield* Crypto).decoyHash
+    // A hash of a random password: signing in with an unknown email costs what a real check does.
+    const decoy = yield* (yield* Crypto).hashSecret(randomToken(32))
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
     /**

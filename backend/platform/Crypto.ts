@@ -69,8 +69,6 @@ export interface CryptoShape {
   readonly mac: (purpose: string, message: string) => string
   /** A client secret's or password's hash, at the configured cost. */
   readonly hashSecret: (secret: string) => Effect.Effect<string>
-  /** A hash of a random secret: verifying against it costs what a real one does, for unknown ids and emails. */
-  readonly decoyHash: string
 }
 
 /**
@@ -131,8 +129,7 @@ export class Crypto extends Context.Service<Crypto, CryptoShape>()("partner-serv
         }
         return createHmac("sha256", purposeKey).update(message).digest("base64url")
       }
-      const hashSecret = hashWithCost((yield* AppConfig).secretHashCost)
-      return Crypto.of({ seal, open, mac, hashSecret, decoyHash: yield* hashSecret(randomToken(32)) })
+      return Crypto.of({ seal, open, mac, hashSecret: hashWithCost((yield* AppConfig).secretHashCost) })
     }),
   )
 }
