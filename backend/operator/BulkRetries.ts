@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect, FiberMap, Layer, Schedule, Schema } from "effect"
 import { Db } from "../platform/Db.ts"
+import { isJsonObject } from "../platform/Validation.ts"
 import { Endpoints } from "../webhooks/Endpoints.ts"
 import { type BulkRetryRow, BulkRetriesRepo, type BulkRetryStatus } from "./BulkRetriesRepo.ts"
 import { Deliveries, DeliveryFilterInvalid, FilterKeys, readFilter } from "./DeliveryQueries.ts"
@@ -54,9 +55,6 @@ const toBulkRetry = (row: BulkRetryRow): BulkRetry => ({
   finished_at: row.finished_at === null ? null : row.finished_at.toISOString(),
 })
 
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /** What a step of a job did: there is more to do, or the job no longer runs here. */
 type Step = "continue" | "stop"
 
@@ -100,7 +98,7 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
       createdBy: string,
     ) {
       const fields: Record<string, string> = {}
-      if (!isRecord(filterInput)) fields.filter = "must be an object of filters"
+      if (!isJsonObject(filterInput)) fields.filter = "must be an object of filters"
       else {
         const unknown = Object.keys(filterInput).filter(
           (key) => !(FilterKeys as ReadonlyArray<string>).includes(key),

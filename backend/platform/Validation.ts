@@ -1,5 +1,9 @@
 import { Schema } from "effect"
 
+/** A JSON object (not null, not an array): what a request body's envelope must be. */
+export const isJsonObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
 /** Field-level errors as the contract writes them: `{ "address.zip": ["is not a valid ZIP code"] }`. */
 export type FieldErrors = Record<string, Array<string>>
 

@@ -1,15 +1,12 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import { Outbox } from "../platform/Outbox.ts"
-import { decodeFields, joinedMessages } from "../platform/Validation.ts"
+import { decodeFields, isJsonObject, joinedMessages } from "../platform/Validation.ts"
 import { moveOutInitiated } from "./LifecycleEvents.ts"
 import { type MoveOut, MoveOutInput, MoveOutInvalid } from "./LifecycleDomain.ts"
 import { LifecycleRepo, type MoveOutRow } from "./LifecycleRepo.ts"
 
 const decodeMoveOut = decodeFields(MoveOutInput)
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const view = (row: MoveOutRow): MoveOut => ({
   id: Number(row.id),
@@ -36,7 +33,7 @@ export class MoveOuts extends Context.Service<MoveOuts>()("partner-service/polic
     const outbox = yield* Outbox
 
     const upsert = Effect.fn("MoveOuts.upsert")(function* (ownerSlug: string, body: unknown) {
-      if (!isObject(body) || !isObject(body.move_out)) {
+      if (!isJsonObject(body) || !isJsonObject(body.move_out)) {
         return yield* new MoveOutInvalid({ fields: { move_out: "Move out is required (an object)" } })
       }
       const decoded = decodeMoveOut(body.move_out)

@@ -4,7 +4,7 @@ import { Crypto } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
 import type { Caller } from "../platform/Http.ts"
 import { Outbox, type OutboxMessage } from "../platform/Outbox.ts"
-import { decodeFields } from "../platform/Validation.ts"
+import { decodeFields, isJsonObject } from "../platform/Validation.ts"
 import { failed, type ItemResult, type OwnerRow } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
 import {
@@ -64,8 +64,6 @@ const toText = (value: unknown) => (value === null || value === undefined ? null
 /** As the database reads it back: UTC, milliseconds only when there are some. */
 const utcTimestamp = (value: string | null) =>
   value === null ? null : new Date(value).toISOString().replace(".000Z", "Z")
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The prospect's fields, or ProspectInvalid with a sentence per bad field (returned, not failed). */
 export const checkFields = (raw: unknown): ProspectFields | ProspectInvalid => {
@@ -310,7 +308,7 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
               ? undefined
               : yield* nestedItem(nested.unit, "units:write", caller, () =>
                   roster.upsertUnits(slug, caller.clientId, [
-                    isObject(nested.unit) && unitsProperty !== null
+                    isJsonObject(nested.unit) && unitsProperty !== null
                       ? { property_external_id: unitsProperty, ...nested.unit }
                       : nested.unit,
                   ]),
@@ -449,8 +447,8 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
      * prospect changes nothing.
      */
     const upsert = Effect.fn("Prospects.upsert")(function* (slug: string, caller: Caller, body: unknown) {
-      const raw = isObject(body) ? body.prospect : undefined
-      if (!isObject(raw)) {
+      const raw = isJsonObject(body) ? body.prospect : undefined
+      if (!isJsonObject(raw)) {
         return yield* new ProspectInvalid({
           fields: {
             prospect: "The body must be an object whose one key, prospect, holds the prospect fields",

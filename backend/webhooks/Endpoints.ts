@@ -1,7 +1,7 @@
 import { isIP } from "node:net"
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
-import { decodeFields } from "../platform/Validation.ts"
+import { decodeFields, isJsonObject } from "../platform/Validation.ts"
 import { Db } from "../platform/Db.ts"
 import {
   DEFAULT_PER_PAGE,
@@ -40,9 +40,6 @@ const isPrivateHost = (hostname: string) => {
   return isLocalhostName(host) || (isIP(host) !== 0 && isForbiddenAddress(host))
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 const ENDPOINT_REQUIRED = "Endpoint must be an object with name, destination_url and events"
 const PRIVATE_DESTINATION = "Destination url must be a publicly reachable host"
 
@@ -55,8 +52,8 @@ const decodeUpdate = decodeFields(EndpointUpdateFields)
  * message. Whether a private destination is allowed is the deployment's choice, checked after the schema.
  */
 const readEndpoint = (body: unknown, creating: boolean, allowPrivate: boolean) => {
-  const endpoint = isRecord(body) ? body.endpoint : undefined
-  if (!isRecord(endpoint)) return { fields: { base: ENDPOINT_REQUIRED } as Fields }
+  const endpoint = isJsonObject(body) ? body.endpoint : undefined
+  if (!isJsonObject(endpoint)) return { fields: { base: ENDPOINT_REQUIRED } as Fields }
   const decoded = creating ? decodeCreate(endpoint) : decodeUpdate(endpoint)
   const fields: Fields = {}
   if ("errors" in decoded) {
