@@ -2,10 +2,9 @@ import { randomBytes } from "node:crypto"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import { Effect, Layer, References } from "effect"
-import postgres from "postgres"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { PlatformLayer } from "../../backend/platform/Platform.ts"
-import { createFromTemplate } from "./TemplateDatabase.ts"
+import { adminConnection, createFromTemplate } from "./TemplateDatabase.ts"
 
 export const baseDatabaseUrl =
   process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/partner_service"
@@ -42,10 +41,8 @@ export const isolatedEnv = (overrides: Record<string, string> = {}) => {
 
 /** Drops what `isolatedEnv` made: the database and every stream whose name carries the prefix. */
 export const dropIsolated = async (env: Record<string, string>) => {
-  const admin = new URL(env.DATABASE_URL!)
-  const name = admin.pathname.slice(1)
-  admin.pathname = "/postgres"
-  const sql = postgres(admin.toString(), { max: 1, onnotice: () => undefined })
+  const name = new URL(env.DATABASE_URL!).pathname.slice(1)
+  const sql = adminConnection(env.DATABASE_URL!)
   await sql`drop database if exists ${sql(name)} with (force)`
   await sql.end()
   const nc = await connect({ servers: env.NATS_URL ?? natsUrl })
