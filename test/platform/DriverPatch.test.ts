@@ -1,0 +1,44 @@
+import { spawnSync } from "node:child_process"
+import { cpSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, assert, describe, it } from "vitest"
+import { baseDatabaseUrl } from "../support/TestPlatform.ts"
+
+const root = fileURLToPath(new URL("../../", import.meta.url))
+const fixture = fileURLToPath(new URL("fixtures/reserved-connection-loss.mjs", import.meta.url))
+const patch = path.join(root, "infra/patches/postgres+3.4.9.patch")
+const installed = path.join(root, "node_modules/postgres")
+const serverUrl = Object.assign(new URL(baseDatabaseUrl), { pathname: "/postgres" }).toString()
+
+const run = (driverDir: string) =>
+  spawnSync(process.execPath, [fixture, driverDir, serverUrl], { encoding: "utf8", timeout: 30_000 })
+
+describe("the postgres driver as installed (infra/patches)", () => {
+  const scratch = mkdtempSync(path.join(tmpdir(), "driver-"))
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+  it("without the patch, a query on a reserved connection whose backend died ends the process", () => {
+    cpSync(installed, path.join(scratch, "node_modules/postgres"), { recursive: true })
+    const reverse = spawnSync("git", ["apply", "--reverse", patch], { cwd: scratch, encoding: "utf8" })
+    assert.strictEqual(reverse.status, 0, reverse.stderr)
+    const unpatched = run(path.join(scratch, "node_modules/postgres"))
+    assert.notStrictEqual(unpatched.status, 0)
+    assert.include(unpatched.stderr, "TypeError: Cannot read properties of null (reading 'write')")
+    assert.include(unpatched.stderr, "nextWrite")
+    assert.notInclude(unpatched.stdout, "survived")
+  })
+
+  it("refuses queries on a connection whose backend died, keeps the process, and the pool serves again", () => {
+    const patched = run(installed)
+    assert.strictEqual(patched.status, 0, patched.stderr)
+    assert.deepStrictEqual(patched.stdout.trim().split("\n"), [
+      "reserved: refused CONNECTION_CLOSED",
+      "reserved again: refused CONNECTION_CLOSED",
+      "transaction: refused CONNECTION_CLOSED",
+      ...Array.from({ length: 6 }, () => "pool: answered"),
+      "survived",
+    ])
+  })
+})
