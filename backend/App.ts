@@ -9,6 +9,7 @@ import { ingestRoutes } from "./ingest/Http.ts"
 import { BulkRetries } from "./operator/BulkRetries.ts"
 import { Deliveries } from "./operator/DeliveryQueries.ts"
 import { Health } from "./operator/Health.ts"
+import { Retention } from "./operator/Retention.ts"
 import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
 import { actorLayer } from "./platform/Actor.ts"
@@ -129,13 +130,14 @@ export const appLayer = (config: AppConfigShape) => {
         webhookWorkersLayer,
         BulkRetries.runnerLayer,
         Health.pruneLayer,
+        Retention.sweepLayer,
       ]
     : []
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
     Layer.provideMerge(DeliveryActions.layer),
     Layer.provideMerge(BulkRetries.layer),
-    Layer.provideMerge(Layer.mergeAll(Deliveries.layer, Health.layer)),
+    Layer.provideMerge(Layer.mergeAll(Deliveries.layer, Health.layer, Retention.layer)),
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Endpoints.layer),
     Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),

@@ -146,6 +146,16 @@ export interface AppConfigShape {
   readonly metricsToken: Option.Option<Redacted.Redacted<string>>
   /** Days the ingest log keeps a consumed event's record. */
   readonly ingestLogRetentionDays: number
+  readonly retention: {
+    /** Days a finished webhook delivery (with its attempts) and a finished bulk retry are kept after creation. */
+    readonly deliveryDays: number
+    /** Days a dead letter is kept. */
+    readonly deadLetterDays: number
+    /** Seconds between two sweeps of what is past its retention (in the workers role). */
+    readonly sweepSeconds: number
+  }
+  /** The byte limit of each JetStream stream (its age limit is a week), by the stream's base name. */
+  readonly streamMaxBytes: Readonly<Record<StreamLimitName, number>>
   readonly webhook: {
     readonly backoffUnitMs: number
     readonly timeoutMs: number
@@ -159,6 +169,43 @@ export interface AppConfigShape {
 }
 
 const LogLevels = ["trace", "debug", "info", "warn", "error"] as const
+
+/** Streams with a byte limit of their own: DESIGN.md's six and the policy documents' object store bucket. */
+export const StreamLimitNames = [
+  "INGEST",
+  "ROSTER",
+  "ELIGIBILITY",
+  "EVENTS",
+  "WEBHOOKS",
+  "DOCUMENTS",
+  "POLICY_DOCUMENTS",
+] as const
+export type StreamLimitName = (typeof StreamLimitNames)[number]
+
+const MIB = 1024 * 1024
+const GIB = 1024 * MIB
+/**
+ * JetStream reserves a stream's byte limit out of the server's storage when the stream is created (a server
+ * refuses streams whose limits add up to more than it may store), so the defaults stay within a small disk.
+ */
+const STREAM_MAX_BYTES_DEFAULTS: Readonly<Record<StreamLimitName, number>> = {
+  INGEST: 1 * GIB,
+  ROSTER: 256 * MIB,
+  ELIGIBILITY: 512 * MIB,
+  EVENTS: 1 * GIB,
+  WEBHOOKS: 1 * GIB,
+  DOCUMENTS: 128 * MIB,
+  POLICY_DOCUMENTS: 4 * GIB,
+}
+
+/** A byte count, plain or with a 1024-based unit: `1073741824`, `512MB`, `2GB`, `1TB`. */
+const bytes = (min: number, max: number) => (value: string) => {
+  const match = /^(\d+)\s*(KB|MB|GB|TB)?$/i.exec(value)
+  if (match === null) return undefined
+  const unit = { KB: 1024, MB: MIB, GB: GIB, TB: 1024 * GIB }[(match[2] ?? "").toUpperCase()] ?? 1
+  const n = Number(match[1]) * unit
+  return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined
+}
 
 export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config.ConfigError> = Effect.gen(
   function* () {
@@ -335,6 +382,39 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         integer(1, 3650),
         () => 30,
       ),
+      retention: {
+        deliveryDays: yield* setting(
+          "WEBHOOK_DELIVERY_RETENTION_DAYS",
+          "a whole number of days from 1 to 3650",
+          integer(1, 3650),
+          () => 30,
+        ),
+        deadLetterDays: yield* setting(
+          "DEAD_LETTER_RETENTION_DAYS",
+          "a whole number of days from 1 to 3650",
+          integer(1, 3650),
+          () => 30,
+        ),
+        sweepSeconds: yield* setting(
+          "RETENTION_SWEEP_SECONDS",
+          "a whole number of seconds from 1 to 86400",
+          integer(1, 86_400),
+          () => 300,
+        ),
+      },
+      streamMaxBytes: Object.fromEntries(
+        yield* Effect.forEach(StreamLimitNames, (name) =>
+          Effect.map(
+            setting(
+              `NATS_MAX_BYTES_${name}`,
+              "a number of bytes from 1MB to 1024TB, plain or with a unit (512MB, 2GB, 1TB)",
+              bytes(MIB, 1024 * 1024 * GIB),
+              () => STREAM_MAX_BYTES_DEFAULTS[name],
+            ),
+            (limit) => [name, limit] as const,
+          ),
+        ),
+      ) as Record<StreamLimitName, number>,
       webhook: {
         backoffUnitMs: yield* setting(
           "WEBHOOK_BACKOFF_UNIT_MS",

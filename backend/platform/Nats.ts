@@ -45,6 +45,22 @@ export const Streams = {
 } as const
 export type StreamBase = keyof typeof Streams
 
+/**
+ * What a stream at its byte limit does with a new message. `New` refuses it, for streams whose unread messages
+ * exist nowhere else: the ingestion gateway then answers 503 with Retry-After, and the outbox keeps its rows and
+ * publishes them again. `Old` drops the oldest messages, for streams Postgres can fill again (attempt messages:
+ * the deliveries are rows, and a lost attempt message is published again) or that only people read (the roster's
+ * and the webhooks' status messages).
+ */
+export const STREAM_DISCARD: Readonly<Record<StreamBase, DiscardPolicy>> = {
+  INGEST: DiscardPolicy.New,
+  ROSTER: DiscardPolicy.Old,
+  ELIGIBILITY: DiscardPolicy.New,
+  EVENTS: DiscardPolicy.New,
+  WEBHOOKS: DiscardPolicy.Old,
+  DOCUMENTS: DiscardPolicy.New,
+}
+
 /** How long `publish` waits for JetStream's acknowledgement (nats.js's default for `js.publish`). */
 const PUBLISH_TIMEOUT_MS = 5000
 
@@ -129,13 +145,16 @@ const streamConfig = (
   name: string,
   subjects: Array<string>,
   replicas: number,
+  maxBytes: number,
+  discard: DiscardPolicy,
 ): Partial<StreamConfig> & { name: string } => ({
   name,
   subjects,
   retention: RetentionPolicy.Limits,
   storage: StorageType.File,
-  discard: DiscardPolicy.Old,
+  discard,
   max_age: STREAM_MAX_AGE,
+  max_bytes: maxBytes,
   duplicate_window: DUPLICATE_WINDOW,
   num_replicas: replicas,
 })
@@ -143,6 +162,7 @@ const streamConfig = (
 const differs = (want: Partial<StreamConfig>, have: StreamConfig) =>
   JSON.stringify(want.subjects) !== JSON.stringify(have.subjects) ||
   want.max_age !== have.max_age ||
+  want.max_bytes !== have.max_bytes ||
   want.duplicate_window !== have.duplicate_window ||
   want.discard !== have.discard ||
   want.num_replicas !== have.num_replicas
@@ -208,6 +228,8 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           streamName(base),
           [subject(`${Streams[base]}.>`)],
           config.natsStreamReplicas,
+          config.streamMaxBytes[base],
+          STREAM_DISCARD[base],
         )
         const have = yield* Effect.promise(() =>
           jsm.streams

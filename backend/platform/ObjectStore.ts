@@ -7,7 +7,8 @@ import { NatsClient } from "./nats/Client.ts"
 /**
  * Blobs in JetStream object store buckets, written once: a name is never written twice, so what a link named
  * stays what it was. Buckets keep objects for ever (no TTL) and carry the deployment's prefix in their name
- * (`<PREFIX>_<BUCKET>`, stream `OBJ_<PREFIX>_<BUCKET>`).
+ * (`<PREFIX>_<BUCKET>`, stream `OBJ_<PREFIX>_<BUCKET>`). A bucket named in `NATS_MAX_BYTES_<BUCKET>` stops at that
+ * many bytes: a full bucket refuses new objects (JetStream's `discard new` for object stores) and keeps the old.
  */
 export interface ObjectStoreShape {
   /**
@@ -30,7 +31,7 @@ export class ObjectStore extends Context.Service<ObjectStore, ObjectStoreShape>(
   static readonly layer = Layer.effect(
     ObjectStore,
     Effect.gen(function* () {
-      const { connection } = yield* NatsClient
+      const { connection, jsm } = yield* NatsClient
       const config = yield* AppConfig
       const objm = new Objm(connection)
       const prefix = config.natsSubjectPrefix
@@ -42,10 +43,22 @@ export class ObjectStore extends Context.Service<ObjectStore, ObjectStoreShape>(
       const bucketOf = (base: string) => {
         let bucket = opened.get(base)
         if (bucket === undefined) {
-          bucket = objm.create(bucketName(base), {
-            storage: StorageType.File,
-            replicas: config.natsStreamReplicas,
-          })
+          const maxBytes = (config.streamMaxBytes as Readonly<Record<string, number | undefined>>)[base] ?? -1
+          const stream = `OBJ_${bucketName(base)}`
+          // Opening an existing bucket leaves its stream as it is, so a changed limit is applied here.
+          bucket = objm
+            .create(bucketName(base), {
+              storage: StorageType.File,
+              replicas: config.natsStreamReplicas,
+              max_bytes: maxBytes,
+            })
+            .then(async (opened) => {
+              const info = await jsm.streams.info(stream)
+              if (info.config.max_bytes !== maxBytes) {
+                await jsm.streams.update(stream, { ...info.config, max_bytes: maxBytes })
+              }
+              return opened
+            })
           bucket.catch(() => opened.delete(base))
           opened.set(base, bucket)
         }

@@ -55,6 +55,15 @@ const badValues: ReadonlyArray<{
     expected: "a number of milliseconds from 0.01 to 3600000",
   },
   { variable: "LOG_LEVEL", value: "loud", expected: "one of trace, debug, info, warn, error" },
+  {
+    variable: "WEBHOOK_DELIVERY_RETENTION_DAYS",
+    value: "0",
+    expected: "a whole number of days from 1 to 3650",
+  },
+  { variable: "DEAD_LETTER_RETENTION_DAYS", value: "30d", expected: "a whole number of days from 1 to 3650" },
+  { variable: "RETENTION_SWEEP_SECONDS", value: "0", expected: "a whole number of seconds from 1 to 86400" },
+  { variable: "NATS_MAX_BYTES_INGEST", value: "2 GiB", expected: "a number of bytes from 1MB to 1024TB" },
+  { variable: "NATS_MAX_BYTES_EVENTS", value: "1000", expected: "a number of bytes from 1MB to 1024TB" },
 ]
 
 /** AppConfig as the service reads it from `env`, and nothing else: no process environment leaks in. */
@@ -122,6 +131,28 @@ describe("AppConfig", () => {
       assert.isTrue(Option.isNone(config.webhook.extraCaFile))
       assert.isTrue(config.webhook.allowPrivateDestinations)
       assert.strictEqual(config.logLevel, "info")
+      assert.deepStrictEqual(config.retention, { deliveryDays: 30, deadLetterDays: 30, sweepSeconds: 300 })
+      const GIB = 1024 ** 3
+      assert.deepStrictEqual(config.streamMaxBytes, {
+        INGEST: GIB,
+        ROSTER: GIB / 4,
+        ELIGIBILITY: GIB / 2,
+        EVENTS: GIB,
+        WEBHOOKS: GIB,
+        DOCUMENTS: GIB / 8,
+        POLICY_DOCUMENTS: 4 * GIB,
+      })
+    }),
+  )
+
+  it.effect("reads stream byte limits plain or with a 1024-based unit", () =>
+    Effect.gen(function* () {
+      const limit = (value: string) =>
+        Effect.map(configFrom({ NATS_MAX_BYTES_WEBHOOKS: value }), (config) => config.streamMaxBytes.WEBHOOKS)
+      assert.strictEqual(yield* limit("1048576"), 1024 ** 2)
+      assert.strictEqual(yield* limit("512MB"), 512 * 1024 ** 2)
+      assert.strictEqual(yield* limit("3gb"), 3 * 1024 ** 3)
+      assert.strictEqual(yield* limit("1TB"), 1024 ** 4)
     }),
   )
 

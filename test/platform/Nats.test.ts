@@ -5,7 +5,13 @@ import path from "node:path"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Cause, type Duration, Effect, Fiber, Layer, Logger } from "effect"
 import { AppConfig } from "../../backend/platform/Config.ts"
-import { type DurableConsumer, Nats, type PulledMessage } from "../../backend/platform/Nats.ts"
+import {
+  type DurableConsumer,
+  Nats,
+  type PulledMessage,
+  type StreamBase,
+  Streams,
+} from "../../backend/platform/Nats.ts"
 import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { recountsPendingPerDelivery } from "../../backend/platform/nats/ServerVersion.ts"
 import { eventually } from "../support/Streams.ts"
@@ -34,6 +40,58 @@ describe("Nats", () => {
           const after = yield* Effect.promise(() => client.jsm.streams.info(nats.streamName("EVENTS")))
           assert.deepStrictEqual(after.config, before.config)
         }),
+    )
+
+    it.effect(
+      "gives every stream its byte limit from the settings and its discard policy, beside the week's age limit",
+      () =>
+        Effect.gen(function* () {
+          const nats = yield* Nats
+          const client = yield* NatsClient
+          const config = yield* AppConfig
+          const discards: Record<string, string> = {}
+          for (const base of Object.keys(Streams) as Array<StreamBase>) {
+            const info = yield* Effect.promise(() => client.jsm.streams.info(nats.streamName(base)))
+            assert.strictEqual(info.config.max_bytes, config.streamMaxBytes[base], base)
+            assert.strictEqual(info.config.max_bytes, 128 * 1024 * 1024, base)
+            assert.strictEqual(info.config.max_age, 7 * 86_400 * 1_000_000_000, base)
+            discards[base] = info.config.discard
+          }
+          assert.deepStrictEqual(discards, {
+            INGEST: "new",
+            ROSTER: "old",
+            ELIGIBILITY: "new",
+            EVENTS: "new",
+            WEBHOOKS: "old",
+            DOCUMENTS: "new",
+          })
+        }),
+    )
+
+    it.effect("refuses a publish to a full `discard new` stream and keeps what it holds", () =>
+      Effect.gen(function* () {
+        const nats = yield* Nats
+        const client = yield* NatsClient
+        const name = nats.streamName("DOCUMENTS")
+        const info = yield* Effect.promise(() => client.jsm.streams.info(name))
+        yield* Effect.promise(() =>
+          client.jsm.streams.update(name, { ...info.config, max_bytes: 1024 * 1024 }),
+        )
+        const chunk = new Uint8Array(100 * 1024)
+        let refused: string | undefined
+        for (let i = 0; i < 20 && refused === undefined; i++) {
+          const result = yield* Effect.result(
+            nats.tryPublish(nats.subject(`documents.generate.full.${i}`), chunk, { timeout: "5 seconds" }),
+          )
+          if (result._tag === "Failure") refused = result.failure.message
+        }
+        assert.include(refused ?? "", "maximum bytes exceeded")
+        const full = yield* Effect.promise(() => client.jsm.streams.info(name))
+        assert.strictEqual(full.state.first_seq, 1, "the oldest message was dropped")
+        yield* nats.ensureStreams
+        const restored = yield* Effect.promise(() => client.jsm.streams.info(name))
+        assert.strictEqual(restored.config.max_bytes, 128 * 1024 * 1024)
+      }),
     )
 
     it.effect("updates a stream whose configuration drifted", () =>

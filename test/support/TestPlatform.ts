@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import { Effect, Layer, References } from "effect"
-import { AppConfig } from "../../backend/platform/Config.ts"
+import { AppConfig, StreamLimitNames } from "../../backend/platform/Config.ts"
 import { PlatformLayer } from "../../backend/platform/Platform.ts"
 import { adminConnection, createFromTemplate } from "./TemplateDatabase.ts"
 
@@ -35,6 +35,8 @@ export const isolatedEnv = (overrides: Record<string, string> = {}) => {
     MASTER_KEY: randomBytes(32).toString("base64"),
     // scrypt's cheapest allowed cost: the same code at a 32nd of the work a production hash takes.
     SECRET_HASH_COST: "10",
+    // JetStream reserves each stream's byte limit out of the shared server's storage while the stream exists.
+    ...Object.fromEntries(StreamLimitNames.map((name) => [`NATS_MAX_BYTES_${name}`, "128MB"])),
     ...overrides,
   } as Record<string, string>
 }

@@ -1,0 +1,90 @@
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { AppConfig } from "../platform/Config.ts"
+import { RetentionRepo } from "./RetentionRepo.ts"
+import { ABSOLUTE_TIMEOUT_MS, FAILURE_WINDOW_MS } from "./Sessions.ts"
+
+/** Rows one statement of the sweep deletes at most: a batch's row locks are held for one short statement. */
+export const SWEEP_BATCH = 1000
+
+const DAY_MS = 86_400_000
+
+/** What one sweep deleted, by kind. */
+export interface Pruned {
+  readonly deliveries: number
+  readonly bulk_retry_rows: number
+  readonly dead_letters: number
+  readonly operator_sessions: number
+  readonly sign_in_failures: number
+}
+
+/**
+ * Deletes what is past its retention: finished webhook deliveries with their attempts and finished bulk retries
+ * (`WEBHOOK_DELIVERY_RETENTION_DAYS` after creation, or after finishing for a bulk retry), dead letters
+ * (`DEAD_LETTER_RETENTION_DAYS`), console sessions past their 12 hours and failed sign-ins outside the throttle's
+ * window. Deliveries still under way are kept until they end; the audit log and policy documents are never
+ * deleted. Every process with the workers role sweeps; concurrent sweeps skip each other's rows.
+ */
+export class Retention extends Context.Service<Retention>()("partner-service/operator/Retention", {
+  make: Effect.gen(function* () {
+    const repo = yield* RetentionRepo
+    const config = yield* AppConfig
+
+    /** Batches of `prune` until one deletes fewer than a batch; how many rows went. */
+    const drain = (batch: number, prune: (limit: number) => Effect.Effect<number>) =>
+      Effect.gen(function* () {
+        let total = 0
+        for (let n = batch; n >= batch; total += n) n = yield* prune(batch)
+        return total
+      })
+
+    const sweep = Effect.fn("Retention.sweep")(function* (batch: number = SWEEP_BATCH) {
+      const now = yield* Clock.currentTimeMillis
+      const deliveriesBefore = new Date(now - config.retention.deliveryDays * DAY_MS)
+      return {
+        deliveries:
+          (yield* drain(batch, (limit) => repo.pruneDeliveries("delivered", deliveriesBefore, limit))) +
+          (yield* drain(batch, (limit) => repo.pruneDeliveries("failed", deliveriesBefore, limit))),
+        bulk_retry_rows: yield* drain(batch, (limit) => repo.pruneBulkRetries(deliveriesBefore, limit)),
+        dead_letters: yield* drain(batch, (limit) =>
+          repo.pruneDeadLetters(new Date(now - config.retention.deadLetterDays * DAY_MS), limit),
+        ),
+        operator_sessions: yield* drain(batch, (limit) =>
+          repo.pruneSessions(new Date(now - ABSOLUTE_TIMEOUT_MS), limit),
+        ),
+        sign_in_failures: yield* drain(batch, (limit) =>
+          repo.pruneSignInFailures(new Date(now - FAILURE_WINDOW_MS), limit),
+        ),
+      } satisfies Pruned
+    })
+
+    return { sweep }
+  }),
+}) {
+  static readonly layer = Layer.effect(Retention, Retention.make).pipe(Layer.provide(RetentionRepo.layer))
+
+  /**
+   * The sweep in a worker process: at start, then every `RETENTION_SWEEP_SECONDS`. A failed sweep (Postgres
+   * unavailable) is logged and tried again at the next period; the loop never ends but with its scope.
+   */
+  static readonly sweepLayer = Layer.effectDiscard(
+    Effect.gen(function* () {
+      const retention = yield* Retention
+      const config = yield* AppConfig
+      yield* Effect.forkScoped(
+        retention.sweep().pipe(
+          Effect.tap((pruned) =>
+            Object.values(pruned).some((n) => n > 0)
+              ? Effect.logInfo("retention sweep").pipe(Effect.annotateLogs({ ...pruned }))
+              : Effect.void,
+          ),
+          Effect.catchCause((cause) =>
+            Effect.logWarning("retention sweep failed; retried next period").pipe(
+              Effect.annotateLogs({ cause: String(cause) }),
+            ),
+          ),
+          Effect.repeat(Schedule.spaced(Duration.seconds(config.retention.sweepSeconds))),
+        ),
+      )
+    }),
+  )
+}
