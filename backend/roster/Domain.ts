@@ -7,10 +7,23 @@ export const MAX_BATCH = 500
 /** Omitted: keep the stored value; `null`: clear it (only optional fields). */
 const Clearable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))
 
+/**
+ * A host as a CSP host-source may name it exactly: DNS labels of letters, digits and hyphens (no `*`, `_` or
+ * anything a browser would read as a pattern), an IPv4 address or a bracketed IPv6 one.
+ */
+const EXACT_HOST =
+  /^(?:(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?|\[[0-9a-f:.]+\])$/
+
+/**
+ * One exact HTTPS origin (scheme, host, optional port), as it is written into the renter pages'
+ * `frame-ancestors`: a wildcard, path, query, fragment or user info would widen or break what the owner allowed.
+ */
 const httpsOrigin = limitedText("embedded_frame_ancestors").check(
   Schema.makeFilter((value: string) => {
     const parsed = URL.canParse(value) ? new URL(value) : undefined
-    return parsed?.protocol === "https:" && parsed.origin === value.replace(/\/$/, "")
+    return parsed?.protocol === "https:" &&
+      parsed.origin === value.replace(/\/$/, "") &&
+      EXACT_HOST.test(parsed.hostname)
       ? undefined
       : "must be an HTTPS origin such as https://pms.example.com"
   }),

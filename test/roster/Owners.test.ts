@@ -269,6 +269,74 @@ describe("POST /partners/property_owners", () => {
       }),
     )
 
+    it.effect(
+      "takes only exact HTTPS origins as frame ancestors: no wildcard, user info, query or fragment",
+      () =>
+        Effect.gen(function* () {
+          const partner = yield* rosterPartner()
+          yield* createOwnerThroughApi(partner, {
+            external_org_id: "org-exact-origins",
+            name: "Exact Origins",
+            embedded_frame_ancestors: ["https://kept.example.com"],
+          })
+          const refused = [
+            "https://*.com",
+            "https://*.example.com",
+            "https://*",
+            "https://user:pass@pms.example.com",
+            "https://user@pms.example.com",
+            "https://pms.example.com?x=1",
+            "https://pms.example.com#x",
+            "https://pms.example.com:*",
+            "https://pms_1.example.com",
+            "https://pms.example.com:443",
+            "https://pms.example.com/.",
+            "https://pms.example.com 'unsafe-inline'",
+            "https://pms.example.com;script-src *",
+          ]
+          for (const origin of refused) {
+            const answer = yield* postOwner(partner, {
+              external_org_id: "org-exact-origins",
+              embedded_frame_ancestors: [origin],
+            })
+            assert.strictEqual(answer.status, 422, origin)
+            assert.deepStrictEqual(
+              JSON.parse(answer.text),
+              {
+                status_code: 422,
+                error: "Property owner invalid.",
+                property_owner: {
+                  "embedded_frame_ancestors.0": "must be an HTTPS origin such as https://pms.example.com",
+                },
+                errors: {
+                  "embedded_frame_ancestors.0": ["must be an HTTPS origin such as https://pms.example.com"],
+                },
+              },
+              origin,
+            )
+          }
+          const [row] = yield* query(
+            (sql) =>
+              sql<
+                Array<{ embedded_frame_ancestors: Array<string> }>
+              >`select embedded_frame_ancestors from owners where external_org_id = 'org-exact-origins'`,
+          )
+          assert.deepStrictEqual(row!.embedded_frame_ancestors, ["https://kept.example.com"])
+          const accepted = [
+            "https://pms.example.com:8443",
+            "https://127.0.0.1",
+            "https://[::1]:8443",
+            "https://a-b.example/",
+          ]
+          const answer = yield* postOwner(partner, {
+            external_org_id: "org-exact-origins",
+            embedded_frame_ancestors: accepted,
+          })
+          assert.strictEqual(answer.status, 200, answer.text)
+          assert.deepStrictEqual(answer.body.property_owner.embedded_frame_ancestors, accepted)
+        }),
+    )
+
     it.effect("starts with purchase_flow_enabled false, and sending it true makes the owner active", () =>
       Effect.gen(function* () {
         const partner = yield* rosterPartner()
