@@ -1,6 +1,15 @@
 import { Effect } from "effect"
 import { FIELD_LIMITS, textProblem } from "../platform/FieldLimits.ts"
-import { type Caller, Forbidden, type Guard, json, NotFound, type Route } from "../platform/Http.ts"
+import {
+  type Caller,
+  Forbidden,
+  type Guard,
+  json,
+  LONE_SURROGATE_MESSAGE,
+  NotFound,
+  parseJsonText,
+  type Route,
+} from "../platform/Http.ts"
 import { Auth } from "./Auth.ts"
 import {
   type Gateway,
@@ -24,18 +33,24 @@ const tokenError = (
 ) => json(status, { error, error_description: description }, { ...noStore, ...headers })
 
 /** The token request's fields, from a form-encoded body (what OAuth libraries send) or a JSON one. */
-const tokenFields = (contentType: string | null, bytes: Uint8Array) =>
-  Effect.try({
-    try: (): unknown =>
-      contentType?.toLowerCase().startsWith("application/x-www-form-urlencoded")
-        ? Object.fromEntries(new URLSearchParams(decoder.decode(bytes)))
-        : JSON.parse(decoder.decode(bytes)),
-    catch: () =>
-      new InvalidTokenRequest({
-        error: "invalid_request",
-        description: "The body is neither JSON nor a form.",
-      }),
-  })
+const tokenFields = (
+  contentType: string | null,
+  bytes: Uint8Array,
+): Effect.Effect<unknown, InvalidTokenRequest> =>
+  contentType?.toLowerCase().startsWith("application/x-www-form-urlencoded")
+    ? Effect.sync(() => Object.fromEntries(new URLSearchParams(decoder.decode(bytes))))
+    : parseJsonText(decoder.decode(bytes)).pipe(
+        Effect.mapError(
+          (error) =>
+            new InvalidTokenRequest({
+              error: "invalid_request",
+              description:
+                error.message === LONE_SURROGATE_MESSAGE
+                  ? error.message
+                  : "The body is neither JSON nor a form.",
+            }),
+        ),
+      )
 
 /**
  * RFC 6749 §2.3.1: a client may send its credentials as HTTP Basic (each part form-encoded) instead of in the
@@ -125,6 +140,8 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
       },
     ],
   },
+  // Every answer of the token endpoint is OAuth's shape (RFC 6749 §5.2), refusals of its address and body included.
+  answerRefusedAddress: (refusal) => Effect.succeed(tokenError(400, "invalid_request", refusal.message)),
   handle: (request) =>
     Effect.gen(function* () {
       const auth = yield* Auth
@@ -150,6 +167,16 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
             }),
           ),
         BadRequest: () => Effect.succeed(tokenError(400, "invalid_request", "The body could not be read.")),
+        // The rest of the body is left unread, so the connection cannot carry another request.
+        PayloadTooLarge: (error) =>
+          Effect.succeed(
+            tokenError(
+              413,
+              "invalid_request",
+              `The body is larger than the limit of ${error.limitBytes} bytes.`,
+              { connection: "close" },
+            ),
+          ),
       }),
     ),
 })

@@ -251,14 +251,14 @@ export const enrollmentRoutes: ReadonlyArray<Route<Services>> = [
     method,
     path: LINK_PATH,
     access: "public",
-    checksOwnAddress: true,
+    answerRefusedAddress: () => asRenterPage(neutral(noFraming)),
     handle: (request) => asRenterPage(answer(request)),
   })),
   ...(["GET", "POST"] as const).map((method): Route<Services> => ({
     method,
     path: "/enrollment/**",
     access: "public",
-    checksOwnAddress: true,
+    answerRefusedAddress: () => asRenterPage(neutral(noFraming)),
     handle: () => asRenterPage(neutral(noFraming)),
   })),
 ]

@@ -5,12 +5,10 @@ import type { Terminated } from "../platform/Actor.ts"
 import { Db } from "../platform/Db.ts"
 import { textProblem } from "../platform/FieldLimits.ts"
 import {
-  BadRequest,
   Forbidden,
-  nestsTooDeep,
   PayloadTooLarge,
+  parseJsonText,
   ServiceUnavailable,
-  TOO_DEEP_MESSAGE,
   Unprocessable,
   type Caller,
 } from "../platform/Http.ts"
@@ -234,13 +232,8 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
     const accept = Effect.fnUntraced(function* (caller: Caller, bytes: Uint8Array) {
       if (bytes.byteLength > MAX_EVENT_BYTES)
         return yield* new PayloadTooLarge({ limitBytes: MAX_EVENT_BYTES })
-      const text = decoder.decode(bytes)
       // The event id hashes the payload recursively: a body nested without bound is refused first.
-      if (nestsTooDeep(text)) return yield* new BadRequest({ message: TOO_DEEP_MESSAGE })
-      const body = yield* Effect.try({
-        try: () => JSON.parse(text) as unknown,
-        catch: () => new BadRequest({ message: "Request body is not valid JSON." }),
-      })
+      const body = yield* parseJsonText(decoder.decode(bytes))
       const decoded = decodeEvent(body)
       if ("errors" in decoded) {
         return yield* new Unprocessable({

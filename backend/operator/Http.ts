@@ -1,7 +1,7 @@
 import { Clock, Effect } from "effect"
 import { EventNames } from "../events/Catalog.ts"
 import { AppConfig } from "../platform/Config.ts"
-import { hasControlCharacter } from "../platform/FieldLimits.ts"
+import { hasControlCharacter, textProblem } from "../platform/FieldLimits.ts"
 import {
   type ApiError,
   Forbidden,
@@ -490,6 +490,14 @@ const secretRoutes = [
       const provider = typeof body.provider === "string" && body.provider !== "" ? body.provider : undefined
       if ((owner === undefined) === (provider === undefined))
         fields.base = "name exactly one of owner and provider"
+      // A name no owner or provider can have is refused before it is looked up (Postgres cannot compare U+0000).
+      for (const [field, name] of [
+        ["owner", owner],
+        ["provider", provider],
+      ] as const) {
+        const problem = name === undefined ? undefined : textProblem("name", name)
+        if (problem !== undefined) fields[field] = problem
+      }
       const hours = body.overlap_hours
       const maxHours = MAX_OVERLAP_MS / 3_600_000
       if (typeof hours !== "number" || !Number.isInteger(hours) || hours < 0 || hours > maxHours) {

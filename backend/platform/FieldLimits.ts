@@ -50,6 +50,22 @@ export const hasControlCharacter = (text: string) => {
   return false
 }
 
+/**
+ * Whether `text` holds a lone surrogate (U+D800-U+DFFF without its pair), which only a JSON `\uD800` escape can
+ * produce. It is not a character: UTF-8 cannot encode it, so Postgres would store U+FFFD in its place and the
+ * stored text would no longer equal the text a request named.
+ */
+export const hasLoneSurrogate = (text: string) => {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0xd800 || code > 0xdfff) continue
+    const next = text.charCodeAt(i + 1)
+    if (code > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) return true
+    i++
+  }
+  return false
+}
+
 export const CONTROL_CHARACTER_MESSAGE = "must not contain control characters"
 
 export const tooLongMessage = (max: number) => `is too long (maximum is ${max} characters)`

@@ -8,7 +8,7 @@ import { FastResponse } from "srvx/node"
 import { AppConfig, type HttpRole } from "./Config.ts"
 import { constantTimeEqual } from "./Crypto.ts"
 import { Db } from "./Db.ts"
-import { hasControlCharacter } from "./FieldLimits.ts"
+import { hasControlCharacter, hasLoneSurrogate } from "./FieldLimits.ts"
 import { Nats } from "./Nats.ts"
 import { metrics, registry } from "./Observability.ts"
 
@@ -185,10 +185,10 @@ export interface Route<R = never> {
   /** Present on routes that appear in the gateway's OpenAPI document. */
   readonly doc?: RouteDoc
   /**
-   * A public route that answers a control character in its path or query itself (the renter's pages show their
-   * neutral page for it) rather than with the gateway's 404/400.
+   * How a public route answers a path or query the gateway refuses (a control character), when not with the
+   * gateway's 404/400: the renter's pages show their neutral page, `/token` its OAuth error.
    */
-  readonly checksOwnAddress?: true
+  readonly answerRefusedAddress?: (refusal: NotFound | BadRequest) => Effect.Effect<Response, never, R>
   readonly handle: (request: HttpRequest) => Effect.Effect<Response, ApiError, R>
 }
 
@@ -293,31 +293,54 @@ const decodedParams = (params: Readonly<Record<string, string>>) =>
     }),
   )
 
-/** The body as JSON; text fields are checked (length, control characters) by each route's schemas. */
-const parseJson = (bytes: Uint8Array) =>
-  Effect.suspend(() => {
-    const text = decoder.decode(bytes)
-    if (nestsTooDeep(text)) return Effect.fail(new BadRequest({ message: TOO_DEEP_MESSAGE }))
-    return Effect.try({
-      try: () => JSON.parse(text) as unknown,
-      catch: () => new BadRequest({ message: "Request body is not valid JSON." }),
-    })
-  })
+export const LONE_SURROGATE_MESSAGE =
+  "Request body holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape), which is not text."
+
+/** Only a `\uD800`-`\uDFFF` escape makes a lone surrogate: a body without one needs no walk. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
+
+/** Whether a parsed JSON value holds a lone surrogate in any string or key (its depth is already bounded). */
+const holdsLoneSurrogate = (value: unknown): boolean => {
+  if (typeof value === "string") return hasLoneSurrogate(value)
+  if (typeof value !== "object" || value === null) return false
+  if (Array.isArray(value)) return value.some(holdsLoneSurrogate)
+  return Object.entries(value).some(([key, inner]) => hasLoneSurrogate(key) || holdsLoneSurrogate(inner))
+}
 
 /**
- * A path segment holding a control character names nothing (404), and no query parameter means one (400):
- * refused before anything looks them up (Postgres cannot even compare U+0000).
+ * JSON text as a value, for every JSON body any gateway or the console API reads: nesting deeper than
+ * `MAX_JSON_DEPTH`, malformed JSON and a lone surrogate anywhere are each a 400, so no route, schema or query sees
+ * text that Postgres would store altered. Length and control characters are each field's own check.
  */
-const refusedAddress = (request: Omit<HttpRequest, "caller">): Effect.Effect<void, NotFound | BadRequest> => {
-  if (Object.values(request.params).some(hasControlCharacter)) {
-    return Effect.fail(new NotFound({ message: "Not found." }))
-  }
+export const parseJsonText = (text: string): Effect.Effect<unknown, BadRequest> =>
+  Effect.suspend(() => {
+    if (nestsTooDeep(text)) return Effect.fail(new BadRequest({ message: TOO_DEEP_MESSAGE }))
+    let value: unknown
+    try {
+      value = JSON.parse(text)
+    } catch {
+      return Effect.fail(new BadRequest({ message: "Request body is not valid JSON." }))
+    }
+    return SURROGATE_ESCAPE.test(text) && holdsLoneSurrogate(value)
+      ? Effect.fail(new BadRequest({ message: LONE_SURROGATE_MESSAGE }))
+      : Effect.succeed(value)
+  })
+
+const parseJson = (bytes: Uint8Array) => Effect.suspend(() => parseJsonText(decoder.decode(bytes)))
+
+/**
+ * A path segment holding a control character or a lone surrogate names nothing (404), and no query parameter
+ * means one (400): refused before anything looks them up (Postgres cannot even compare U+0000).
+ */
+const refusedAddress = (request: Omit<HttpRequest, "caller">): NotFound | BadRequest | undefined => {
+  const unsafe = (text: string) => hasControlCharacter(text) || hasLoneSurrogate(text)
+  if (Object.values(request.params).some(unsafe)) return new NotFound({ message: "Not found." })
   for (const [name, value] of request.query) {
-    if (hasControlCharacter(name) || hasControlCharacter(value)) {
-      return Effect.fail(new BadRequest({ message: "A query parameter holds a control character." }))
+    if (unsafe(name) || unsafe(value)) {
+      return new BadRequest({ message: "A query parameter holds a control character." })
     }
   }
-  return Effect.void
+  return undefined
 }
 
 const readiness = Effect.gen(function* () {
@@ -467,9 +490,16 @@ export const gatewayLayer = <R, G = never>(
           json: Effect.flatMap(bytes, parseJson),
         }
         const started = performance.now()
-        const respond = (route.checksOwnAddress ? Effect.void : refusedAddress(request)).pipe(
-          Effect.andThen(authenticate(route as Route<unknown>, request)),
-          Effect.flatMap((caller) => route.handle({ ...request, caller })),
+        const refusal = refusedAddress(request)
+        const answer: Effect.Effect<Response, ApiError, R | G | Db | Nats | AppConfig> =
+          refusal === undefined
+            ? Effect.flatMap(authenticate(route as Route<unknown>, request), (caller) =>
+                route.handle({ ...request, caller }),
+              )
+            : route.answerRefusedAddress
+              ? route.answerRefusedAddress(refusal)
+              : Effect.fail(refusal)
+        const respond = answer.pipe(
           Effect.catch((error) => Effect.succeed(errorResponse(error))),
           Effect.catchCause((cause) =>
             Effect.logError("request failed").pipe(

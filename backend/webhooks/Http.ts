@@ -1,10 +1,10 @@
 import { Effect } from "effect"
 import {
   type ApiError,
-  BadRequest,
   type HttpRequest,
   json,
   NotFound,
+  parseJsonText,
   type Route,
   Unprocessable,
 } from "../platform/Http.ts"
@@ -48,12 +48,7 @@ const decoder = new TextDecoder()
 /** The JSON body; an empty one is no body at all (a 422 naming what is missing), not a JSON error. */
 const body = (request: HttpRequest) =>
   Effect.flatMap(request.bytes, (bytes) =>
-    bytes.length === 0
-      ? Effect.succeed(undefined)
-      : Effect.try({
-          try: () => JSON.parse(decoder.decode(bytes)) as unknown,
-          catch: () => new BadRequest({ message: "Request body is not valid JSON." }),
-        }),
+    bytes.length === 0 ? Effect.succeed(undefined) : parseJsonText(decoder.decode(bytes)),
   )
 
 type WebhookError =
