@@ -14,6 +14,7 @@ import { Crypto, randomToken, verifySecret } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
 import { Unauthorized } from "../platform/Http.ts"
 import { metrics } from "../platform/Observability.ts"
+import { unavailableIn } from "../platform/Unavailable.ts"
 import {
   type Client,
   ClientCommandRejected,
@@ -387,7 +388,16 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
         const hit = accessCache.get(key)
         if (hit !== undefined && now - hit.at < ACCESS_CACHE_MILLIS) return hit.value
         const seen = generation
-        const value = yield* repo.callerAccess(clientId, ownerSlug)
+        // While Postgres does not answer, nothing can be revoked or granted: the last answer still holds.
+        const value = yield* repo
+          .callerAccess(clientId, ownerSlug)
+          .pipe(
+            Effect.catchCause((cause) =>
+              hit !== undefined && unavailableIn(cause) !== undefined
+                ? Effect.succeed(hit.value)
+                : Effect.failCause(cause),
+            ),
+          )
         const letsThrough =
           value !== undefined &&
           value.revokedAt === null &&

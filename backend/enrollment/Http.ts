@@ -5,6 +5,7 @@ import { TEST_CARDS } from "../policies/Payments.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import type { BadRequest, HttpRequest, PayloadTooLarge, Route } from "../platform/Http.ts"
+import { unavailableIn } from "../platform/Unavailable.ts"
 import { Roster } from "../roster/Roster.ts"
 import { type Asset, assets } from "./Assets.ts"
 import type { JourneyLink, JourneyView, Preselection } from "./Domain.ts"
@@ -127,13 +128,27 @@ const asRenterPage = <R>(effect: Effect.Effect<Response, PayloadTooLarge | BadRe
           : htmlResponse(400, badRequestPage, headers)
       }),
     ),
-    Effect.catchCause((cause) =>
-      Effect.logError("enrollment page failed").pipe(
-        Effect.annotateLogs({ cause: Cause.pretty(cause) }),
+    Effect.catchCause((cause) => {
+      // A dependency that did not answer is a 503 the renter may retry, and only a warning for on-call.
+      const unavailable = unavailableIn(cause)
+      const logged = unavailable
+        ? Effect.logWarning("enrollment page failed: dependency unavailable").pipe(
+            Effect.annotateLogs({ dependency: unavailable.dependency, reason: unavailable.reason }),
+          )
+        : Effect.logError("enrollment page failed").pipe(Effect.annotateLogs({ cause: Cause.pretty(cause) }))
+      return logged.pipe(
         Effect.andThen(isHttps),
-        Effect.map((https) => htmlResponse(500, unavailablePage, pageHeaders(noFraming, { https }))),
-      ),
-    ),
+        Effect.map((https) =>
+          htmlResponse(
+            unavailable ? 503 : 500,
+            unavailablePage,
+            unavailable
+              ? { ...pageHeaders(noFraming, { https }), "retry-after": "2" }
+              : pageHeaders(noFraming, { https }),
+          ),
+        ),
+      )
+    }),
   )
 
 const show = (request: HttpRequest) =>

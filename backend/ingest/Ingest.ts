@@ -13,6 +13,7 @@ import {
   type Caller,
 } from "../platform/Http.ts"
 import { Nats } from "../platform/Nats.ts"
+import { unavailableIn } from "../platform/Unavailable.ts"
 import { partitionedSubject } from "../platform/Partition.ts"
 import { decodeFields, joinedMessages } from "../platform/Validation.ts"
 import { ProspectInvalid } from "../prospects/Domain.ts"
@@ -218,7 +219,16 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
         const now = yield* Clock.currentTimeMillis
         const hit = cached.get(source)
         if (hit !== undefined && now - hit.at < MAPPING_CACHE_MILLIS) return hit.mapping
-        const mapping = yield* repo.mappings(source)
+        // While Postgres does not answer, no mapping can change: the gateway keeps accepting with the last one.
+        const mapping = yield* repo
+          .mappings(source)
+          .pipe(
+            Effect.catchCause((cause) =>
+              hit !== undefined && unavailableIn(cause) !== undefined
+                ? Effect.succeed(hit.mapping)
+                : Effect.failCause(cause),
+            ),
+          )
         cached.set(source, { at: now, mapping })
         return mapping
       })

@@ -3,6 +3,7 @@ import { Db, type Sql } from "./Db.ts"
 import { type DurableConsumer, Nats, type PulledMessage, type StreamBase, Streams } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 import { perTurnBatch } from "./PerTurnBatch.ts"
+import { type DependencyUnavailable, unavailableIn } from "./Unavailable.ts"
 
 /** What a handler decided: exactly one of these settles every message. */
 export type Outcome = Data.TaggedEnum<{
@@ -121,6 +122,10 @@ const makeSettlements = () => {
   }
 }
 
+/** How soon a message whose handler found a dependency unavailable comes back, and how often the actor checks it. */
+const UNAVAILABLE_DELAY = Duration.seconds(1)
+const PROBE_INTERVAL = "500 millis"
+
 /** Backoff for a handler that died: 1 s, 2 s, 4 s ... capped at one minute. */
 const defectDelay = (deliveryCount: number) => Duration.seconds(Math.min(2 ** (deliveryCount - 1), 60))
 
@@ -137,7 +142,9 @@ type Reserved = Awaited<ReturnType<Sql["reserve"]>>
  * reserved connection, so a process that dies (its connection closes) lets another take its partitions within
  * `LEASE_INTERVAL`. Every process running the actor also holds a shared "presence" lock, so each knows how many
  * run it and leads at most its fair share, letting go of the rest between two batches: partitions spread over
- * the processes as they start and stop. Unlocked when the scope closes, after the work in hand is settled.
+ * the processes as they start and stop. A connection that fails (Postgres restarted, the backend killed) has lost
+ * its session's locks: the process leads nothing until a renewal reserves a new connection and takes them again.
+ * Unlocked when the scope closes, after the work in hand is settled.
  */
 const partitionLeases = (actor: string, partitions: number) =>
   Effect.gen(function* () {
@@ -145,81 +152,96 @@ const partitionLeases = (actor: string, partitions: number) =>
     const held = new Set<number>()
     const leaving = new Set<number>()
     const all = Array.from({ length: partitions }, (_, i) => i)
-    let backend: number | undefined
-    const connection: Reserved = yield* Effect.acquireRelease(
-      db.query<Reserved>((sql) => sql.reserve()),
-      (reserved) =>
-        Effect.promise(async () => {
-          held.clear()
-          await reserved.unsafe("select pg_advisory_unlock_all()").catch(() => undefined)
-          reserved.release()
-        }),
-    )
-    const present = () =>
-      connection.unsafe("select pg_advisory_lock_shared($1, hashtext($2))", [ACTOR_PRESENCE_LOCK, actor])
-    yield* Effect.promise(present)
-    const renew = Effect.promise(async () => {
-      const [row] = await connection.unsafe<Array<{ pid: number; processes: number }>>(
-        `select pg_backend_pid() as pid,
-                (select count(*)::int from pg_locks
-                 where locktype = 'advisory' and mode = 'ShareLock' and granted
-                   and database = (select oid from pg_database where datname = current_database())
-                   and classid = $1::oid and objid = hashtext($2)::oid and objsubid = 2) as processes`,
-        [ACTOR_PRESENCE_LOCK, actor],
-      )
-      // A new backend means the connection was re-established: the locks of the old session are gone.
-      if (backend !== undefined && row!.pid !== backend) {
-        held.clear()
-        leaving.clear()
-        await present()
+    let connection: Reserved | undefined
+    let failing = false
+    /** Lets go of every lock and of the connection; a connection already gone is simply forgotten. */
+    const letGo = () => {
+      const reserved = connection
+      connection = undefined
+      held.clear()
+      leaving.clear()
+      if (reserved === undefined) return Promise.resolve()
+      return reserved
+        .unsafe("select pg_advisory_unlock_all()")
+        .catch(() => undefined)
+        .then(() => reserved.release())
+    }
+    const renew = Effect.gen(function* () {
+      if (connection === undefined) {
+        const reserved = yield* db.query<Reserved>((sql) => sql.reserve())
+        connection = reserved
+        yield* db.query(() =>
+          reserved.unsafe("select pg_advisory_lock_shared($1, hashtext($2))", [ACTOR_PRESENCE_LOCK, actor]),
+        )
       }
-      backend = row!.pid
+      const session = connection
+      const [row] = yield* db.query(() =>
+        session.unsafe<Array<{ processes: number }>>(
+          `select count(*)::int as processes from pg_locks
+           where locktype = 'advisory' and mode = 'ShareLock' and granted
+             and database = (select oid from pg_database where datname = current_database())
+             and classid = $1::oid and objid = hashtext($2)::oid and objsubid = 2`,
+          [ACTOR_PRESENCE_LOCK, actor],
+        ),
+      )
       const fair = Math.ceil(partitions / Math.max(row!.processes, 1))
       const leading = [...held].filter((p) => !leaving.has(p))
       // Beyond the fair share: let go of the highest partitions (each once its batch in hand is settled).
       for (const p of leading.sort((x, y) => y - x).slice(0, Math.max(0, leading.length - fair)))
         leaving.add(p)
       const room = fair - (held.size - leaving.size)
-      if (room <= 0) return
-      const [taken] = await connection.unsafe<Array<{ got: Array<number> }>>(
-        `select array(select p from unnest($3::int[]) p
-                      where pg_try_advisory_lock($1, hashtext($2 || '_p' || p)) limit $4) as got`,
-        [ACTOR_LEASE_LOCK, actor, all.filter((p) => !held.has(p)), room],
-      )
-      for (const partition of taken!.got) held.add(partition)
+      if (room > 0) {
+        const [taken] = yield* db.query(() =>
+          session.unsafe<Array<{ got: Array<number> }>>(
+            `select array(select p from unnest($3::int[]) p
+                          where pg_try_advisory_lock($1, hashtext($2 || '_p' || p)) limit $4) as got`,
+            [ACTOR_LEASE_LOCK, actor, all.filter((p) => !held.has(p)), room],
+          ),
+        )
+        for (const partition of taken!.got) held.add(partition)
+      }
+      if (failing) {
+        failing = false
+        yield* Effect.logInfo("actor leases renewed").pipe(Effect.annotateLogs({ actor }))
+      }
     }).pipe(
       Effect.catchCause((cause) =>
-        Effect.sync(() => {
-          held.clear()
-          leaving.clear()
-        }).pipe(
+        Effect.promise(letGo).pipe(
           Effect.andThen(
-            Effect.logWarning("actor lease check failed").pipe(
-              Effect.annotateLogs({ actor, cause: String(Cause.squash(cause)) }),
-            ),
+            failing
+              ? Effect.void
+              : Effect.logWarning("actor lease check failed; leading no partition until it succeeds").pipe(
+                  Effect.annotateLogs({ actor, cause: String(Cause.squash(cause)) }),
+                ),
           ),
+          Effect.andThen(Effect.sync(() => void (failing = true))),
         ),
       ),
     )
     /** Called by a partition's loop between batches: lets the partition go if it is to be let go. */
-    const settle = (partition: number) =>
-      leaving.has(partition)
-        ? Effect.promise(() =>
-            connection.unsafe("select pg_advisory_unlock($1, hashtext($2 || '_p' || $3::int))", [
-              ACTOR_LEASE_LOCK,
-              actor,
-              partition,
-            ]),
-          ).pipe(
-            Effect.exit,
-            Effect.andThen(
-              Effect.sync(() => {
-                held.delete(partition)
-                leaving.delete(partition)
-              }),
-            ),
-          )
+    const settle = (partition: number) => {
+      const session = connection
+      return leaving.has(partition) && session !== undefined
+        ? db
+            .query(() =>
+              session.unsafe("select pg_advisory_unlock($1, hashtext($2 || '_p' || $3::int))", [
+                ACTOR_LEASE_LOCK,
+                actor,
+                partition,
+              ]),
+            )
+            .pipe(
+              Effect.exit,
+              Effect.andThen(
+                Effect.sync(() => {
+                  held.delete(partition)
+                  leaving.delete(partition)
+                }),
+              ),
+            )
         : Effect.void
+    }
+    yield* Effect.addFinalizer(() => Effect.promise(letGo))
     yield* renew
     // Uninterruptible: the connection's release must wait for a renewal under way, or a lock that renewal takes
     // after `pg_advisory_unlock_all` would stay held by a pooled connection, and no process would lead the
@@ -361,11 +383,49 @@ export const runActor = <A, R>(
       return { msg, message: decoded.success, delivery }
     }
 
+    /**
+     * A dependency a handler needed did not answer: the actor stops pulling until it answers again (`available`),
+     * and the message comes back soon. Expected, so logged once as a warning, counted apart from defects, and
+     * never terminated.
+     */
+    let waitingFor: DependencyUnavailable | undefined
+    const pause = (unavailable: DependencyUnavailable) =>
+      Effect.suspend(() => {
+        metrics.actorFailed.inc({ actor: actor.name, reason: "unavailable" })
+        if (waitingFor !== undefined) return Effect.void
+        waitingFor = unavailable
+        return Effect.logWarning("actor paused: a dependency is unavailable").pipe(
+          Effect.annotateLogs({
+            actor: actor.name,
+            dependency: unavailable.dependency,
+            reason: unavailable.reason,
+          }),
+        )
+      })
+    /** Returns at once unless paused; then once the dependency answers (or the actor stops). */
+    const available = Effect.gen(function* () {
+      while (waitingFor !== undefined && !stopped) {
+        const probe = waitingFor.dependency === "postgres" ? db.ping : nats.ping
+        const answered = yield* probe.pipe(Effect.timeout("2 seconds"), Effect.exit)
+        if (answered._tag === "Success") {
+          yield* Effect.logInfo("actor resumed").pipe(
+            Effect.annotateLogs({ actor: actor.name, dependency: waitingFor.dependency }),
+          )
+          waitingFor = undefined
+        } else yield* Effect.sleep(PROBE_INTERVAL)
+      }
+    })
+
     /** The single handler's outcome; a handler that dies is retried with backoff, then terminated. */
     const handleOne = (item: Delivered<A> & { readonly msg: PulledMessage }) =>
       actor.handle(item.message, item.delivery).pipe(
         Effect.catchCause((cause) =>
           Effect.gen(function* () {
+            const unavailable = unavailableIn(cause)
+            if (unavailable !== undefined) {
+              yield* pause(unavailable)
+              return nak(UNAVAILABLE_DELAY)
+            }
             const deliveryCount = item.delivery.deliveryCount
             metrics.actorFailed.inc({ actor: actor.name, reason: "defect" })
             yield* Effect.logError("actor handler died").pipe(
@@ -409,6 +469,11 @@ export const runActor = <A, R>(
         ),
         Effect.catchCause((cause) =>
           Effect.gen(function* () {
+            const unavailable = unavailableIn(cause)
+            if (unavailable !== undefined) {
+              yield* pause(unavailable)
+              return items.map(() => nak(UNAVAILABLE_DELAY))
+            }
             metrics.actorFailed.inc({ actor: actor.name, reason: "batch" })
             yield* Effect.logWarning("actor batch failed; handling its messages one at a time").pipe(
               Effect.annotateLogs({
@@ -530,6 +595,7 @@ export const runActor = <A, R>(
             : Effect.ensuring(process(msg, partition), slots.release(1))
         const quarter = Math.max(1, Math.floor(concurrency / 4))
         while (!stopped) {
+          yield* available
           const count = yield* takeFree(quarter)
           if (stopped) {
             yield* slots.release(count)
@@ -550,6 +616,7 @@ export const runActor = <A, R>(
       Effect.gen(function* () {
         const pull = yield* consumerFor(partition, batch.size)
         while (!stopped) {
+          yield* available
           if (!leases.leads(partition)) {
             yield* leases.settle(partition)
             yield* Effect.sleep(LEASE_WAIT)

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url"
 import { Context, Effect, Exit, Layer, Redacted, type Scope } from "effect"
 import postgres from "postgres"
 import { AppConfig } from "./Config.ts"
+import { databaseFailure, DependencyUnavailable } from "./Unavailable.ts"
 
 /** The tagged-template client handed to repositories; inside `Db.transaction` it is the transaction's. */
 export type Sql = postgres.Sql
@@ -28,15 +29,54 @@ const reserve = (sql: Sql) =>
     let wanted = true
     sql.reserve().then(
       (tx) => (wanted ? resume(Effect.succeed(tx)) : tx.release()),
-      (error: unknown) => resume(Effect.die(error)),
+      (error: unknown) => resume(Effect.die(databaseFailure(error))),
     )
     return Effect.sync(() => {
       wanted = false
     })
   })
 
+/** A call to the driver; its failure is a defect, `DependencyUnavailable` when Postgres is not answering. */
+const call = <A>(run: () => Promise<A>) =>
+  Effect.tryPromise({ try: run, catch: databaseFailure }).pipe(Effect.orDie)
+
+/** While Postgres is down, how often a call goes through to find out whether it is back. */
+const PROBE_EVERY_MS = 500
+
+/**
+ * While Postgres is known not to answer, calls fail at once with `DependencyUnavailable` (a 503 the client may
+ * retry) rather than queue on a pool whose connections are all waiting to reconnect, which would hold requests
+ * for as long as the outage lasts. One call in every `PROBE_EVERY_MS` goes through to find out whether it is back.
+ */
+const outageGate = () => {
+  let down: DependencyUnavailable | undefined
+  let lastTry = 0
+  const observe = <A>(effect: Effect.Effect<A>) =>
+    effect.pipe(
+      Effect.tap(() => Effect.sync(() => void (down = undefined))),
+      Effect.tapDefect((defect) =>
+        Effect.sync(() => {
+          if (defect instanceof DependencyUnavailable) down = defect
+        }),
+      ),
+    )
+  const gated = <A>(effect: Effect.Effect<A>) =>
+    Effect.suspend(() => {
+      if (down !== undefined) {
+        const now = performance.now()
+        if (now - lastTry < PROBE_EVERY_MS) return Effect.die(down)
+        lastTry = now
+      }
+      return observe(effect)
+    })
+  return { gated, observe }
+}
+
 export interface DbShape {
-  /** Runs a query on the current transaction, or the pool outside one. Database failures are defects. */
+  /**
+   * Runs a query on the current transaction, or the pool outside one. Database failures are defects
+   * (`DependencyUnavailable` when the server is not answering).
+   */
   readonly query: <A>(run: (sql: Sql) => Promise<A>) => Effect.Effect<A>
   /** Runs `effect` in one transaction: committed when it succeeds, rolled back when it fails. Nests. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -59,6 +99,9 @@ const connect = (url: string, options: postgres.Options<Record<string, never>> =
     max: 24,
     idle_timeout: 30,
     connect_timeout: 10,
+    // Seconds before a connection that failed tries again. The driver's default grows to 20 s over an outage,
+    // so the pool would stay away long after Postgres is back; capped at one second, it returns within that.
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
     onnotice: () => undefined,
     connection: { application_name: "partner-service" },
     ...options,
@@ -117,8 +160,11 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
         (pool) => Effect.promise(() => pool.end({ timeout: 5 })),
       )
 
+      const gate = outageGate()
       const query = <A>(run: (sql: Sql) => Promise<A>) =>
-        Effect.flatMap(Effect.service(CurrentTransaction), (tx) => Effect.promise(() => run(tx ?? sql)))
+        Effect.flatMap(Effect.service(CurrentTransaction), (tx) =>
+          tx ? call(() => run(tx)) : gate.gated(call(() => run(sql))),
+        )
 
       /**
        * BEGIN on a connection reserved for the transaction, the effect in the caller's own fiber with that connection
@@ -132,15 +178,13 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
             ? effect
             : Effect.uninterruptibleMask((restore) =>
                 Effect.acquireUseRelease(
-                  restore(reserve(sql)),
+                  restore(gate.gated(reserve(sql))),
                   (tx) =>
-                    Effect.promise(() => tx`begin`).pipe(
+                    gate.observe(call(() => tx`begin`)).pipe(
                       Effect.andThen(
                         restore(effect).pipe(Effect.provideService(CurrentTransaction, tx as Sql)),
                       ),
-                      Effect.onExit((exit) =>
-                        Effect.promise(() => (Exit.isSuccess(exit) ? tx`commit` : tx`rollback`)),
-                      ),
+                      Effect.onExit((exit) => call(() => (Exit.isSuccess(exit) ? tx`commit` : tx`rollback`))),
                     ),
                   (tx) => Effect.sync(() => tx.release()),
                 ),
@@ -149,7 +193,7 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
 
       const listen = (channel: string, onNotify: (payload: string) => void, onListen?: () => void) =>
         Effect.acquireRelease(
-          Effect.promise(() => sql.listen(channel, onNotify, onListen)),
+          call(() => sql.listen(channel, onNotify, onListen)),
           // A connection already gone cannot unlisten; that must not turn a clean shutdown into a crash.
           (subscription) => Effect.tryPromise(() => subscription.unlisten()).pipe(Effect.ignore),
         ).pipe(Effect.asVoid)
@@ -159,7 +203,8 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
         transaction,
         listen,
         migrate: runMigrations(sql),
-        ping: Effect.promise(() => sql`select 1`).pipe(Effect.asVoid),
+        // Always sent: readiness and paused actors ask whether Postgres is back.
+        ping: gate.observe(call(() => sql`select 1`)).pipe(Effect.asVoid),
       })
     }),
   )

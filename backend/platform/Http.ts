@@ -11,6 +11,7 @@ import { Db } from "./Db.ts"
 import { hasControlCharacter, hasLoneSurrogate } from "./FieldLimits.ts"
 import { Nats } from "./Nats.ts"
 import { metrics, registry } from "./Observability.ts"
+import { unavailableIn } from "./Unavailable.ts"
 
 export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", { message: Schema.String }) {}
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", { message: Schema.String }) {}
@@ -134,6 +135,28 @@ export const errorResponse = (error: ApiError): Response => {
       return endpointError(429, "Too many requests.", {}, { "retry-after": String(error.retryAfterSeconds) })
   }
 }
+
+/**
+ * A request that died: a 503 with `Retry-After` when a dependency did not answer (expected, logged as a warning),
+ * otherwise a logged 500.
+ */
+const failedResponse = (cause: Cause.Cause<unknown>) => {
+  const unavailable = unavailableIn(cause)
+  return unavailable
+    ? Effect.logWarning("request failed: dependency unavailable").pipe(
+        Effect.annotateLogs({ dependency: unavailable.dependency, reason: unavailable.reason }),
+        Effect.as(errorResponse(dependencyUnavailable)),
+      )
+    : Effect.logError("request failed").pipe(
+        Effect.annotateLogs({ cause: Cause.pretty(cause) }),
+        Effect.as(endpointError(500, "Internal server error.")),
+      )
+}
+
+const dependencyUnavailable = new ServiceUnavailable({
+  message: "The service is briefly unavailable. Retry the request shortly.",
+  retryAfterSeconds: 2,
+})
 
 /** Who made an authenticated request: filled by the gateway's guard on every non-public route. */
 export interface Caller {
@@ -501,12 +524,7 @@ export const gatewayLayer = <R, G = never>(
               : Effect.fail(refusal)
         const respond = answer.pipe(
           Effect.catch((error) => Effect.succeed(errorResponse(error))),
-          Effect.catchCause((cause) =>
-            Effect.logError("request failed").pipe(
-              Effect.annotateLogs({ cause: Cause.pretty(cause) }),
-              Effect.as(endpointError(500, "Internal server error.")),
-            ),
-          ),
+          Effect.catchCause(failedResponse),
           Effect.tap((response) => {
             // Node's response takes it and srvx merges it in; `response.headers` would build a Headers per request.
             const nodeResponse = event.runtime?.node?.res

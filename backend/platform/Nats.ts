@@ -14,6 +14,7 @@ import { NatsClient } from "./nats/Client.ts"
 import { perTurnBatch } from "./PerTurnBatch.ts"
 import { acknowledgedPublisher } from "./nats/Publisher.ts"
 import { puller } from "./nats/Puller.ts"
+import { DependencyUnavailable } from "./Unavailable.ts"
 import {
   type DurableConsumer,
   type FollowedMessage,
@@ -121,6 +122,13 @@ export interface NatsShape {
   readonly ping: Effect.Effect<void>
 }
 
+/**
+ * A publish JetStream did not acknowledge: the server is away, a stream is electing a leader, or a stream that
+ * refuses new messages is full. Each passes by itself, so the publish is for its caller to retry.
+ */
+const notAcknowledged = (error: Error) =>
+  new DependencyUnavailable({ dependency: "nats", reason: error.message })
+
 /** Whether some subject matches both patterns (`*` one token, `>` one or more trailing tokens). */
 export const subjectsOverlap = (a: string, b: string) => {
   const x = a.split(".")
@@ -183,7 +191,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
       const publish = (name: string, data: Uint8Array, options: PublishOptions = {}) =>
         Effect.callback<PublishAck>((resume) =>
           acknowledged(name, data, options, PUBLISH_TIMEOUT_MS, (error, ack) =>
-            resume(error === undefined ? Effect.succeed(ack!) : Effect.die(error)),
+            resume(error === undefined ? Effect.succeed(ack!) : Effect.die(notAcknowledged(error))),
           ),
         )
       const publishAll: NatsShape["publishAll"] = (messages) =>
@@ -197,7 +205,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
                   if (failed) return
                   if (error !== undefined) {
                     failed = true
-                    return resume(Effect.die(error))
+                    return resume(Effect.die(notAcknowledged(error)))
                   }
                   if (--left === 0) resume(Effect.void)
                 })

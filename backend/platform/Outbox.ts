@@ -3,6 +3,7 @@ import { Db } from "./Db.ts"
 import { Nats } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 import { OUTBOX_PARTITIONS, partitionOf } from "./Partition.ts"
+import { logFailedPass } from "./Unavailable.ts"
 
 export interface OutboxMessage {
   /** DESIGN.md subject without the deployment prefix, partition token included where the reader needs one. */
@@ -157,8 +158,7 @@ export const relayLayer = (options: { readonly workers?: number } = {}) =>
       const worker = Effect.gen(function* () {
         yield* drain.pipe(
           Effect.catchCause((cause) =>
-            Effect.logError("outbox relay pass failed; retrying").pipe(
-              Effect.annotateLogs({ cause: String(cause) }),
+            logFailedPass("outbox relay pass failed; retrying", cause).pipe(
               Effect.tap(() => Effect.sync(() => metrics.outboxRelayErrors.inc())),
               Effect.andThen(Effect.sleep("1 second")),
             ),

@@ -1,5 +1,6 @@
 import { Cause, Duration, Effect } from "effect"
 import { ack, type ActorDefinition, nak } from "../platform/Actor.ts"
+import { unavailableIn } from "../platform/Unavailable.ts"
 import { ELIGIBILITY_PARTITIONS, EligibilityRequested } from "./Events.ts"
 import { Prospects } from "./Prospects.ts"
 
@@ -26,6 +27,8 @@ export const eligibilityActor: ActorDefinition<EligibilityRequested, Prospects> 
       Effect.as(ack),
       Effect.catchCause((cause) =>
         Effect.gen(function* () {
+          // A dependency that did not answer says nothing of the prospect: the actor runtime waits for it.
+          if (unavailableIn(cause) !== undefined) return yield* Effect.failCause(cause)
           const reason = Cause.pretty(cause).split("\n")[0] ?? "eligibility check failed"
           yield* Effect.logWarning("eligibility check failed").pipe(
             Effect.annotateLogs({
