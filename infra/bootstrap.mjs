@@ -1,5 +1,5 @@
-// Development/CI entry point: makes sure dependencies (with the pinned Node), PostgreSQL and NATS JetStream are
-// available, then runs the requested target on the pinned Node. Node builtins only: this runs before node_modules
+// Development/CI entry point: makes sure dependencies (with the pinned Node), PostgreSQL and NATS JetStream (and,
+// for the tests, chromium, curl and jq) are available, then runs the requested target on the pinned Node. Node builtins only: this runs before node_modules
 // exists, on whatever Node the machine has.
 //
 //   node infra/bootstrap.mjs start|test|bench|cli [args...]   ensure everything, then run the target
@@ -38,6 +38,8 @@ const NATS_URL = process.env.NATS_URL || "nats://127.0.0.1:4222"
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"])
 const WAIT_MS = 60_000
 const IS_ROOT = process.getuid?.() === 0
+/** The browser the browser tests drive (test/support/Browser.ts reads the same variable). */
+const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium"
 
 /** The pinned Node (the `node` package in devDependencies) runs every target; TypeScript runs type-stripped. */
 const NODE = path.join(ROOT, "node_modules", ".bin", "node")
@@ -234,16 +236,43 @@ function ensureDependencies({ force = false } = {}) {
     )
 }
 
-function installPackage(debianPackage, name) {
+/** Installs Debian packages with apt when this runs as root, else stops with one line saying what to install. */
+function installPackages(debianPackages, name) {
+  const list = debianPackages.join(" ")
   if (!findExecutable("apt-get"))
-    throw new BootstrapError(`${name}: not installed; install it with your package manager, then retry`)
-  if (!IS_ROOT)
-    throw new BootstrapError(`${name}: not installed; run: sudo apt-get install -y ${debianPackage}`)
-  say(`${name}: not installed, installing Debian package ${debianPackage}`)
+    throw new BootstrapError(`${name}: not installed; install ${list} with your package manager, then retry`)
+  if (!IS_ROOT) throw new BootstrapError(`${name}: not installed; run: sudo apt-get install -y ${list}`)
+  say(`${name}: not installed, installing Debian package${debianPackages.length > 1 ? "s" : ""} ${list}`)
   run("apt-get", ["update"])
-  run("apt-get", ["install", "-y", debianPackage], {
+  run("apt-get", ["install", "-y", ...debianPackages], {
     env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
   })
+}
+
+const installPackage = (debianPackage, name) => installPackages([debianPackage], name)
+
+/**
+ * What the suite needs from the system besides the two servers: Debian's chromium for the browser tests, and curl
+ * and jq for the README's quick start, which a test runs as written. Checked before anything else, so that a
+ * machine that lacks them learns it at once rather than from failing tests.
+ */
+function ensureTestTools() {
+  const missing = [
+    ...(existsSync(CHROMIUM) ? [] : [{ debian: "chromium", label: `chromium (at ${CHROMIUM})` }]),
+    ...["curl", "jq"].filter((tool) => !findExecutable(tool)).map((tool) => ({ debian: tool, label: tool })),
+  ]
+  if (missing.length === 0) return
+  installPackages(
+    missing.map((tool) => tool.debian),
+    `test: ${missing.map((tool) => tool.label).join(", ")}`,
+  )
+  if (!existsSync(CHROMIUM))
+    throw new BootstrapError(
+      `test: Debian's chromium is installed, but nothing is at ${CHROMIUM}; set CHROMIUM_PATH to its binary`,
+    )
+  const still = ["curl", "jq"].filter((tool) => !findExecutable(tool))
+  if (still.length > 0)
+    throw new BootstrapError(`test: installed, but ${still.join(" and ")} not found on PATH`)
 }
 
 // Debian keeps initdb/pg_ctl out of PATH, under /usr/lib/postgresql/<version>/bin.
@@ -497,6 +526,7 @@ export async function main([command, ...args]) {
     return 2
   }
   quiet = command === "cli"
+  if (command === "test") ensureTestTools()
   if (command !== "services") ensureDependencies()
   if (!(command === "cli" && wantsHelp(args))) await withLock(ensureServices)
   const env = { ...process.env, DATABASE_URL, NATS_URL }

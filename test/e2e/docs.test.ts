@@ -9,10 +9,10 @@ import { appLayer } from "../../backend/App.ts"
 import { Auth } from "../../backend/auth/Auth.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { ListeningPorts } from "../../backend/platform/Http.ts"
+import { CHROMIUM } from "../support/Browser.ts"
 import { freePort } from "../support/Net.ts"
 import { isolatedEnv, isolationLayer } from "../support/TestPlatform.ts"
 
-const CHROMIUM = "/usr/bin/chromium"
 const SCREENSHOT = path.join(process.cwd(), ".data", "screenshots", "docs.png")
 
 /** Debian's chromium, never a downloaded browser; a fresh profile each time, removed afterwards. */
@@ -20,8 +20,8 @@ const browser = Effect.acquireRelease(
   Effect.promise(async () => {
     if (!existsSync(CHROMIUM)) {
       throw new Error(
-        `Chromium is missing at ${CHROMIUM}: install Debian's package (apt-get install -y chromium); ` +
-          ".ci/run does so when test/e2e exists.",
+        `Chromium is missing at ${CHROMIUM}: install Debian's package (apt-get install -y chromium) or set ` +
+          "CHROMIUM_PATH; `npm test` installs it when run as root with apt.",
       )
     }
     const profile = await mkdtemp(path.join(tmpdir(), "docs-chromium-"))

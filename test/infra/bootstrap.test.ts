@@ -1,12 +1,12 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { chmodSync, mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import postgres from "postgres"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { answers, freePort } from "../support/Net.ts"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
@@ -19,12 +19,16 @@ interface Run {
   stderr: string
 }
 
-function bootstrap(command: string, env: NodeJS.ProcessEnv): Promise<Run> {
+function bootstrap(
+  command: string,
+  env: NodeJS.ProcessEnv,
+  { args = [], uid }: { args?: ReadonlyArray<string>; uid?: number } = {},
+): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [BOOTSTRAP, command],
-      { cwd: ROOT, env, timeout: 100_000 },
+      [BOOTSTRAP, command, ...args],
+      { cwd: ROOT, env, timeout: 100_000, ...(uid === undefined ? {} : { uid, gid: uid }) },
       (error, stdout, stderr) =>
         resolve({ code: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr }),
     )
@@ -98,6 +102,96 @@ describe("infra/bootstrap.mjs", { timeout: TIMEOUT_MS }, () => {
     expect(result.stderr).toMatch(/^postgres: reusing /m)
     expect(result.stderr).toMatch(/^nats: reusing /m)
     expect(JSON.parse(result.stdout.trim())).toEqual({ DATABASE_URL: databaseUrl, NATS_URL: natsUrl })
+  })
+})
+
+const onPath = (name: string, PATH: string) =>
+  PATH.split(path.delimiter).some((dir) => dir && existsSync(path.join(dir, name)))
+
+describe("npm test's set-up", { timeout: TIMEOUT_MS }, () => {
+  // Readable by the unprivileged user the refusal runs as.
+  const dir = mkdtempSync(path.join(os.tmpdir(), "partner-test-setup-"))
+  chmodSync(dir, 0o777)
+  const calls = path.join(dir, "apt-get.calls")
+  const chromium = path.join(dir, "chromium")
+  // apt itself is not ours: a stand-in earlier on PATH records how it was called and installs chromium where the
+  // bootstrap looks for it, so the test sees the bootstrap's decision without changing this machine.
+  const fakeBin = path.join(dir, "bin")
+  const aptGet = path.join(fakeBin, "apt-get")
+  const PATH = `${fakeBin}${path.delimiter}${process.env.PATH ?? ""}`
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH, CHROMIUM_PATH: chromium, PARTNER_DATA_DIR: dir }
+  // The inherited compile cache is not writable by the unprivileged user; apt's front end is the bootstrap's to set.
+  delete env.NODE_COMPILE_CACHE
+  delete env.DEBIAN_FRONTEND
+
+  beforeAll(() => {
+    mkdirSync(fakeBin)
+    writeFileSync(
+      aptGet,
+      [
+        "#!/bin/sh",
+        `echo "DEBIAN_FRONTEND=$DEBIAN_FRONTEND $*" >> '${calls}'`,
+        `if [ "$1" = install ]; then printf '#!/bin/sh\\n' > "$CHROMIUM_PATH" && chmod +x "$CHROMIUM_PATH"; fi`,
+        "",
+      ].join("\n"),
+    )
+    chmodSync(fakeBin, 0o755)
+    chmodSync(aptGet, 0o755)
+  })
+  beforeEach(() => rmSync(calls, { force: true }))
+  // A filter that selects no test file: what runs after the set-up is Vitest itself, never the suite again.
+  const noTests = ["--passWithNoTests", "test/no-such-directory/"]
+  // What the machine lacks, as the bootstrap names it: chromium always (it looks at a path that does not exist).
+  const missing = () => {
+    const tools = ["chromium", ...["curl", "jq"].filter((tool) => !onPath(tool, PATH))]
+    return {
+      tools: tools.join(" "),
+      label: `test: ${[`chromium (at ${chromium})`, ...tools.slice(1)].join(", ")}`,
+    }
+  }
+
+  afterAll(async () => {
+    await bootstrap("stop", env)
+    rmSync(dir, { recursive: true, force: true })
+  }, TIMEOUT_MS)
+
+  it("stops before any test, saying in one line what to install, when chromium is missing and it is not root", async () => {
+    // As root, the same run as an unprivileged user (nobody).
+    const result = await bootstrap("test", env, {
+      args: noTests,
+      ...(process.getuid?.() === 0 ? { uid: 65534 } : {}),
+    })
+    const { tools, label } = missing()
+    expect(result.code).toBe(1)
+    expect(result.stderr).toBe(`${label}: not installed; run: sudo apt-get install -y ${tools}\n`)
+    expect(result.stdout).toBe("")
+    expect(existsSync(calls)).toBe(false)
+    expect(existsSync(chromium)).toBe(false)
+  })
+
+  it("installs Debian's chromium with apt when it is missing and it runs as root, then goes on to the tests", async ({
+    skip,
+  }) => {
+    if (process.getuid?.() !== 0) skip()
+    rmSync(chromium, { force: true })
+    const { tools, label } = missing()
+    const result = await bootstrap("test", env, { args: noTests })
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stderr).toContain(
+      `${label}: not installed, installing Debian package${tools.includes(" ") ? "s" : ""} ${tools}\n`,
+    )
+    expect(readFileSync(calls, "utf8")).toBe(
+      `DEBIAN_FRONTEND= update\nDEBIAN_FRONTEND=noninteractive install -y ${tools}\n`,
+    )
+    expect(existsSync(chromium)).toBe(true)
+    expect(result.stdout).toContain("No test files found")
+
+    // Once it is there, nothing is installed again.
+    rmSync(calls)
+    const again = await bootstrap("test", env, { args: noTests })
+    expect(again.code, again.stderr).toBe(0)
+    expect(again.stderr).not.toContain("installing")
+    expect(existsSync(calls)).toBe(false)
   })
 })
 

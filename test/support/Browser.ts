@@ -5,7 +5,8 @@ import path from "node:path"
 import { Effect } from "effect"
 import { type BrowserContext, chromium } from "playwright-core"
 
-export const CHROMIUM = "/usr/bin/chromium"
+/** The bootstrap checks the same path before the suite, and installs Debian's chromium when it can. */
+export const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium"
 
 /**
  * Debian's chromium through playwright-core, never a downloaded browser, with a fresh profile removed
@@ -23,8 +24,8 @@ export const launchBrowser = (
     Effect.promise(async () => {
       if (!existsSync(CHROMIUM)) {
         throw new Error(
-          `Chromium is missing at ${CHROMIUM}: install Debian's package (apt-get install -y chromium); ` +
-            ".ci/run does so when test/e2e exists.",
+          `Chromium is missing at ${CHROMIUM}: install Debian's package (apt-get install -y chromium) or set ` +
+            "CHROMIUM_PATH; `npm test` installs it when run as root with apt.",
         )
       }
       const profile = await mkdtemp(path.join(tmpdir(), "e2e-chromium-"))
