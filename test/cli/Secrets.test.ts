@@ -128,20 +128,42 @@ describe("npm run cli -- secrets", () => {
           )
           assert.strictEqual(both[1]!.expires_at, fresh.previous_secrets_expire_at)
 
-          // A later rotation with a shorter overlap shortens it; it never lengthens an expiry already set.
+          // A later rotation with a shorter overlap shortens the expiry already set.
+          const originalExpiry = both[1]!.expires_at!
           const again = yield* cli("secrets", "rotate", "--owner", "sec-b", "--overlap", "30m")
           assert.strictEqual(again.code, 0, again.stderr)
-          const third = JSON.parse(again.stdout) as PrintedSecret
+          const third = JSON.parse(again.stdout) as PrintedSecret & { previous_secrets_expire_at: string }
           const three = yield* show("--owner", "sec-b")
           assert.deepStrictEqual(
             three.map((s) => s.secret),
             [third.secret, fresh.secret, original!.secret],
           )
-          const stillTwoHours = Date.parse(three[2]!.expires_at!) - Date.parse(fresh.created_at)
-          assert.isBelow(stillTwoHours, 2 * 3600_000 + 60_000)
-          assert.isBelow(
-            Date.parse(three[1]!.expires_at!) - Date.parse(third.created_at),
-            30 * 60_000 + 60_000,
+          const shortened = third.previous_secrets_expire_at
+          assert.isBelow(Date.parse(shortened), Date.parse(originalExpiry))
+          assert.approximately(Date.parse(shortened) - Date.parse(third.created_at), 30 * 60_000, 60_000)
+          assert.deepStrictEqual(
+            three.map((s) => s.expires_at),
+            [null, shortened, shortened],
+          )
+
+          // A later rotation with a longer overlap never lengthens it: only the newest older secret gets the 3 h.
+          const longer = yield* cli("secrets", "rotate", "--owner", "sec-b", "--overlap", "3h")
+          assert.strictEqual(longer.code, 0, longer.stderr)
+          const fourth = JSON.parse(longer.stdout) as PrintedSecret & { previous_secrets_expire_at: string }
+          assert.approximately(
+            Date.parse(fourth.previous_secrets_expire_at) - Date.parse(fourth.created_at),
+            3 * 3600_000,
+            60_000,
+          )
+          const four = yield* show("--owner", "sec-b")
+          assert.deepStrictEqual(
+            four.map((s) => [s.secret, s.expires_at]),
+            [
+              [fourth.secret, null],
+              [third.secret, fourth.previous_secrets_expire_at],
+              [fresh.secret, shortened],
+              [original!.secret, shortened],
+            ],
           )
 
           const cut = yield* cli("secrets", "rotate", "--owner", "sec-b", "--overlap", "0s")
@@ -159,7 +181,8 @@ describe("npm run cli -- secrets", () => {
             [
               { overlap_seconds: 7200, previous_secrets: 1 },
               { overlap_seconds: 1800, previous_secrets: 2 },
-              { overlap_seconds: 0, previous_secrets: 3 },
+              { overlap_seconds: 10800, previous_secrets: 3 },
+              { overlap_seconds: 0, previous_secrets: 4 },
             ],
           )
           assert.isTrue(audit.every((a) => a.actor === "cli:alice"))
