@@ -302,7 +302,15 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
         const port = yield* gatewayPort("enrollment")
         for (const path of [`/documents/${"a".repeat(43)}.zip`, "/documents/..%2F..%2Fetc", "/documents/x"]) {
           const answer = yield* httpRequest(port, path)
-          assert.strictEqual(answer.status, 404, path)
+          assert.deepStrictEqual(
+            { status: answer.status, type: answer.headers.get("content-type"), body: answer.text },
+            {
+              status: 404,
+              type: "application/json",
+              body: JSON.stringify({ status_code: 404, error: "Document not found." }),
+            },
+            path,
+          )
         }
       }),
     )
