@@ -12,6 +12,7 @@ import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { registry } from "../../backend/platform/Observability.ts"
+import { DependencyUnavailable } from "../../backend/platform/Unavailable.ts"
 import { partitionedSubject } from "../../backend/platform/Partition.ts"
 import { eventually } from "../support/Streams.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
@@ -204,6 +205,50 @@ describe("Actor", () => {
         assert.strictEqual(attempts, 2)
         assert.match((yield* deadLetters("defect"))[0]!.reason, /handler died 2 times/)
       }),
+    )
+
+    it.effect(
+      "waits out a dependency that does not answer: no dead letter, no defect, then handles the message",
+      () =>
+        Effect.gen(function* () {
+          const metric = (reason: string) =>
+            Effect.promise(() => registry.getSingleMetric("actor_failed_total")!.get()).pipe(
+              Effect.map(
+                (m) =>
+                  m.values.find((v) => v.labels.actor === "outage" && v.labels.reason === reason)?.value ?? 0,
+              ),
+            )
+          const handledAt: Array<number> = []
+          // Fails with the database away four times (more than `maxDefects`), then succeeds.
+          const actor: ActorDefinition<Step, never> = {
+            ...definition("outage", (_step, deliveryCount) =>
+              Effect.sync(() => handledAt.push(deliveryCount)).pipe(
+                Effect.andThen(
+                  deliveryCount <= 4
+                    ? Effect.die(
+                        new DependencyUnavailable({ dependency: "postgres", reason: "ECONNREFUSED" }),
+                      )
+                    : Effect.succeed(ack),
+                ),
+              ),
+            ),
+            maxDefects: 2,
+          }
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              yield* runtime(actor)
+              yield* send("outage", "k", { key: "k", n: 1 })
+              yield* eventually(
+                Effect.sync(() => handledAt),
+                (runs) => runs.length === 5,
+              )
+            }),
+          )
+          assert.deepStrictEqual(handledAt, [1, 2, 3, 4, 5])
+          assert.strictEqual((yield* deadLetters("outage")).length, 0)
+          assert.strictEqual(yield* metric("unavailable"), 4)
+          assert.strictEqual(yield* metric("defect"), 0)
+        }),
     )
 
     it.effect("finishes in-flight work on shutdown", () =>

@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Logger, References } from "effect"
+import postgres from "postgres"
 import { appLayer } from "../../backend/App.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import {
@@ -14,6 +15,7 @@ import {
   Unauthorized,
   Unprocessable,
 } from "../../backend/platform/Http.ts"
+import { databaseFailure } from "../../backend/platform/Unavailable.ts"
 import { isolatedEnv, isolationLayer, testPlatform } from "../support/TestPlatform.ts"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -231,6 +233,18 @@ const routes: ReadonlyArray<Route> = [
   },
   {
     method: "GET",
+    path: "/database-away",
+    access: "public",
+    // A real refusal by the driver: nothing listens on port 1.
+    handle: () =>
+      Effect.acquireUseRelease(
+        Effect.sync(() => postgres("postgres://postgres@127.0.0.1:1/none", { max: 1, connect_timeout: 5 })),
+        (away) => Effect.tryPromise({ try: () => away`select 1`, catch: databaseFailure }),
+        (away) => Effect.promise(() => away.end({ timeout: 1 })),
+      ).pipe(Effect.orDie, Effect.as(json(200, {}))),
+  },
+  {
+    method: "GET",
     path: "/log",
     access: "public",
     handle: () => Effect.logInfo("inside").pipe(Effect.as(json(200, {}))),
@@ -341,6 +355,23 @@ describe("gatewayLayer", () => {
         assert.strictEqual(answer.text, `{"status_code":500,"error":"Internal server error."}`)
         assert.strictEqual((yield* partnerApi("/healthz")).status, 200)
         assert.strictEqual((yield* partnerApi("/echo", postJson(`{"after":"defect"}`))).status, 200)
+      }),
+    )
+
+    it.effect("answers 503 with Retry-After, not 500, when Postgres refuses the connection, and warns", () =>
+      Effect.gen(function* () {
+        const answer = yield* partnerApi("/database-away")
+        assert.strictEqual(answer.status, 503)
+        assert.strictEqual(answer.headers.get("retry-after"), "2")
+        assert.strictEqual(
+          answer.text,
+          `{"status_code":503,"error":"The service is briefly unavailable. Retry the request shortly."}`,
+        )
+        const logged = logLines.filter((line) => line.annotations.path === "/database-away")
+        assert.deepStrictEqual(
+          logged.map((line) => [line.message, line.annotations.dependency]),
+          [["request failed: dependency unavailable", "postgres"]],
+        )
       }),
     )
 
