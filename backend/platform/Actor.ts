@@ -527,6 +527,23 @@ export const runActor = <A, R>(
       )
     }
 
+    /**
+     * Partitions whose pulls are failing (NATS away, a stream electing its leader): warned of once when they start
+     * failing and once when they pull again, not on every retry.
+     */
+    const pullsFailing = new Set<number>()
+    const pullFailed = (partition: number, cause: string) =>
+      pullsFailing.has(partition)
+        ? Effect.void
+        : Effect.logWarning("actor pull failed; retrying every second").pipe(
+            Effect.annotateLogs({ actor: actor.name, partition, cause }),
+            Effect.andThen(Effect.sync(() => pullsFailing.add(partition))),
+          )
+    const pullSucceeded = (partition: number) =>
+      pullsFailing.delete(partition)
+        ? Effect.logInfo("actor pulls again").pipe(Effect.annotateLogs({ actor: actor.name, partition }))
+        : Effect.void
+
     const concurrency = actor.concurrency ?? 1
     const consumerFor = (partition: number, maxAckPending: number) =>
       Effect.gen(function* () {
@@ -551,18 +568,16 @@ export const runActor = <A, R>(
          * again, a second later.
          */
         return (count: number, onMessage: (msg: PulledMessage) => void) =>
-          puller
-            .pull(count, PULL_EXPIRES, onMessage)
-            .pipe(
-              Effect.catchTag("PullFailed", (failed) =>
-                Effect.logWarning("actor pull failed; retrying").pipe(
-                  Effect.annotateLogs({ actor: actor.name, partition, cause: failed.message }),
-                  Effect.andThen(Effect.sleep("1 second")),
-                  Effect.andThen(nats.ensureConsumer(consumer)),
-                  Effect.as(failed.received),
-                ),
+          puller.pull(count, PULL_EXPIRES, onMessage).pipe(
+            Effect.tap(() => pullSucceeded(partition)),
+            Effect.catchTag("PullFailed", (failed) =>
+              pullFailed(partition, failed.message).pipe(
+                Effect.andThen(Effect.sleep("1 second")),
+                Effect.andThen(nats.ensureConsumer(consumer)),
+                Effect.as(failed.received),
               ),
-            )
+            ),
+          )
       })
 
     /**
@@ -642,10 +657,7 @@ export const runActor = <A, R>(
           : consumeBatches(partition, actor.batch, leases),
       ).pipe(
         Effect.catchCause((cause) =>
-          Effect.logWarning("actor pull failed; retrying").pipe(
-            Effect.annotateLogs({ actor: actor.name, partition, cause: String(Cause.squash(cause)) }),
-            Effect.andThen(Effect.sleep("1 second")),
-          ),
+          pullFailed(partition, String(Cause.squash(cause))).pipe(Effect.andThen(Effect.sleep("1 second"))),
         ),
         Effect.repeat({ while: () => !stopped }),
       )
