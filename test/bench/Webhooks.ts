@@ -94,7 +94,7 @@ parentPort.on("message", (message) => {
 })
 `
 
-interface ReceiverThread {
+export interface ReceiverThread {
   readonly port: number
   /** `/proc/<pid>/task/<tid>` of the receiver's thread. */
   readonly thread: string
@@ -103,7 +103,7 @@ interface ReceiverThread {
   readonly close: () => Promise<void>
 }
 
-const startReceiverThread = () =>
+export const startReceiverThread = () =>
   new Promise<ReceiverThread>((resolve, reject) => {
     const { key, cert } = testCa()
     const worker = new Worker(RECEIVER, { eval: true, workerData: { key, cert } })
@@ -125,9 +125,9 @@ const startReceiverThread = () =>
     )
   })
 
-const now = () => performance.timeOrigin + performance.now()
+export const now = () => performance.timeOrigin + performance.now()
 
-const body = (slug: string, i: number) =>
+export const body = (slug: string, i: number) =>
   JSON.stringify(
     makeEnvelope("move_out.initiated", slug, {
       move_out_id: i,
@@ -172,7 +172,7 @@ const saturate = async (count: number, inflight: number, send: (i: number) => Pr
 }
 
 /** Calls `send(i)` for i < count at `rate` per second (in ticks of 10 ms); the start time of each. */
-const paced = async (count: number, rate: number, send: (i: number) => Promise<unknown>) => {
+export const paced = async (count: number, rate: number, send: (i: number) => Promise<unknown>) => {
   const started = new Float64Array(count)
   const pending: Array<Promise<unknown>> = []
   const t0 = performance.now()

@@ -18,6 +18,7 @@ import { ingestThroughput } from "./Ingest.ts"
 import { prospectReadyLatency } from "./Prospects.ts"
 import { startupLatencies } from "./Startup.ts"
 import { webhookBench } from "./Webhooks.ts"
+import { retentionBench } from "./Retention.ts"
 import { consoleBench } from "./Console.ts"
 import { prospectService } from "../support/Prospects.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
@@ -34,7 +35,7 @@ const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
 
 /**
  * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, roster, prospects, ingest,
- * webhooks, console, startup) runs only those benchmarks; unset runs all of them.
+ * webhooks, retention, console, startup) runs only those benchmarks; unset runs all of them.
  */
 const only = process.env.BENCH_ONLY?.split(",")
   .map((name) => name.trim())
@@ -329,6 +330,12 @@ const program = Effect.gen(function* () {
     rows.push(...webhooks.rows)
     latencies.push(...webhooks.latencies)
     notes.push(...webhooks.notes)
+  }
+  if (selected("retention")) {
+    // The receiver, the database and the prefix are the benchmark's own; it starts the workers itself.
+    const retention = yield* retentionBench
+    latencies.push(...retention.latencies)
+    notes.push(...retention.notes)
   }
   const extraTables: Array<string> = []
   if (selected("console")) {
