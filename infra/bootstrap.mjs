@@ -3,6 +3,7 @@
 // exists, on whatever Node the machine has.
 //
 //   node infra/bootstrap.mjs start|test|bench|cli [args...]   ensure everything, then run the target
+//   node infra/bootstrap.mjs faults [args...]                 the fault suite: dependencies and its own servers' binaries
 //   node infra/bootstrap.mjs install                          install dependencies (npm ci) on the pinned Node
 //   node infra/bootstrap.mjs services                         ensure both servers, print their URLs as JSON
 //   node infra/bootstrap.mjs stop                             stop the project-local servers of the data folder
@@ -46,6 +47,7 @@ const NODE = path.join(ROOT, "node_modules", ".bin", "node")
 const TARGETS = {
   start: (args) => ["backend/main.ts", ...args],
   test: (args) => ["node_modules/vitest/vitest.mjs", "run", ...args],
+  faults: (args) => ["node_modules/vitest/vitest.mjs", "run", "--config", "vitest.faults.config.ts", ...args],
   bench: (args) => ["test/bench/main.ts", ...args],
   cli: (args) => ["backend/cli/Cli.ts", ...args],
 }
@@ -275,8 +277,9 @@ function ensureTestTools() {
     throw new BootstrapError(`test: installed, but ${still.join(" and ")} not found on PATH`)
 }
 
-// Debian keeps initdb/pg_ctl out of PATH, under /usr/lib/postgresql/<version>/bin.
+// Debian keeps initdb/pg_ctl out of PATH, under /usr/lib/postgresql/<version>/bin. PG_BINDIR names the folder.
 function findPostgresBin() {
+  if (process.env.PG_BINDIR) return hasPostgresBin(process.env.PG_BINDIR) ? process.env.PG_BINDIR : undefined
   const base = "/usr/lib/postgresql"
   const versions = existsSync(base) ? readdirSync(base).filter((v) => /^\d+(\.\d+)?$/.test(v)) : []
   versions.sort((a, b) => Number(b) - Number(a))
@@ -284,9 +287,50 @@ function findPostgresBin() {
     ...(process.env.PATH ?? "").split(path.delimiter),
     ...versions.map((v) => path.join(base, v, "bin")),
   ]
-  return dirs.find(
-    (dir) => dir && existsSync(path.join(dir, "pg_ctl")) && existsSync(path.join(dir, "initdb")),
-  )
+  return dirs.find((dir) => dir && hasPostgresBin(dir))
+}
+
+const hasPostgresBin = (dir) => existsSync(path.join(dir, "pg_ctl")) && existsSync(path.join(dir, "initdb"))
+
+const hasUser = (name) =>
+  existsSync("/etc/passwd") &&
+  readFileSync("/etc/passwd", "utf8")
+    .split("\n")
+    .some((line) => line.startsWith(`${name}:`))
+
+/**
+ * What the fault suite needs besides the dependencies: Postgres's server binaries and a user other than root to
+ * run them (the `postgres` OS user when this runs as root), and nats-server. As root with apt, a missing package
+ * is installed (it creates the `postgres` user); otherwise one line says what to install. Returns the env the
+ * suite runs with: PG_BINDIR set, nats-server's folder on PATH.
+ */
+function faultSuitePrerequisites(env) {
+  const natsDirs = ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"]
+  const missing = []
+  let pgBin = findPostgresBin()
+  if (!pgBin && !process.env.PG_BINDIR && IS_ROOT && findExecutable("apt-get")) {
+    installPackage("postgresql", "postgres")
+    pgBin = findPostgresBin()
+  }
+  if (!pgBin)
+    missing.push(
+      process.env.PG_BINDIR
+        ? `initdb and pg_ctl in PG_BINDIR (${process.env.PG_BINDIR})`
+        : "PostgreSQL's server binaries initdb and pg_ctl (Debian: apt-get install postgresql; or set PG_BINDIR)",
+    )
+  if (pgBin && IS_ROOT && !hasUser("postgres"))
+    missing.push("a `postgres` OS user to run them (Postgres refuses root), or run the suite as another user")
+  let nats = findExecutable("nats-server", natsDirs)
+  if (!nats && IS_ROOT && findExecutable("apt-get")) {
+    installPackage("nats-server", "nats")
+    nats = findExecutable("nats-server", natsDirs)
+  }
+  if (!nats) missing.push("nats-server (Debian: apt-get install nats-server)")
+  if (missing.length > 0)
+    throw new BootstrapError(
+      `faults: the fault suite runs its own Postgres and NATS and needs ${missing.join("; and ")}${IS_ROOT ? "" : " (as root it installs what is missing and runs Postgres as the postgres user)"}`,
+    )
+  return { ...env, PG_BINDIR: pgBin, PATH: `${path.dirname(nats)}${path.delimiter}${env.PATH ?? ""}` }
 }
 
 // initdb, pg_ctl and postgres refuse to run as root, so as root they run as the `postgres` OS user.
@@ -522,12 +566,18 @@ export async function main([command, ...args]) {
     return 0
   }
   if (command !== "services" && !TARGETS[command]) {
-    say("usage: node infra/bootstrap.mjs start|test|bench|cli|install|services|stop [args...]")
+    say("usage: node infra/bootstrap.mjs start|test|faults|bench|cli|install|services|stop [args...]")
     return 2
   }
   quiet = command === "cli"
   if (command === "test") ensureTestTools()
   if (command !== "services") ensureDependencies()
+  if (command === "faults") {
+    // The fault suite starts servers of its own and never touches DATABASE_URL's or NATS_URL's.
+    const env = faultSuitePrerequisites({ ...process.env })
+    env.NODE_COMPILE_CACHE ||= path.join(DATA_DIR, "compile-cache")
+    return runTarget(TARGETS.faults(args), env)
+  }
   if (!(command === "cli" && wantsHelp(args))) await withLock(ensureServices)
   const env = { ...process.env, DATABASE_URL, NATS_URL }
   if (command === "start" || command === "bench") env.NODE_OPTIONS = withServiceHeap(env.NODE_OPTIONS)

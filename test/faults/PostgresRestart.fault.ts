@@ -1,0 +1,148 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Clock, Effect } from "effect"
+import { FaultStack, faultStackLayer, recordFigure } from "../support/FaultStack.ts"
+import {
+  assertDuplicatesRecorded,
+  deadLetters,
+  deliveryTotals,
+  prospectLoad,
+  prospectOf,
+} from "../support/FaultLoad.ts"
+import { prospectSetUp } from "../support/Prospects.ts"
+import { startReceiver } from "../support/Receiver.ts"
+import { postJson, query } from "../support/Roster.ts"
+import { eventually } from "../support/Streams.ts"
+
+const OUTAGE_MS = 15_000
+
+/** Polls `probe` until it holds; how long that took from `since` (ms). */
+const recoveredAfter = (since: number, probe: Effect.Effect<boolean>) =>
+  Effect.gen(function* () {
+    yield* eventually(probe, (ok) => ok)
+    return (yield* Clock.currentTimeMillis) - since
+  })
+
+const status = (port: number, path: string) =>
+  Effect.promise(() =>
+    fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(5000) }).then(
+      (r) => r.status,
+      () => 0,
+    ),
+  )
+
+describe("Postgres stopped for 15 s under load", () => {
+  layer(faultStackLayer(), { excludeTestServices: true, timeout: 180_000 })((it) => {
+    for (const mode of ["fast", "immediate"] as const) {
+      it.effect(
+        `pg_ctl stop -m ${mode}: both processes keep running, no 500 is answered, nothing accepted is lost, and everything works again`,
+        () =>
+          Effect.gen(function* () {
+            const stack = yield* FaultStack
+            yield* Effect.addFinalizer(() => stack.restore)
+            const receiver = yield* startReceiver
+            const source = `pg-${mode}`
+            const { partner, slug } = yield* prospectSetUp(`org-pg-${mode}`, source)
+            const path = `/${source}`
+            const created = yield* postJson<{ endpoint: { id: number } }>(
+              partner,
+              `/partners/${slug}/webhooks/endpoints`,
+              { endpoint: { name: "fault receiver", destination_url: receiver.url(path), events: ["prospect.ready"] } },
+            )
+            assert.strictEqual(created.status, 200, created.text)
+            const endpointId = created.body.endpoint.id
+
+            const load = yield* prospectLoad(partner, slug, source)
+            const context = () => ({ load: load.statuses(), received: receiver.received(path).length })
+            // Some traffic before the fault, so the pools hold connections (and the actors leases) when it lands.
+            yield* stack.step(
+              "load delivered before the fault",
+              eventually(
+                Effect.sync(() => receiver.received(path).length),
+                (n) => n >= 5,
+              ),
+              { context },
+            )
+            yield* stack.step(`pg_ctl stop -m ${mode}`, stack.postgres.stop(mode))
+            yield* stack.step("outage", Effect.sleep(`${OUTAGE_MS} millis`))
+            yield* stack.step("pg_ctl start", stack.postgres.start)
+            const back = yield* Clock.currentTimeMillis
+
+            // Recovery, measured from Postgres's return: readiness, a GET and a POST answered, and a prospect posted
+            // after the return decided and its webhook delivered (the outbox, the actors, the delivery engine).
+            const partnerPort = stack.gateways().ports["partner-api"]!
+            const recovered = yield* stack.step(
+              "recovery",
+              Effect.all({
+                readyz: recoveredAfter(
+                  back,
+                  Effect.map(status(partnerPort, "/readyz"), (s) => s === 200),
+                ),
+                get: recoveredAfter(
+                  back,
+                  Effect.sync(() => load.getOkSince(back)),
+                ),
+                post: recoveredAfter(
+                  back,
+                  Effect.sync(() => load.postOkSince(back)),
+                ),
+                webhook_delivered: recoveredAfter(
+                  back,
+                  Effect.sync(() => {
+                    const id = load.acceptedSince(back)
+                    return id !== undefined && receiver.received(path).some((r) => prospectOf(r.body) === id)
+                  }),
+                ),
+              }, { concurrency: "unbounded" }),
+              { seconds: 60, context },
+            )
+            // A little more load after the return, then the load stops.
+            yield* Effect.sleep("3 seconds")
+            const report = yield* stack.step("load stops", load.stop, { context })
+            yield* stack.assertAlive
+            assert.deepStrictEqual(report.serverErrors, [], JSON.stringify(report.statuses))
+            assert.strictEqual(report.statuses["POST error"] ?? 0, 0, "a POST got no answer")
+            assert.strictEqual(report.statuses["GET error"] ?? 0, 0, "a GET got no answer")
+
+            // Every accepted prospect is stored once and decided, and its webhook delivered.
+            const accepted = new Set(report.accepted)
+            const prospects = query(
+              (sql) => sql<Array<{ source_prospect_id: string; status: string }>>`
+                select source_prospect_id, status from prospects where source = ${source}`,
+            )
+            const ready = yield* stack.step(
+              "every accepted prospect decided",
+              eventually(prospects, (rows) => rows.length >= accepted.size && rows.every((r) => r.status === "ready")),
+              { context: () => ({ accepted: accepted.size }) },
+            )
+            assert.sameMembers(
+              ready.map((r) => r.source_prospect_id),
+              [...accepted],
+            )
+            const totals = yield* stack.step(
+              "every delivery delivered",
+              eventually(
+                deliveryTotals(endpointId),
+                (t) => t.deliveries >= accepted.size && t.byStatus.delivered === t.deliveries,
+              ),
+              { context: () => ({ accepted: accepted.size, received: receiver.received(path).length }) },
+            )
+            assert.strictEqual(totals.deliveries, accepted.size, "one prospect.ready delivery per prospect")
+            const delivered = new Set(receiver.received(path).map((r) => prospectOf(r.body)))
+            assert.sameMembers([...delivered], [...accepted])
+            const duplicates = assertDuplicatesRecorded(receiver, path, totals)
+            assert.strictEqual(yield* deadLetters, 0)
+            yield* stack.assertAlive
+
+            yield* recordFigure(`postgres stop -m ${mode} (${OUTAGE_MS / 1000} s)`, {
+              statuses: report.statuses,
+              prospects_accepted: accepted.size,
+              deliveries: totals.deliveries,
+              duplicates_at_receiver: duplicates,
+              recovered_ms: recovered,
+            })
+          }).pipe(Effect.scoped),
+        180_000,
+      )
+    }
+  })
+})

@@ -1,0 +1,181 @@
+import { assert } from "@effect/vitest"
+import { Clock, Effect, Fiber, Ref } from "effect"
+import { gatewayPort } from "./Auth.ts"
+import { completeProspect } from "./Prospects.ts"
+import type { RosterPartner } from "./Roster.ts"
+import type { Receiver } from "./Receiver.ts"
+import { query } from "./Roster.ts"
+
+/**
+ * A steady load of prospect POSTs and GETs on the partner gateway, as a partner's integration makes it: each
+ * loop creates a new prospect, POSTing it again after a 503 until it is accepted (a client retries what was
+ * refused), then GETs it. Every answer is counted by method and status; the body of each 5xx other than 503 is
+ * kept; the time of every success is kept for measuring recovery.
+ */
+
+export interface LoadReport {
+  /** `POST 200`, `GET 503`, `POST error` (no answer) ... with their counts. */
+  readonly statuses: Readonly<Record<string, number>>
+  /** Each answer that must never happen: a 5xx other than 503, as `METHOD status body`. */
+  readonly serverErrors: ReadonlyArray<string>
+  /** Every prospect (source_prospect_id) a POST was answered 200 for. */
+  readonly accepted: ReadonlyArray<string>
+  /** Clock times (ms) of answered POSTs (200) and GETs (200). */
+  readonly postOk: ReadonlyArray<number>
+  readonly getOk: ReadonlyArray<number>
+}
+
+interface Answer {
+  readonly status: number
+  readonly text: string
+}
+
+/** One request with a 15 s limit; no answer (refused, reset, timed out) is status 0. */
+const send = (port: number, method: string, path: string, token: string, body?: unknown) =>
+  Effect.promise(
+    (): Promise<Answer> =>
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        signal: AbortSignal.timeout(15_000),
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }).then(
+        async (response) => ({ status: response.status, text: await response.text() }),
+        (error: unknown) => ({ status: 0, text: String(error) }),
+      ),
+  )
+
+export interface ProspectLoad {
+  /** Lets each loop finish its prospect (retrying until accepted), then stops; what was answered. */
+  readonly stop: Effect.Effect<LoadReport>
+  /** Whether a POST, or a GET, was answered 200 at `since` or later. */
+  readonly postOkSince: (since: number) => boolean
+  readonly getOkSince: (since: number) => boolean
+  /** The first prospect accepted at `since` or later, once there is one. */
+  readonly acceptedSince: (since: number) => string | undefined
+  /** The answers counted so far. */
+  readonly statuses: () => Readonly<Record<string, number>>
+}
+
+/** Starts `loops` loops of POST-then-GET for new prospects of `source` at the owner `slug`. */
+export const prospectLoad = (
+  partner: RosterPartner,
+  slug: string,
+  source: string,
+  options: { readonly loops?: number; readonly pauseMs?: number } = {},
+) =>
+  Effect.gen(function* () {
+    const port = yield* gatewayPort("partner-api")
+    const state = {
+      statuses: {} as Record<string, number>,
+      serverErrors: [] as Array<string>,
+      accepted: [] as Array<string>,
+      acceptedAt: [] as Array<number>,
+      postOk: [] as Array<number>,
+      getOk: [] as Array<number>,
+    }
+    const running = yield* Ref.make(true)
+    let next = 0
+    const count = (method: string, answer: Answer) =>
+      Effect.gen(function* () {
+        const key = `${method} ${answer.status === 0 ? "error" : answer.status}`
+        state.statuses[key] = (state.statuses[key] ?? 0) + 1
+        if (answer.status >= 500 && answer.status !== 503)
+          state.serverErrors.push(`${method} ${answer.status} ${answer.text.slice(0, 300)}`)
+        if (answer.status === 200) (method === "POST" ? state.postOk : state.getOk).push(yield* Clock.currentTimeMillis)
+      })
+    const pause = Effect.sleep(`${options.pauseMs ?? 100} millis`)
+    const loop = Effect.gen(function* () {
+      while (yield* Ref.get(running)) {
+        const id = `${source}-${next++}`
+        const body = { prospect: completeProspect(source, id) }
+        while (true) {
+          const answer = yield* send(port, "POST", `/partners/${slug}/prospects`, partner.token, body)
+          yield* count("POST", answer)
+          if (answer.status === 200) break
+          yield* pause
+        }
+        state.accepted.push(id)
+        state.acceptedAt.push(yield* Clock.currentTimeMillis)
+        yield* count("GET", yield* send(port, "GET", `/partners/${slug}/prospects/${source}/${id}`, partner.token))
+        yield* pause
+      }
+    })
+    const fibers = yield* Effect.forEach(
+      Array.from({ length: options.loops ?? 3 }, () => loop),
+      (l) => Effect.forkChild(l),
+    )
+    return {
+      stop: Effect.gen(function* () {
+        yield* Ref.set(running, false)
+        yield* Fiber.joinAll(fibers)
+        const { acceptedAt: _, ...report } = state
+        return { ...report, statuses: { ...state.statuses } } satisfies LoadReport
+      }),
+      postOkSince: (since) => state.postOk.some((at) => at >= since),
+      getOkSince: (since) => state.getOk.some((at) => at >= since),
+      statuses: () => ({ ...state.statuses, accepted: state.accepted.length }),
+      acceptedSince: (since) => state.accepted[state.acceptedAt.findIndex((at) => at >= since)],
+    } satisfies ProspectLoad
+  })
+
+/** The `source_prospect_id` a prospect webhook's body is about. */
+export const prospectOf = (body: Buffer) => /"source_prospect_id":"([^"]+)"/.exec(body.toString("utf8"))?.[1]
+
+/** Each delivery id the receiver got on `path`, with how many requests carried it. */
+export const requestsByDelivery = (receiver: Receiver, path: string) => {
+  const counts = new Map<string, number>()
+  for (const request of receiver.received(path)) {
+    const id = request.headers["x-webhook-delivery"] ?? ""
+    counts.set(id, (counts.get(id) ?? 0) + 1)
+  }
+  return counts
+}
+
+export interface DeliveryTotals {
+  readonly deliveries: number
+  readonly byStatus: Readonly<Record<string, number>>
+  /** delivery id -> attempts recorded */
+  readonly attempts: ReadonlyMap<string, number>
+}
+
+/** The endpoint's deliveries by status and each one's recorded attempts. */
+export const deliveryTotals = (endpointId: number) =>
+  Effect.gen(function* () {
+    const rows = yield* query(
+      (sql) => sql<Array<{ id: string; status: string; attempts: number }>>`
+        select d.id::text, d.status, (select count(*)::int from webhook_attempts a where a.delivery_id = d.id) as attempts
+        from webhook_deliveries d where d.endpoint_id = ${endpointId}`,
+    )
+    const byStatus: Record<string, number> = {}
+    for (const row of rows) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1
+    return {
+      deliveries: rows.length,
+      byStatus,
+      attempts: new Map(rows.map((r) => [r.id, r.attempts])),
+    } satisfies DeliveryTotals
+  })
+
+/**
+ * Every request the receiver got on `path` is a delivery of the endpoint, and is recorded as one of its attempts:
+ * no delivery has more requests at the receiver than attempts in the database. The number of duplicates (requests
+ * beyond the first of a delivery).
+ */
+export const assertDuplicatesRecorded = (receiver: Receiver, path: string, totals: DeliveryTotals) => {
+  const requests = requestsByDelivery(receiver, path)
+  const unrecorded: Array<string> = []
+  let duplicates = 0
+  for (const [delivery, n] of requests) {
+    const attempts = totals.attempts.get(delivery)
+    if (attempts === undefined || n > attempts)
+      unrecorded.push(`${delivery}: ${n} requests, ${attempts ?? "no"} attempts recorded`)
+    duplicates += n - 1
+  }
+  assert.deepStrictEqual(unrecorded.slice(0, 10), [], `${unrecorded.length} deliveries with unrecorded requests`)
+  return duplicates
+}
+
+/** How many rows `dead_letters` holds. */
+export const deadLetters = query((sql) => sql<Array<{ n: number }>>`select count(*)::int as n from dead_letters`).pipe(
+  Effect.map(([row]) => row!.n),
+)

@@ -1,0 +1,123 @@
+import { execFile, execFileSync } from "node:child_process"
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { freePort } from "./Net.ts"
+
+/**
+ * A PostgreSQL server of the test's own, for fault tests that stop and restart it: `initdb` and `pg_ctl` on a
+ * free loopback port, its data and socket in a temporary folder. Postgres refuses to run as root, so as root
+ * its commands run as the `postgres` OS user (`runuser`). `infra/bootstrap.mjs faults` checks all of this before
+ * the suite starts and says what is missing.
+ */
+
+const isRoot = process.getuid?.() === 0
+
+/** Where initdb and pg_ctl are: PG_BINDIR, else `pg_config --bindir`, else Debian's newest version folder. */
+export const postgresBinDir = () => {
+  const has = (dir: string) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl"))
+  if (process.env.PG_BINDIR) return process.env.PG_BINDIR
+  try {
+    const dir = execFileSync("pg_config", ["--bindir"], { encoding: "utf8", stdio: "pipe" }).trim()
+    if (has(dir)) return dir
+  } catch {
+    // No pg_config on PATH: look where Debian puts the server binaries.
+  }
+  const base = "/usr/lib/postgresql"
+  const versions = existsSync(base) ? readdirSync(base).filter((v) => /^\d+$/.test(v)) : []
+  const found = versions
+    .sort((a, b) => Number(b) - Number(a))
+    .map((v) => join(base, v, "bin"))
+    .find(has)
+  return found ?? "/usr/lib/postgresql/bin"
+}
+
+const postgresUser = () => {
+  const line = readFileSync("/etc/passwd", "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("postgres:"))
+  const [, , uid, gid] = line?.split(":") ?? []
+  return { uid: Number(uid), gid: Number(gid) }
+}
+
+/** Runs a Postgres binary (as the `postgres` user when this is root); its output when it fails. */
+const runPg = (dir: string, command: string, args: ReadonlyArray<string>) =>
+  Effect.callback<void>((resume) => {
+    const bin = join(postgresBinDir(), command)
+    const [file, argv] = isRoot ? ["runuser", ["-u", "postgres", "--", bin, ...args]] : [bin, [...args]]
+    execFile(file, argv, { cwd: dir, timeout: 120_000 }, (error, stdout, stderr) =>
+      resume(
+        error
+          ? Effect.die(new Error(`${command} ${args.join(" ")} failed: ${error.message}\n${stdout}${stderr}`))
+          : Effect.void,
+      ),
+    )
+  })
+
+export type StopMode = "fast" | "immediate"
+
+export interface PrivatePostgres {
+  readonly port: number
+  /** A URL of `database` on this server (user postgres, trust). */
+  readonly url: (database: string) => string
+  /** `pg_ctl stop -m mode`: a fast stop ends sessions cleanly, an immediate one as a crash would. */
+  readonly stop: (mode: StopMode) => Effect.Effect<void>
+  /** Starts it again on the same port and data, once it accepts connections. */
+  readonly start: Effect.Effect<void>
+  /** Starts it unless it runs: what a case that failed during an outage leaves for the next. */
+  readonly ensureRunning: Effect.Effect<void>
+}
+
+/** A fresh server on a free port, started; stopped (immediately) and removed with the scope. */
+export const privatePostgres = Effect.acquireRelease(
+  Effect.gen(function* () {
+    const dir = mkdtempSync(join(tmpdir(), "faults-postgres-"))
+    if (isRoot) {
+      const { uid, gid } = postgresUser()
+      chownSync(dir, uid, gid)
+    }
+    const port = yield* Effect.promise(freePort)
+    const data = join(dir, "data")
+    yield* runPg(dir, "initdb", ["-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"])
+    const settings = [
+      `-p ${port}`,
+      `-k ${dir}`,
+      "-c listen_addresses=127.0.0.1",
+      // Two service processes, each with its pool, partition leases and listeners, and the test's own.
+      "-c max_connections=200",
+      // Nothing here outlives the test; a stop still loses no committed row (only an OS crash would).
+      "-c fsync=off",
+    ].join(" ")
+    let running = false
+    const start = runPg(dir, "pg_ctl", [
+      "start",
+      "-w",
+      "-t",
+      "60",
+      "-D",
+      data,
+      "-l",
+      join(dir, "server.log"),
+      "-o",
+      settings,
+    ]).pipe(Effect.andThen(Effect.sync(() => void (running = true))))
+    yield* start
+    const server: PrivatePostgres = {
+      port,
+      url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
+      stop: (mode) =>
+        Effect.sync(() => void (running = false)).pipe(
+          Effect.andThen(runPg(dir, "pg_ctl", ["stop", "-w", "-t", "60", "-D", data, "-m", mode])),
+        ),
+      start,
+      ensureRunning: Effect.suspend(() => (running ? Effect.void : start)),
+    }
+    return { dir, data, server }
+  }),
+  ({ dir, data }) =>
+    runPg(dir, "pg_ctl", ["stop", "-w", "-t", "30", "-D", data, "-m", "immediate"]).pipe(
+      Effect.catchDefect(() => Effect.void),
+      Effect.andThen(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))),
+    ),
+).pipe(Effect.map(({ server }) => server))
