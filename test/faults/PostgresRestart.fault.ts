@@ -70,30 +70,36 @@ describe("Postgres stopped for 15 s under load", () => {
             // Recovery, measured from Postgres's return: readiness, a GET and a POST answered, and a prospect posted
             // after the return decided and its webhook delivered (the outbox, the actors, the delivery engine).
             const partnerPort = stack.gateways().ports["partner-api"]!
-            const recovered = yield* stack.step(
+            const recovered: Record<string, number> = {}
+            const probe = (name: string, check: Effect.Effect<boolean>) =>
+              Effect.flatMap(recoveredAfter(back, check), (ms) => Effect.sync(() => void (recovered[name] = ms)))
+            yield* stack.step(
               "recovery",
-              Effect.all({
-                readyz: recoveredAfter(
-                  back,
-                  Effect.map(status(partnerPort, "/readyz"), (s) => s === 200),
-                ),
-                get: recoveredAfter(
-                  back,
-                  Effect.sync(() => load.getOkSince(back)),
-                ),
-                post: recoveredAfter(
-                  back,
-                  Effect.sync(() => load.postOkSince(back)),
-                ),
-                webhook_delivered: recoveredAfter(
-                  back,
-                  Effect.sync(() => {
-                    const id = load.acceptedSince(back)
-                    return id !== undefined && receiver.received(path).some((r) => prospectOf(r.body) === id)
-                  }),
-                ),
-              }, { concurrency: "unbounded" }),
-              { seconds: 60, context },
+              Effect.all(
+                [
+                  probe(
+                    "readyz",
+                    Effect.map(status(partnerPort, "/readyz"), (s) => s === 200),
+                  ),
+                  probe(
+                    "get",
+                    Effect.sync(() => load.getOkSince(back)),
+                  ),
+                  probe(
+                    "post",
+                    Effect.sync(() => load.postOkSince(back)),
+                  ),
+                  probe(
+                    "webhook_delivered",
+                    Effect.sync(() => {
+                      const id = load.acceptedSince(back)
+                      return id !== undefined && receiver.received(path).some((r) => prospectOf(r.body) === id)
+                    }),
+                  ),
+                ],
+                { concurrency: "unbounded", discard: true },
+              ),
+              { seconds: 60, context: () => ({ ...context(), recovered_ms: recovered }) },
             )
             // A little more load after the return, then the load stops.
             yield* Effect.sleep("3 seconds")

@@ -84,7 +84,7 @@ export const prospectLoad = (
           state.serverErrors.push(`${method} ${answer.status} ${answer.text.slice(0, 300)}`)
         if (answer.status === 200) (method === "POST" ? state.postOk : state.getOk).push(yield* Clock.currentTimeMillis)
       })
-    const pause = Effect.sleep(`${options.pauseMs ?? 100} millis`)
+    const pause = Effect.sleep(`${options.pauseMs ?? 250} millis`)
     const loop = Effect.gen(function* () {
       while (yield* Ref.get(running)) {
         const id = `${source}-${next++}`
@@ -102,7 +102,7 @@ export const prospectLoad = (
       }
     })
     const fibers = yield* Effect.forEach(
-      Array.from({ length: options.loops ?? 3 }, () => loop),
+      Array.from({ length: options.loops ?? 2 }, () => loop),
       (l) => Effect.forkChild(l),
     )
     return {
@@ -179,3 +179,23 @@ export const assertDuplicatesRecorded = (receiver: Receiver, path: string, total
 export const deadLetters = query((sql) => sql<Array<{ n: number }>>`select count(*)::int as n from dead_letters`).pipe(
   Effect.map(([row]) => row!.n),
 )
+
+/** The workers' `actor_failed_total{reason="defect"}`, summed over actors, from their metrics port. */
+export const failedAsDefects = (workers: { readonly ports: Readonly<Record<string, number>> }) =>
+  Effect.promise(() =>
+    fetch(`http://127.0.0.1:${workers.ports.metrics}/metrics`).then((r) => r.text()),
+  ).pipe(
+    Effect.map((text) =>
+      text
+        .split("\n")
+        .filter((line) => line.startsWith("actor_failed_total{") && line.includes('reason="defect"'))
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0),
+    ),
+  )
+
+/** The ERROR lines a service process has logged so far. */
+export const errorLines = (service: { readonly process: { readonly stdout: () => string } }) =>
+  service.process
+    .stdout()
+    .split("\n")
+    .filter((line) => line.includes('"level":"ERROR"'))
