@@ -2,7 +2,12 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { BulkRetries } from "../../backend/operator/BulkRetries.ts"
 import { FaultStack, faultStackLayer, recordFigure } from "../support/FaultStack.ts"
-import { assertDuplicatesRecorded, deadLetters, deliveryTotals, requestsByDelivery } from "../support/FaultLoad.ts"
+import {
+  assertDuplicatesRecorded,
+  deadLetters,
+  deliveryTotals,
+  requestsByDelivery,
+} from "../support/FaultLoad.ts"
 import { envelope, ingestSetUp, postEvent, prospectUpdate } from "../support/Ingest.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import { eventually } from "../support/Streams.ts"
@@ -70,7 +75,11 @@ describe("kill -9 of the workers", () => {
             events.map((e) => e.eventId),
           )
           const requests = requestsByDelivery(receiver, path)
-          assert.sameMembers([...requests.keys()], [...totals.attempts.keys()], "a delivery never reached the receiver")
+          assert.sameMembers(
+            [...requests.keys()],
+            [...totals.attempts.keys()],
+            "a delivery never reached the receiver",
+          )
           const duplicates = assertDuplicatesRecorded(receiver, path, totals)
           assert.strictEqual(yield* deadLetters, 0)
           yield* stack.assertAlive
@@ -109,12 +118,15 @@ describe("kill -9 of the workers", () => {
               (body) =>
                 Effect.map(postEvent(setUp.client, body), (answer) => {
                   answers[answer.status] = (answers[answer.status] ?? 0) + 1
-                  if (answer.status === 202) accepted.push((JSON.parse(answer.text) as { event_id: string }).event_id)
+                  if (answer.status === 202)
+                    accepted.push((JSON.parse(answer.text) as { event_id: string }).event_id)
                 }),
               { concurrency: 16, discard: true },
             ),
           )
-          const logged = count((sql) => sql`select count(*)::int as n from ingest_log where source = ${source}`)
+          const logged = count(
+            (sql) => sql`select count(*)::int as n from ingest_log where source = ${source}`,
+          )
           yield* stack.step(
             "a quarter applied",
             eventually(logged, (n) => n >= bodies.length / 4),
@@ -137,7 +149,11 @@ describe("kill -9 of the workers", () => {
               select event_id, outcome from ingest_log where source = ${source}`,
           )
           const decided = log.filter((r) => r.outcome === "applied" || r.outcome === "stale")
-          assert.strictEqual(decided.length, bodies.length, "an event was applied more than once, or not at all")
+          assert.strictEqual(
+            decided.length,
+            bodies.length,
+            "an event was applied more than once, or not at all",
+          )
           assert.sameMembers(
             decided.map((r) => r.event_id),
             accepted,
@@ -207,7 +223,10 @@ describe("kill -9 of the workers", () => {
             "the bulk retry completed",
             eventually(progress, (j) => j.status !== "running"),
           )
-          assert.deepStrictEqual([finished.status, finished.done, finished.total], ["completed", FAILED, FAILED])
+          assert.deepStrictEqual(
+            [finished.status, finished.done, finished.total],
+            ["completed", FAILED, FAILED],
+          )
           const series = yield* stack.step(
             "every retried delivery delivered",
             eventually(

@@ -32,7 +32,13 @@ describe("NATS stopped for 15 s under load", () => {
           const created = yield* postJson<{ endpoint: { id: number } }>(
             partner,
             `/partners/${slug}/webhooks/endpoints`,
-            { endpoint: { name: "fault receiver", destination_url: receiver.url(path), events: ["prospect.ready"] } },
+            {
+              endpoint: {
+                name: "fault receiver",
+                destination_url: receiver.url(path),
+                events: ["prospect.ready"],
+              },
+            },
           )
           assert.strictEqual(created.status, 200, created.text)
           const endpointId = created.body.endpoint.id
@@ -98,7 +104,10 @@ describe("NATS stopped for 15 s under load", () => {
             { context: () => ({ accepted: accepted.size, received: receiver.received(path).length }) },
           )
           assert.strictEqual(totals.deliveries, accepted.size, "one prospect.ready delivery per prospect")
-          assert.sameMembers([...new Set(receiver.received(path).map((r) => prospectOf(r.body)))], [...accepted])
+          assert.sameMembers(
+            [...new Set(receiver.received(path).map((r) => prospectOf(r.body)))],
+            [...accepted],
+          )
           const duplicates = assertDuplicatesRecorded(receiver, path, totals)
           assert.strictEqual(yield* deadLetters, 0)
           // A publish that failed while the broker was away is retried, not a defect.

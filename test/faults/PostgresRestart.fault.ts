@@ -46,7 +46,13 @@ describe("Postgres stopped for 15 s under load", () => {
             const created = yield* postJson<{ endpoint: { id: number } }>(
               partner,
               `/partners/${slug}/webhooks/endpoints`,
-              { endpoint: { name: "fault receiver", destination_url: receiver.url(path), events: ["prospect.ready"] } },
+              {
+                endpoint: {
+                  name: "fault receiver",
+                  destination_url: receiver.url(path),
+                  events: ["prospect.ready"],
+                },
+              },
             )
             assert.strictEqual(created.status, 200, created.text)
             const endpointId = created.body.endpoint.id
@@ -72,7 +78,9 @@ describe("Postgres stopped for 15 s under load", () => {
             const partnerPort = stack.gateways().ports["partner-api"]!
             const recovered: Record<string, number> = {}
             const probe = (name: string, check: Effect.Effect<boolean>) =>
-              Effect.flatMap(recoveredAfter(back, check), (ms) => Effect.sync(() => void (recovered[name] = ms)))
+              Effect.flatMap(recoveredAfter(back, check), (ms) =>
+                Effect.sync(() => void (recovered[name] = ms)),
+              )
             yield* stack.step(
               "recovery",
               Effect.all(
@@ -93,7 +101,9 @@ describe("Postgres stopped for 15 s under load", () => {
                     "webhook_delivered",
                     Effect.sync(() => {
                       const id = load.acceptedSince(back)
-                      return id !== undefined && receiver.received(path).some((r) => prospectOf(r.body) === id)
+                      return (
+                        id !== undefined && receiver.received(path).some((r) => prospectOf(r.body) === id)
+                      )
                     }),
                   ),
                 ],
@@ -117,7 +127,10 @@ describe("Postgres stopped for 15 s under load", () => {
             )
             const ready = yield* stack.step(
               "every accepted prospect decided",
-              eventually(prospects, (rows) => rows.length >= accepted.size && rows.every((r) => r.status === "ready")),
+              eventually(
+                prospects,
+                (rows) => rows.length >= accepted.size && rows.every((r) => r.status === "ready"),
+              ),
               { context: () => ({ accepted: accepted.size }) },
             )
             assert.sameMembers(

@@ -69,7 +69,13 @@ export const spawnProcess = (
             const check = () => {
               if (pattern.test(output[stream])) finish(Effect.void)
               else if (state.exit)
-                finish(Effect.die(new Error(`ended before ${stream} matched ${pattern}\n${describe()}`)))
+                finish(
+                  Effect.die(
+                    new Error(
+                      `ended (${JSON.stringify(state.exit)}) before ${stream} matched ${pattern}\n${describe()}`,
+                    ),
+                  ),
+                )
             }
             const stop = () => {
               child[stream].off("data", check)

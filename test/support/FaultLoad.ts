@@ -32,17 +32,16 @@ interface Answer {
 
 /** One request with a 15 s limit; no answer (refused, reset, timed out) is status 0. */
 const send = (port: number, method: string, path: string, token: string, body?: unknown) =>
-  Effect.promise(
-    (): Promise<Answer> =>
-      fetch(`http://127.0.0.1:${port}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        signal: AbortSignal.timeout(15_000),
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      }).then(
-        async (response) => ({ status: response.status, text: await response.text() }),
-        (error: unknown) => ({ status: 0, text: String(error) }),
-      ),
+  Effect.promise((): Promise<Answer> =>
+    fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      signal: AbortSignal.timeout(15_000),
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    }).then(
+      async (response) => ({ status: response.status, text: await response.text() }),
+      (error: unknown) => ({ status: 0, text: String(error) }),
+    ),
   )
 
 export interface ProspectLoad {
@@ -82,7 +81,8 @@ export const prospectLoad = (
         state.statuses[key] = (state.statuses[key] ?? 0) + 1
         if (answer.status >= 500 && answer.status !== 503)
           state.serverErrors.push(`${method} ${answer.status} ${answer.text.slice(0, 300)}`)
-        if (answer.status === 200) (method === "POST" ? state.postOk : state.getOk).push(yield* Clock.currentTimeMillis)
+        if (answer.status === 200)
+          (method === "POST" ? state.postOk : state.getOk).push(yield* Clock.currentTimeMillis)
       })
     const pause = Effect.sleep(`${options.pauseMs ?? 250} millis`)
     const loop = Effect.gen(function* () {
@@ -97,7 +97,10 @@ export const prospectLoad = (
         }
         state.accepted.push(id)
         state.acceptedAt.push(yield* Clock.currentTimeMillis)
-        yield* count("GET", yield* send(port, "GET", `/partners/${slug}/prospects/${source}/${id}`, partner.token))
+        yield* count(
+          "GET",
+          yield* send(port, "GET", `/partners/${slug}/prospects/${source}/${id}`, partner.token),
+        )
         yield* pause
       }
     })
@@ -171,20 +174,22 @@ export const assertDuplicatesRecorded = (receiver: Receiver, path: string, total
       unrecorded.push(`${delivery}: ${n} requests, ${attempts ?? "no"} attempts recorded`)
     duplicates += n - 1
   }
-  assert.deepStrictEqual(unrecorded.slice(0, 10), [], `${unrecorded.length} deliveries with unrecorded requests`)
+  assert.deepStrictEqual(
+    unrecorded.slice(0, 10),
+    [],
+    `${unrecorded.length} deliveries with unrecorded requests`,
+  )
   return duplicates
 }
 
 /** How many rows `dead_letters` holds. */
-export const deadLetters = query((sql) => sql<Array<{ n: number }>>`select count(*)::int as n from dead_letters`).pipe(
-  Effect.map(([row]) => row!.n),
-)
+export const deadLetters = query(
+  (sql) => sql<Array<{ n: number }>>`select count(*)::int as n from dead_letters`,
+).pipe(Effect.map(([row]) => row!.n))
 
 /** The workers' `actor_failed_total{reason="defect"}`, summed over actors, from their metrics port. */
 export const failedAsDefects = (workers: { readonly ports: Readonly<Record<string, number>> }) =>
-  Effect.promise(() =>
-    fetch(`http://127.0.0.1:${workers.ports.metrics}/metrics`).then((r) => r.text()),
-  ).pipe(
+  Effect.promise(() => fetch(`http://127.0.0.1:${workers.ports.metrics}/metrics`).then((r) => r.text())).pipe(
     Effect.map((text) =>
       text
         .split("\n")

@@ -211,7 +211,7 @@ export const faultStackLayer = (
   Layer.unwrap(
     Effect.gen(function* () {
       const postgres = yield* privatePostgres
-      const nats = yield* (options.cluster ? natsCluster : singleNats)
+      const nats = yield* options.cluster ? natsCluster : singleNats
       const env = authEnv({
         DATABASE_URL: postgres.url("partner_service"),
         NATS_URL: nats.url,
