@@ -16,7 +16,7 @@ import { query } from "./Roster.ts"
 export interface LoadReport {
   /** `POST 200`, `GET 503`, `POST error` (no answer) ... with their counts. */
   readonly statuses: Readonly<Record<string, number>>
-  /** Each answer that must never happen: a 5xx other than 503, as `METHOD status body`. */
+  /** Each answer that must never happen, a 5xx other than 503 or none at all (0), as `METHOD status body`. */
   readonly serverErrors: ReadonlyArray<string>
   /** Every prospect (source_prospect_id) a POST was answered 200 for. */
   readonly accepted: ReadonlyArray<string>
@@ -79,7 +79,7 @@ export const prospectLoad = (
       Effect.gen(function* () {
         const key = `${method} ${answer.status === 0 ? "error" : answer.status}`
         state.statuses[key] = (state.statuses[key] ?? 0) + 1
-        if (answer.status >= 500 && answer.status !== 503)
+        if ((answer.status >= 500 && answer.status !== 503) || answer.status === 0)
           state.serverErrors.push(`${method} ${answer.status} ${answer.text.slice(0, 300)}`)
         if (answer.status === 200)
           (method === "POST" ? state.postOk : state.getOk).push(yield* Clock.currentTimeMillis)
