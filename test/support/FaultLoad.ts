@@ -8,8 +8,8 @@ import { query } from "./Roster.ts"
 
 /**
  * A steady load of prospect POSTs and GETs on the partner gateway, as a partner's integration makes it: each
- * loop creates a new prospect, POSTing it again after a 503 until it is accepted (a client retries what was
- * refused), then GETs it. Every answer is counted by method and status; the body of each 5xx other than 503 is
+ * POST loop creates a new prospect, POSTing it again after a 503 until it is accepted (a client retries what was
+ * refused); a GET loop beside them reads the prospect accepted last. Every answer is counted by method and status; the body of each 5xx other than 503 is
  * kept; the time of every success is kept for measuring recovery.
  */
 
@@ -56,7 +56,7 @@ export interface ProspectLoad {
   readonly statuses: () => Readonly<Record<string, number>>
 }
 
-/** Starts `loops` loops of POST-then-GET for new prospects of `source` at the owner `slug`. */
+/** Starts `loops` POST loops for new prospects of `source` at the owner `slug`, and one GET loop. */
 export const prospectLoad = (
   partner: RosterPartner,
   slug: string,
@@ -85,7 +85,7 @@ export const prospectLoad = (
           (method === "POST" ? state.postOk : state.getOk).push(yield* Clock.currentTimeMillis)
       })
     const pause = Effect.sleep(`${options.pauseMs ?? 250} millis`)
-    const loop = Effect.gen(function* () {
+    const poster = Effect.gen(function* () {
       while (yield* Ref.get(running)) {
         const id = `${source}-${next++}`
         const body = { prospect: completeProspect(source, id) }
@@ -97,15 +97,23 @@ export const prospectLoad = (
         }
         state.accepted.push(id)
         state.acceptedAt.push(yield* Clock.currentTimeMillis)
-        yield* count(
-          "GET",
-          yield* send(port, "GET", `/partners/${slug}/prospects/${source}/${id}`, partner.token),
-        )
+        yield* pause
+      }
+    })
+    // GETs go on beside the POSTs, outage or not, for the prospect accepted last.
+    const getter = Effect.gen(function* () {
+      while (yield* Ref.get(running)) {
+        const id = state.accepted.at(-1)
+        if (id !== undefined)
+          yield* count(
+            "GET",
+            yield* send(port, "GET", `/partners/${slug}/prospects/${source}/${id}`, partner.token),
+          )
         yield* pause
       }
     })
     const fibers = yield* Effect.forEach(
-      Array.from({ length: options.loops ?? 2 }, () => loop),
+      [...Array.from({ length: options.loops ?? 2 }, () => poster), getter],
       (l) => Effect.forkChild(l),
     )
     return {
