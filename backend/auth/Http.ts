@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { FIELD_LIMITS, textProblem } from "../platform/FieldLimits.ts"
+import { unavailableIn } from "../platform/Unavailable.ts"
 import {
   type Caller,
   Forbidden,
@@ -177,6 +178,25 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
               { connection: "close" },
             ),
           ),
+      }),
+      // Postgres or NATS not answering: OAuth's `temporarily_unavailable`, with the gateway's Retry-After.
+      Effect.catchCause((cause) => {
+        const unavailable = unavailableIn(cause)
+        return unavailable === undefined
+          ? Effect.failCause(cause)
+          : Effect.logWarning("token request failed: dependency unavailable").pipe(
+              Effect.annotateLogs({ dependency: unavailable.dependency, reason: unavailable.reason }),
+              Effect.as(
+                tokenError(
+                  503,
+                  "temporarily_unavailable",
+                  "The service is briefly unavailable. Retry shortly.",
+                  {
+                    "retry-after": "2",
+                  },
+                ),
+              ),
+            )
       }),
     ),
 })
