@@ -88,7 +88,7 @@ layer(service.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
           [{ ...link, sourceProspectId: "never-posted" }, "no such prospect"],
           [{ ...link, source: "never-issued" }, "no such prospect"],
         ] as const) {
-          const refused = { tag: "LinkInvalid", reason }
+          const refused = { tag: "LinkInvalid" as const, reason }
           assert.deepStrictEqual(yield* refusal(journey.open(bad)), refused, JSON.stringify(bad))
           assert.deepStrictEqual(
             yield* refusal(journey.confirmDetails(bad, {})),
