@@ -105,7 +105,9 @@ export const retentionBench = Effect.gen(function* () {
           yield* Effect.sleep("500 millis")
         }
         const statuses = yield* db.query(
-          (sql) => sql`select status, count(*)::int as n from webhook_deliveries group by status`,
+          (sql) => sql`
+            select status, last_attempt_failure_reason as reason, count(*)::int as n
+            from webhook_deliveries group by 1, 2`,
         )
         return yield* Effect.die(
           new Error(`events never all arrived; deliveries: ${JSON.stringify(statuses)}`),
