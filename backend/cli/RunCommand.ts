@@ -6,10 +6,9 @@ import type { MappingRejected } from "../ingest/Domain.ts"
 import { Ingest } from "../ingest/Ingest.ts"
 import { AppConfig, type ConfigInvalid } from "../platform/Config.ts"
 import { Db } from "../platform/Db.ts"
-import { Nats } from "../platform/Nats.ts"
 import { loggerLayer } from "../platform/Observability.ts"
-import { PlatformLayer } from "../platform/Platform.ts"
-import { recordAudit } from "../operator/Audit.ts"
+import { NatsLayer, PlatformLayer } from "../Infrastructure.ts"
+import { recordAudit } from "../audit/Audit.ts"
 import type { OperatorNotFound, OperatorRejected } from "../operator/Domain.ts"
 import { Operators } from "../operator/Operators.ts"
 import { lifecycleLayer } from "../policies/Lifecycle.ts"
@@ -157,7 +156,7 @@ const handlers: { readonly [N in CommandName]: Handler<N> } = {
       Effect.andThen(printLine("database migrated and streams provisioned")),
     ),
   // Only NATS: tailing must work while Postgres is down.
-  tail: (input) => Effect.scoped(tail(input)).pipe(Effect.provide(Nats.layer)),
+  tail: (input) => Effect.scoped(tail(input)).pipe(Effect.provide(NatsLayer)),
   "clients create": (input) => withAuth(audited("clients create", input)(createClient(input))),
   "clients list": () => withAuth(listClients()),
   "clients grant": (input) => withAuth(audited("clients grant", input)(grantClient(input))),

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import { DeliveryNotFound } from "../webhooks/Domain.ts"
-import { recordAudit } from "./Audit.ts"
+import { recordAudit } from "../audit/Audit.ts"
 import { BulkRetries, DEFAULT_RATE } from "./BulkRetries.ts"
 import { Deliveries } from "./DeliveryQueries.ts"
 

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Db, type Sql } from "../platform/Db.ts"
-import { type AuditEntry, recordAudit } from "../operator/Audit.ts"
+import { type AuditEntry, recordAudit } from "../audit/Audit.ts"
 
 /** NOTIFY channel that wakes the lifecycle job in every worker (a test clock advance, a revision). */
 export const LIFECYCLE_CHANNEL = "policy_lifecycle"

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import type { OwnerRow } from "./Domain.ts"
-import { type AuditEntry, recordAudit } from "../operator/Audit.ts"
+import { type AuditEntry, recordAudit } from "../audit/Audit.ts"
 
 /** Serializes roster writes per owner across processes, so a batch reads and writes a consistent roster. */
 const ROSTER_LOCK = 7_239_100

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Db, type Sql } from "../platform/Db.ts"
-import { type AuditEntry, recordAudit } from "../operator/Audit.ts"
+import { type AuditEntry, recordAudit } from "../audit/Audit.ts"
 import type { EndpointStatus } from "./Domain.ts"
 import { WEBHOOK_DUE } from "./Repo.ts"
 

@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Db } from "../../backend/platform/Db.ts"
-import { AuditChannel, recordAudit } from "../../backend/operator/Audit.ts"
+import { AuditChannel, recordAudit } from "../../backend/audit/Audit.ts"
 import { call, consoleService, operatorSession } from "../support/Operator.ts"
 import { query } from "../support/WebhookEngine.ts"
 

@@ -1,6 +1,12 @@
 import { Context, Effect } from "effect"
 import type { DbShape } from "../platform/Db.ts"
 
+/*
+ * The audit log: every operator action, whichever context carries it out (roster, webhooks, policies, operator,
+ * the CLI), is appended here in that context's own transaction. It sits below the contexts so that each of them
+ * records its actions without importing `operator/`, which reads the log back for the console.
+ */
+
 /** Where an operator action came from: the console, the CLI, or a script calling the operator API. */
 export const AuditChannels = ["console", "cli", "api"] as const
 export type AuditChannelName = (typeof AuditChannels)[number]
@@ -9,7 +15,7 @@ export type AuditChannelName = (typeof AuditChannels)[number]
  * The channel audit entries written in this fiber carry. The console's routes set `console`; the CLI, the only
  * other writer of operator actions, runs with the default.
  */
-export const AuditChannel = Context.Reference<AuditChannelName>("partner-service/operator/AuditChannel", {
+export const AuditChannel = Context.Reference<AuditChannelName>("partner-service/audit/AuditChannel", {
   defaultValue: () => "cli",
 })
 
