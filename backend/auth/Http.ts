@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { FIELD_LIMITS, textProblem } from "../platform/FieldLimits.ts"
+import { FIELD_LIMITS, textProblem } from "../contract/FieldLimits.ts"
 import { unavailableIn } from "../platform/Unavailable.ts"
 import {
   type Caller,

@@ -2,7 +2,8 @@ import { Clock, Effect } from "effect"
 import type { Input } from "./CommandLine.ts"
 import { CliIo } from "./Io.ts"
 import { CliUsage } from "./Usage.ts"
-import { type FollowedMessage, Nats, Streams, type StreamBase, subjectsOverlap } from "../platform/Nats.ts"
+import { type StreamBase, Streams } from "../contract/Streams.ts"
+import { type FollowedMessage, Nats, subjectsOverlap } from "../platform/Nats.ts"
 
 const UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
 
@@ -37,7 +38,7 @@ export const formatMessage = (stream: string, subject: string, msg: FollowedMess
 }
 
 /**
- * Prints every message matching `pattern` (a DESIGN.md subject pattern, without the deployment prefix) from
+ * Prints every message matching `pattern` (a subject pattern of `docs/architecture.md`, without the deployment prefix) from
  * every stream that can hold one, or from `--stream`, and follows new ones until interrupted.
  */
 export const tail = Effect.fn("cli.tail")(function* (input: Input<"tail">) {
@@ -55,7 +56,7 @@ export const tail = Effect.fn("cli.tail")(function* (input: Input<"tail">) {
   }
   const known = (Object.keys(Streams) as Array<StreamBase>).map((base) => ({
     name: nats.streamName(base),
-    subjects: nats.subject(`${Streams[base]}.>`),
+    subjects: nats.subject(nats.streamSubjects(base)),
   }))
   const chosen = options.stream
     ? known.filter(

@@ -1,4 +1,4 @@
-import { textProblem } from "../platform/FieldLimits.ts"
+import { textProblem } from "../contract/FieldLimits.ts"
 import { EmploymentStatuses, MAX_AMOUNT } from "../prospects/Domain.ts"
 import type { Cadence, ProductType } from "../policies/Domain.ts"
 import type { Card } from "../policies/Payments.ts"

@@ -1,4 +1,5 @@
-import { FIELD_LIMITS, hasControlCharacter } from "../platform/FieldLimits.ts"
+import { FIELD_LIMITS } from "../contract/FieldLimits.ts"
+import { hasControlCharacter } from "../platform/Text.ts"
 import { type EnrollmentFlow, redirectAllowed, type Source } from "../prospects/Sources.ts"
 
 /**

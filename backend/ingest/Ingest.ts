@@ -3,7 +3,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
 import type { Terminated } from "../platform/Actor.ts"
 import { Db } from "../platform/Db.ts"
-import { textProblem } from "../platform/FieldLimits.ts"
+import { textProblem } from "../contract/FieldLimits.ts"
 import {
   Forbidden,
   PayloadTooLarge,

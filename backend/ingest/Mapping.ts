@@ -1,4 +1,4 @@
-import { FIELD_LIMITS, type LimitedField, textProblem } from "../platform/FieldLimits.ts"
+import { FIELD_LIMITS, type LimitedField, textProblem } from "../contract/FieldLimits.ts"
 import type { FieldErrors } from "../platform/Validation.ts"
 import { type EventMapping, MAPPABLE_FIELDS, REQUIRED_MAPPED, type SourceMapping } from "./Domain.ts"
 

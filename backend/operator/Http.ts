@@ -1,7 +1,8 @@
 import { Clock, Effect } from "effect"
 import { EventNames } from "../events/Catalog.ts"
 import { AppConfig } from "../platform/Config.ts"
-import { hasControlCharacter, textProblem } from "../platform/FieldLimits.ts"
+import { textProblem } from "../contract/FieldLimits.ts"
+import { hasControlCharacter } from "../platform/Text.ts"
 import {
   type ApiError,
   Forbidden,
@@ -22,7 +23,7 @@ import {
 import type { Billing } from "../policies/Billing.ts"
 import type { Revisions } from "../policies/Revisions.ts"
 import { EndpointOperations } from "../webhooks/Operations.ts"
-import { AuditChannel } from "./Audit.ts"
+import { AuditChannel } from "../audit/Audit.ts"
 import { BulkRetries } from "./BulkRetries.ts"
 import { DeliveryActions } from "./DeliveryActions.ts"
 import { Deliveries, fromSearchParams } from "./DeliveryQueries.ts"

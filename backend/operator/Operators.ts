@@ -1,8 +1,8 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { Crypto, randomToken } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
-import { hasControlCharacter } from "../platform/FieldLimits.ts"
-import { recordAudit } from "./Audit.ts"
+import { hasControlCharacter } from "../platform/Text.ts"
+import { recordAudit } from "../audit/Audit.ts"
 import {
   isRole,
   MAX_EMAIL_LENGTH,

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { hasControlCharacter } from "../platform/FieldLimits.ts"
+import { hasControlCharacter } from "../platform/Text.ts"
 import { json, NotFound } from "../platform/Http.ts"
 import { Billing } from "../policies/Billing.ts"
 import { delinquencyRowId, isCalendarDate } from "../policies/LifecycleDomain.ts"

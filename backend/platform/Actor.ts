@@ -1,6 +1,6 @@
 import { Cause, Data, Duration, Effect, Fiber, FiberSet, Layer, Schema, type Scope, Semaphore } from "effect"
 import { Db, type Sql } from "./Db.ts"
-import { type DurableConsumer, Nats, type PulledMessage, type StreamBase, Streams } from "./Nats.ts"
+import { type DurableConsumer, Nats, type PulledMessage, type StreamBase } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 import { perTurnBatch } from "./PerTurnBatch.ts"
 import { type DependencyUnavailable, unavailableIn } from "./Unavailable.ts"
@@ -59,7 +59,7 @@ export interface ActorDefinition<A, R> {
   /** Durable consumer names derive from it: `<name>_p<partition>`. */
   readonly name: string
   readonly stream: StreamBase
-  /** DESIGN.md subject pattern without prefix and without the trailing partition token. */
+  /** Subject pattern (`docs/architecture.md`) without prefix and without the trailing partition token. */
   readonly subject: string
   /**
    * Publishers append `partitionOf(key, partitions)` as the last subject token. 0: the subject carries no
@@ -554,7 +554,7 @@ export const runActor = <A, R>(
           // A filter that is the whole stream is left out: nats-server before 2.9.15 can miscount a filtered
           // consumer's pending messages and then recount them on every delivery (see `recountsPendingPerDelivery`);
           // an unfiltered one is counted by arithmetic.
-          filterSubject: filter === `${Streams[actor.stream]}.>` ? "" : nats.subject(filter),
+          filterSubject: filter === nats.streamSubjects(actor.stream) ? "" : nats.subject(filter),
           ackWait: actor.ackWait ?? "30 seconds",
           maxAckPending,
         }

@@ -35,16 +35,15 @@ export type {
 } from "./nats/Types.ts"
 export { PublishFailed, PullFailed } from "./nats/Types.ts"
 
-/** The streams of DESIGN.md: base name and the first token of every subject it holds. */
-export const Streams = {
-  INGEST: "ingest",
-  ROSTER: "roster",
-  ELIGIBILITY: "eligibility",
-  EVENTS: "events",
-  WEBHOOKS: "webhooks",
-  DOCUMENTS: "documents",
-} as const
-export type StreamBase = keyof typeof Streams
+/**
+ * The streams a deployment provisions: each base name (the deployment prefix goes in front of it) with the first
+ * token of every subject it holds. `Nats.layer` takes them from the composition root.
+ */
+export type Streams = Readonly<Record<string, string>>
+export class StreamTable extends Context.Service<StreamTable, Streams>()(
+  "partner-service/platform/StreamTable",
+) {}
+export type StreamBase = string
 
 /**
  * What a stream at its byte limit does with a new message. `New` refuses it, for streams whose unread messages
@@ -75,11 +74,13 @@ const DUPLICATE_WINDOW = nanos("2 minutes")
  */
 export interface NatsShape {
   readonly prefix: string
-  /** A DESIGN.md subject with the deployment's prefix in front. */
+  /** A subject (`docs/architecture.md`) with the deployment's prefix in front. */
   readonly subject: (name: string) => string
-  /** A DESIGN.md subject with the deployment's prefix taken off (for logs and decoding). */
+  /** A subject with the deployment's prefix taken off (for logs and decoding). */
   readonly unprefixed: (subject: string) => string
   readonly streamName: (base: StreamBase) => string
+  /** Every subject the stream holds, without the deployment prefix (`eligibility.>`). */
+  readonly streamSubjects: (base: StreamBase) => string
   readonly publish: (subject: string, data: Uint8Array, options?: PublishOptions) => Effect.Effect<PublishAck>
   /**
    * Many `publish`es at once, done when JetStream acknowledged them all: one wait for the lot, not a fiber per
@@ -180,12 +181,14 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
     Nats,
     Effect.gen(function* () {
       const config = yield* AppConfig
+      const streams = yield* StreamTable
       const prefix = config.natsSubjectPrefix
       const { connection, js, jsm } = yield* NatsClient
       const subject = (name: string) => (prefix === "" ? name : `${prefix}.${name}`)
       const unprefixed = (s: string) =>
         prefix !== "" && s.startsWith(`${prefix}.`) ? s.slice(prefix.length + 1) : s
       const streamName = (base: StreamBase) => streamNameFor(prefix, base)
+      const streamSubjects = (base: StreamBase) => `${streams[base]}.>`
 
       const acknowledged = yield* acknowledgedPublisher(connection)
       const publish = (name: string, data: Uint8Array, options: PublishOptions = {}) =>
@@ -234,7 +237,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
       const ensureStream = Effect.fn("Nats.ensureStream")(function* (base: StreamBase) {
         const want = streamConfig(
           streamName(base),
-          [subject(`${Streams[base]}.>`)],
+          [subject(streamSubjects(base))],
           config.natsStreamReplicas,
           config.streamMaxBytes[base],
           STREAM_DISCARD[base],
@@ -349,11 +352,12 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         subject,
         unprefixed,
         streamName,
+        streamSubjects,
         publish,
         publishAll,
         tryPublish,
         publishUnacknowledged,
-        ensureStreams: Effect.forEach(Object.keys(Streams) as Array<StreamBase>, ensureStream, {
+        ensureStreams: Effect.forEach(Object.keys(streams), ensureStream, {
           discard: true,
         }),
         ensureConsumer,
@@ -364,4 +368,8 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
       })
     }),
   ).pipe(Layer.provideMerge(NatsClient.layer))
+
+  /** `layer` on `streams`. */
+  static readonly layerOn = (streams: Streams) =>
+    Nats.layer.pipe(Layer.provide(Layer.succeed(StreamTable, streams)))
 }

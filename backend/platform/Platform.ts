@@ -1,7 +1,7 @@
 import { Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "./Config.ts"
 import { Db, ensureDatabase } from "./Db.ts"
-import { Nats } from "./Nats.ts"
+import { Nats, type Streams } from "./Nats.ts"
 import { Outbox } from "./Outbox.ts"
 
 const EnsureDatabase = Layer.effectDiscard(
@@ -19,8 +19,12 @@ const Prepare = Layer.effectDiscard(
   }),
 )
 
-/** Postgres (database created and migrated) and NATS (streams provisioned), plus the outbox writer. */
-export const PlatformLayer = Outbox.layer.pipe(
-  Layer.provideMerge(Prepare),
-  Layer.provideMerge(Layer.mergeAll(Db.layer.pipe(Layer.provide(EnsureDatabase)), Nats.layer)),
-)
+/**
+ * Postgres (database created and migrated) and NATS (`streams` provisioned), plus the outbox writer. The
+ * service's own is `PlatformLayer` of `backend/Infrastructure.ts`, on the contract's streams.
+ */
+export const platformLayer = (streams: Streams) =>
+  Outbox.layer.pipe(
+    Layer.provideMerge(Prepare),
+    Layer.provideMerge(Layer.mergeAll(Db.layer.pipe(Layer.provide(EnsureDatabase)), Nats.layerOn(streams))),
+  )

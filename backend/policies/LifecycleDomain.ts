@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { limitedText } from "../platform/FieldLimits.ts"
+import { limitedText } from "../contract/FieldLimits.ts"
 
 /**
  * A policy's life after issue: revisions and cancellation (operators), activation and expiry, monthly billing and

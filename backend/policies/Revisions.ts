@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
 import { Db } from "../platform/Db.ts"
-import { hasControlCharacter } from "../platform/FieldLimits.ts"
+import { hasControlCharacter } from "../platform/Text.ts"
 import { Outbox } from "../platform/Outbox.ts"
 import { MAX_AMOUNT } from "../prospects/Domain.ts"
 import { policyId, rowIdOf } from "./Domain.ts"

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { limitedText } from "../platform/FieldLimits.ts"
+import { limitedText } from "../contract/FieldLimits.ts"
 import { PropertyItem, UnitItem } from "../roster/Domain.ts"
 import { ProspectStatus } from "../events/Catalog.ts"
 

@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { textProblem } from "../platform/FieldLimits.ts"
+import { textProblem } from "../contract/FieldLimits.ts"
 import { BadRequest, type HttpRequest, json, NotFound, type Route, Unprocessable } from "../platform/Http.ts"
 import { PropertyResult, UnitResult } from "../roster/Domain.ts"
 import {

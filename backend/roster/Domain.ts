@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { limitedText } from "../platform/FieldLimits.ts"
+import { limitedText } from "../contract/FieldLimits.ts"
 
 /** Batches hold at most this many items; a larger one is refused whole before any item runs. */
 export const MAX_BATCH = 500

@@ -1,6 +1,7 @@
 import { Schema, SchemaTransformation } from "effect"
 import { EventNames, isEventName } from "../events/Catalog.ts"
-import { FIELD_LIMITS, hasControlCharacter } from "../platform/FieldLimits.ts"
+import { FIELD_LIMITS } from "../contract/FieldLimits.ts"
+import { hasControlCharacter } from "../platform/Text.ts"
 
 /** Only `active` endpoints receive deliveries; a `suspended` one's are recorded and held until it is active. */
 export const EndpointStatuses = ["active", "suspended", "disabled"] as const

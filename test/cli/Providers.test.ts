@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, References } from "effect"
-import { PlatformLayer } from "../../backend/platform/Platform.ts"
+import { PlatformLayer } from "../../backend/Infrastructure.ts"
 import { createOwner } from "../support/Auth.ts"
 import { runCli } from "../support/Cli.ts"
 import { isolatedEnv, isolationLayer } from "../support/TestPlatform.ts"

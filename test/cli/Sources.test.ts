@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, References } from "effect"
 import { Auth } from "../../backend/auth/Auth.ts"
-import { PlatformLayer } from "../../backend/platform/Platform.ts"
+import { PlatformLayer } from "../../backend/Infrastructure.ts"
 import { Sources } from "../../backend/prospects/Sources.ts"
 import { createClient } from "../support/Auth.ts"
 import { runCli } from "../support/Cli.ts"

@@ -2,7 +2,9 @@ import { fileURLToPath } from "node:url"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { parseSince } from "../../backend/cli/Tail.ts"
-import { Nats, Streams, type StreamBase, subjectsOverlap } from "../../backend/platform/Nats.ts"
+import { type StreamBase, Streams } from "../../backend/contract/Streams.ts"
+import { NatsLayer } from "../../backend/Infrastructure.ts"
+import { Nats, subjectsOverlap } from "../../backend/platform/Nats.ts"
 import { spawnProcess } from "../support/ChildProcess.ts"
 import { startCli } from "../support/Cli.ts"
 import { eventually } from "../support/Streams.ts"
@@ -13,7 +15,7 @@ const env = isolatedEnv()
 
 /** This file's streams, provisioned as `migrate` does, and deleted when the file is done. */
 const streams = Layer.effectDiscard(Effect.flatMap(Effect.service(Nats), (nats) => nats.ensureStreams)).pipe(
-  Layer.provideMerge(Nats.layer),
+  Layer.provideMerge(NatsLayer),
   Layer.provideMerge(isolationLayer(env)),
 )
 

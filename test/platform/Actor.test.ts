@@ -8,6 +8,7 @@ import {
   nak,
   type Outcome,
 } from "../../backend/platform/Actor.ts"
+import { NatsLayer } from "../../backend/Infrastructure.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { NatsClient } from "../../backend/platform/nats/Client.ts"
@@ -43,7 +44,7 @@ const send = (actor: string, key: string, body: unknown) =>
 
 /** An actor runtime with a NATS connection of its own, as a second process would have. */
 const runtime = (actor: ActorDefinition<Step, never>) =>
-  Layer.build(actorLayer(actor).pipe(Layer.provide(Nats.layer)))
+  Layer.build(actorLayer(actor).pipe(Layer.provide(NatsLayer)))
 
 const deadLetters = (actor: string) =>
   Effect.gen(function* () {

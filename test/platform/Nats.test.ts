@@ -5,13 +5,9 @@ import path from "node:path"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Cause, type Duration, Effect, Fiber, Layer, Logger } from "effect"
 import { AppConfig } from "../../backend/platform/Config.ts"
-import {
-  type DurableConsumer,
-  Nats,
-  type PulledMessage,
-  type StreamBase,
-  Streams,
-} from "../../backend/platform/Nats.ts"
+import { type StreamBase, Streams } from "../../backend/contract/Streams.ts"
+import { NatsLayer } from "../../backend/Infrastructure.ts"
+import { type DurableConsumer, Nats, type PulledMessage } from "../../backend/platform/Nats.ts"
 import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { recountsPendingPerDelivery } from "../../backend/platform/nats/ServerVersion.ts"
 import { eventually } from "../support/Streams.ts"
@@ -347,7 +343,7 @@ describe("Nats", () => {
           (up) => up,
         )
         yield* Layer.build(
-          Nats.layer.pipe(Layer.provide(AppConfig.layerFrom(env)), Layer.provide(Logger.layer([capture]))),
+          NatsLayer.pipe(Layer.provide(AppConfig.layerFrom(env)), Layer.provide(Logger.layer([capture]))),
         )
         server.kill("SIGKILL")
         yield* eventually(

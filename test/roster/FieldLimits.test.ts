@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { FIELD_LIMITS } from "../../backend/platform/FieldLimits.ts"
+import { FIELD_LIMITS } from "../../backend/contract/FieldLimits.ts"
 import { authService, gatewayPort, httpRequest } from "../support/Auth.ts"
 import { issueSource, prospectPartner } from "../support/Prospects.ts"
 import {

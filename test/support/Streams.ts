@@ -1,5 +1,6 @@
 import { Effect } from "effect"
-import { Nats, type StreamBase } from "../../backend/platform/Nats.ts"
+import type { StreamBase } from "../../backend/contract/Streams.ts"
+import { Nats } from "../../backend/platform/Nats.ts"
 import { NatsClient } from "../../backend/platform/nats/Client.ts"
 
 export interface StoredMessage {

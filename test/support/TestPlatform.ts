@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import { Effect, Layer, References } from "effect"
+import { PlatformLayer } from "../../backend/Infrastructure.ts"
 import { AppConfig, StreamLimitNames } from "../../backend/platform/Config.ts"
-import { PlatformLayer } from "../../backend/platform/Platform.ts"
 import { adminConnection, createFromTemplate } from "./TemplateDatabase.ts"
 
 export const baseDatabaseUrl =
