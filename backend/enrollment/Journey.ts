@@ -1,11 +1,8 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, DateTime, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import type { EnrollmentFacts } from "../prospects/Domain.ts"
-import { isoDate } from "../prospects/Eligibility.ts"
 import { Prospects } from "../prospects/Prospects.ts"
 import { Policies } from "../policies/Policies.ts"
-import { percentSavings } from "../policies/Pricing.ts"
-import { offersFor } from "../policies/Underwriting.ts"
 import {
   type ChoiceInput,
   type DetailsInput,
@@ -71,7 +68,9 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
       const prospects = yield* Prospects
       const policies = yield* Policies
 
-      const today = Effect.map(Clock.currentTimeMillis, isoDate)
+      const today = Effect.map(Clock.currentTimeMillis, (millis) =>
+        DateTime.formatIsoDateUtc(DateTime.makeUnsafe(millis)),
+      )
 
       /** The prospect the link names, if the link may act on it; else LinkInvalid (with the reason, for logs). */
       const resolve = (link: JourneyLink) =>
@@ -107,7 +106,16 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
             application?.outcome === "submitted"
               ? yield* policies.policyOfApplication(application.id)
               : undefined
-          return { facts, enrollment, application, policy, today: yield* today } satisfies JourneyState
+          const day = yield* today
+          return {
+            facts,
+            enrollment,
+            application,
+            policy,
+            today: day,
+            offers: policies.offersFor(facts, day),
+            ineligibility: () => policies.ineligibility(facts, day),
+          } satisfies JourneyState
         })
 
       /**
@@ -183,7 +191,7 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
             if (step !== "underwriting" && step !== "choose" && step !== "quote") return undefined
             const parsed = parseUnderwriting(input)
             if ("fields" in parsed) return fieldsError(parsed.fields)
-            const offers: ReadonlyArray<Offer> = offersFor(state.facts, state.today)
+            const offers: ReadonlyArray<Offer> = state.offers
             // New answers: the quote made on the old ones no longer stands.
             if (state.application?.outcome === "quoted") {
               yield* policies.cancelApplication(state.application.id)
@@ -194,7 +202,7 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
             yield* prospects.recordOffers(
               state.facts.prospect.id,
               offeredProducts(offers, state.facts.enrollmentUrl),
-              percentSavings(
+              policies.percentSavings(
                 state.facts.prospect.depositAmountCents ?? 0,
                 sdi?.cadences.find((c) => c.cadence === "upfront")?.premiumCents,
               ),

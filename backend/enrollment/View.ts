@@ -1,7 +1,5 @@
 import type { EnrollmentFacts, OfferedProduct } from "../prospects/Domain.ts"
-import { decideEligibility } from "../prospects/Eligibility.ts"
 import { type ApplicationRow, applicationId, policyId, type PolicyRow } from "../policies/Domain.ts"
-import { offersFor, ruleFacts } from "../policies/Underwriting.ts"
 import type {
   EmploymentStatus,
   JourneyError,
@@ -20,6 +18,10 @@ export interface JourneyState {
   readonly application: ApplicationRow | undefined
   readonly policy: PolicyRow | undefined
   readonly today: string
+  /** What the prospect can be offered today, before the renter's answers (underwriting's, by the policies service). */
+  readonly offers: ReadonlyArray<Offer>
+  /** Why nothing can be offered, each product's reasons; read only when `offers` is empty. */
+  readonly ineligibility: () => ReadonlyArray<string>
 }
 
 /** The offers as `offered_products` publishes them, with links preselecting product and cadence. */
@@ -52,17 +54,8 @@ export const offeredProducts = (
 }
 
 /** Why nothing can be offered any more: each product's reasons on the prospect as it is now. */
-export const blockedReasonOf = (facts: EnrollmentFacts, today: string) => {
-  const decision = decideEligibility(ruleFacts(facts, today))
-  const reasons = [
-    ...new Set([
-      ...decision.sdiIneligibilityReasons,
-      ...decision.cdIneligibilityReasons,
-      ...(decision.renterGuarantee?.reasons ?? []),
-    ]),
-  ]
-  return `No product can be offered: ${reasons.join("; ") || "the prospect is not eligible"}`
-}
+const blockedReasonOf = (state: JourneyState) =>
+  `No product can be offered: ${state.ineligibility().join("; ") || "the prospect is not eligible"}`
 
 /** Where the renter is, from the state (a journey that began but can offer nothing any more is `blocked`). */
 export const stepOf = (state: JourneyState): JourneyStep => {
@@ -70,7 +63,7 @@ export const stepOf = (state: JourneyState): JourneyStep => {
   if (application?.outcome === "submitted") return "completed"
   if (application?.outcome === "declined") return "declined"
   if (enrollment?.details_confirmed_at == null) return "details"
-  if (offersFor(state.facts, state.today).length === 0) return "blocked"
+  if (state.offers.length === 0) return "blocked"
   if (enrollment.inputs_supplied_at === null) return "underwriting"
   if (application?.outcome === "quoted" && application.status === "created") return "quote"
   return "choose"
@@ -191,7 +184,7 @@ export const journeyView = (
             ...(documentsUrl === undefined ? {} : { documentsUrl }),
           },
         }),
-    ...(step === "blocked" ? { blockedReason: blockedReasonOf(facts, state.today) } : {}),
+    ...(step === "blocked" ? { blockedReason: blockedReasonOf(state) } : {}),
     ...(extra.error === undefined ? {} : { error: extra.error }),
   } satisfies JourneyView
 }

@@ -5,6 +5,7 @@ import { Db } from "../platform/Db.ts"
 import { ObjectStore } from "../platform/ObjectStore.ts"
 import { Outbox } from "../platform/Outbox.ts"
 import type { EnrollmentFacts } from "../prospects/Domain.ts"
+import { decideEligibility } from "../prospects/Eligibility.ts"
 import { Prospects } from "../prospects/Prospects.ts"
 import {
   type ApplicationRow,
@@ -26,9 +27,9 @@ import {
   policyEvent,
 } from "./Events.ts"
 import { type Card, PaymentProvider } from "./Payments.ts"
-import { price } from "./Pricing.ts"
+import { percentSavings, price } from "./Pricing.ts"
 import { PoliciesRepo } from "./Repo.ts"
-import { coverageOf, type RenterAnswers, ruleFacts, underwrite } from "./Underwriting.ts"
+import { coverageOf, offersFor, type RenterAnswers, ruleFacts, underwrite } from "./Underwriting.ts"
 
 /** The object store bucket of policy archives (`<PREFIX>_POLICY_DOCUMENTS`); nothing in it is ever deleted. */
 export const DOCUMENTS_BUCKET = "POLICY_DOCUMENTS"
@@ -350,7 +351,23 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
       return latest === undefined ? undefined : policyUrl(latest.object_name)
     })
 
+    /** Why nothing can be offered: each product's reasons on the prospect as it is `today`. */
+    const ineligibility = (facts: EnrollmentFacts, today: string) => {
+      const decision = decideEligibility(ruleFacts(facts, today))
+      return [
+        ...new Set([
+          ...decision.sdiIneligibilityReasons,
+          ...decision.cdIneligibilityReasons,
+          ...(decision.renterGuarantee?.reasons ?? []),
+        ]),
+      ]
+    }
+
     return {
+      /** The products and prices the prospect can be offered `today`, before the renter's answers. */
+      offersFor,
+      ineligibility,
+      percentSavings,
       apply,
       cancelApplication,
       pay,

@@ -3,6 +3,9 @@ import path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import ts from "typescript"
+import { FIELD_LIMITS } from "../../backend/contract/FieldLimits.ts"
+import { Streams } from "../../backend/contract/Streams.ts"
+import { EventNames } from "../../backend/events/Catalog.ts"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 
@@ -40,17 +43,65 @@ const moduleOf = (file: string) => {
   return parts[0] === "backend" && parts.length > 2 ? parts[1] : undefined
 }
 
+/**
+ * The architecture as a table, bottom to top: each folder of `backend/` with the folders it may import. Every
+ * arrow points down (a folder names only folders above it in this table), so there are no cycles between folders;
+ * `cli/` and the root files (`main.ts`, `App.ts`, `Infrastructure.ts`) compose the whole service and may import
+ * any folder. `docs/architecture.md` says what each folder owns.
+ */
+const LAYERS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
+  ["platform", []],
+  ["contract", ["platform"]],
+  ["events", ["platform"]],
+  ["audit", ["platform"]],
+  ["auth", ["platform", "contract"]],
+  ["roster", ["platform", "contract", "audit"]],
+  ["prospects", ["platform", "contract", "events", "roster"]],
+  ["ingest", ["platform", "contract", "roster", "prospects"]],
+  ["webhooks", ["platform", "contract", "events", "audit"]],
+  ["policies", ["platform", "contract", "events", "audit", "prospects"]],
+  ["enrollment", ["platform", "contract", "roster", "prospects", "policies"]],
+  ["operator", ["platform", "contract", "events", "audit", "webhooks", "policies"]],
+  ["reference", ["platform", "contract", "events", "auth", "webhooks"]],
+]
+const ALLOWED = new Map(LAYERS)
+
+/** Folders that compose the service: they may import every folder of the table. */
+const COMPOSERS = new Set(["cli", undefined])
+
+/**
+ * Where `enrollment/` may enter `policies/` and `prospects/`: their services and their schema files, never their
+ * rules (underwriting, pricing, eligibility), which stay behind the services.
+ */
+const ENROLLMENT_ENTRIES: ReadonlyMap<string, ReadonlyArray<string>> = new Map([
+  ["policies", ["Domain.ts", "Policies.ts", "Payments.ts"]],
+  ["prospects", ["Domain.ts", "Prospects.ts", "Sources.ts"]],
+])
+
 const isPlatform = (file: string) => moduleOf(file) === "platform"
 const isBackendPath = (target: string) => target.startsWith("backend/")
 const isDriver = (target: string) => target === "postgres" || target.startsWith("@nats-io/")
 const isRepo = (target: string) => /(^|\/)[A-Za-z]*Repo\.ts$/.test(target)
 
-/** The edges of `graph` that break DESIGN.md's layout, each with the rule it breaks. */
+/** The edges of `graph` that break the layout, each with the rule it breaks. */
 const violations = (graph: ReadonlyArray<Edge>) =>
   graph.flatMap((edge) => {
     const broken: Array<string> = []
-    if (isPlatform(edge.from) && isBackendPath(edge.to) && !isPlatform(edge.to)) {
-      broken.push("platform/ imports no context")
+    const from = moduleOf(edge.from)
+    const to = isBackendPath(edge.to) ? moduleOf(edge.to) : undefined
+    if (to !== undefined && from !== to && !COMPOSERS.has(from)) {
+      const allowed = ALLOWED.get(from!)
+      if (allowed === undefined) broken.push(`${from}/ is missing from the table`)
+      else if (!allowed.includes(to)) {
+        broken.push(
+          allowed.length === 0 ? `${from}/ imports no other folder` : `${from}/ may not import ${to}/`,
+        )
+      }
+    }
+    if (from === "enrollment" && to !== undefined && ENROLLMENT_ENTRIES.has(to)) {
+      if (!ENROLLMENT_ENTRIES.get(to)!.includes(path.posix.basename(edge.to))) {
+        broken.push(`enrollment/ uses ${to}/ only through ${ENROLLMENT_ENTRIES.get(to)!.join(", ")}`)
+      }
     }
     if (isRepo(edge.to) && isBackendPath(edge.to) && moduleOf(edge.to) !== moduleOf(edge.from)) {
       broken.push("no context imports another context's Repo.ts")
@@ -64,8 +115,38 @@ const violations = (graph: ReadonlyArray<Edge>) =>
     return broken.map((rule) => `${edge.from} -> ${edge.to}: ${rule}`)
   })
 
+/** String literals of a source file, read with TypeScript's scanner (comments are not literals). */
+const stringLiterals = (file: string) => {
+  const scanner = ts.createScanner(ts.ScriptTarget.Latest, true, ts.LanguageVariant.Standard)
+  scanner.setText(readFileSync(path.join(ROOT, file), "utf8"))
+  const literals: Array<string> = []
+  for (let token = scanner.scan(); token !== ts.SyntaxKind.EndOfFileToken; token = scanner.scan()) {
+    if (token === ts.SyntaxKind.StringLiteral || token === ts.SyntaxKind.NoSubstitutionTemplateLiteral) {
+      literals.push(scanner.getTokenValue())
+    }
+  }
+  return literals
+}
+
 describe("module edges of backend/", () => {
-  it("break none of DESIGN.md's rules", () => {
+  it("read like the architecture: every arrow of the table points down", () => {
+    LAYERS.forEach(([folder, imports], index) => {
+      const below = LAYERS.slice(0, index).map(([name]) => name)
+      for (const target of imports) assert.include(below, target, `${folder}/ -> ${target}/ points down`)
+    })
+    // The folders of backend/ are the table's and the composers', nothing else.
+    const folders = new Set(sourceFiles("backend").map(moduleOf))
+    assert.deepStrictEqual(
+      [...folders].filter((folder) => !ALLOWED.has(folder!) && !COMPOSERS.has(folder)),
+      [],
+    )
+    // Nothing below operator/ imports it: the console's API sits on top of the contexts it operates.
+    for (const [folder, imports] of LAYERS) {
+      if (folder !== "operator") assert.notInclude(imports, "operator", folder)
+    }
+  })
+
+  it("break none of the architecture's rules", () => {
     const graph = importGraph()
     // The scanner found the imports at all: the platform's database and NATS layers import their drivers.
     assert.deepInclude(graph, { from: "backend/platform/Db.ts", to: "postgres" })
@@ -75,24 +156,51 @@ describe("module edges of backend/", () => {
     assert.deepStrictEqual(violations(graph), [])
   })
 
+  it("keep the domain out of platform/: no stream, subject token, event or field of the contract is named there", () => {
+    const domainWords = new Set([
+      ...Object.keys(Streams),
+      ...Object.values(Streams),
+      ...EventNames,
+      ...Object.keys(FIELD_LIMITS),
+    ])
+    const named = sourceFiles("backend/platform").flatMap((file) =>
+      stringLiterals(file)
+        .filter(
+          (literal) => domainWords.has(literal) || EventNames.some((event) => literal.includes(`.${event}`)),
+        )
+        .map((literal) => `${file}: ${literal}`),
+    )
+    assert.deepStrictEqual(named, [])
+  })
+
   it("names each kind of forbidden edge", () => {
     const forbidden: ReadonlyArray<Edge> = [
       { from: "backend/platform/Http.ts", to: "backend/roster/Domain.ts" },
       { from: "backend/ingest/Ingest.ts", to: "backend/roster/Repo.ts" },
-      { from: "backend/webhooks/Router.ts", to: "backend/prospects/SourcesRepo.ts" },
+      { from: "backend/policies/Policies.ts", to: "backend/prospects/SourcesRepo.ts" },
       { from: "backend/cli/Tail.ts", to: "@nats-io/jetstream" },
       { from: "backend/roster/Repo.ts", to: "postgres" },
       { from: "backend/main.ts", to: "postgres" },
       { from: "backend/cli/Tail.ts", to: "backend/platform/nats/Client.ts" },
+      { from: "backend/roster/Repo.ts", to: "backend/operator/Audit.ts" },
+      { from: "backend/platform/Nats.ts", to: "backend/contract/Streams.ts" },
+      { from: "backend/events/Catalog.ts", to: "backend/prospects/Domain.ts" },
+      { from: "backend/enrollment/View.ts", to: "backend/policies/Underwriting.ts" },
+      { from: "backend/tools/Thing.ts", to: "backend/platform/Db.ts" },
     ]
     assert.deepStrictEqual(violations(forbidden), [
-      "backend/platform/Http.ts -> backend/roster/Domain.ts: platform/ imports no context",
+      "backend/platform/Http.ts -> backend/roster/Domain.ts: platform/ imports no other folder",
       "backend/ingest/Ingest.ts -> backend/roster/Repo.ts: no context imports another context's Repo.ts",
-      "backend/webhooks/Router.ts -> backend/prospects/SourcesRepo.ts: no context imports another context's Repo.ts",
+      "backend/policies/Policies.ts -> backend/prospects/SourcesRepo.ts: no context imports another context's Repo.ts",
       "backend/cli/Tail.ts -> @nats-io/jetstream: only platform/ imports postgres and @nats-io/*",
       "backend/roster/Repo.ts -> postgres: only platform/ imports postgres and @nats-io/*",
       "backend/main.ts -> postgres: only platform/ imports postgres and @nats-io/*",
       "backend/cli/Tail.ts -> backend/platform/nats/Client.ts: only platform/ uses the JetStream protocol code of platform/nats/",
+      "backend/roster/Repo.ts -> backend/operator/Audit.ts: roster/ may not import operator/",
+      "backend/platform/Nats.ts -> backend/contract/Streams.ts: platform/ imports no other folder",
+      "backend/events/Catalog.ts -> backend/prospects/Domain.ts: events/ may not import prospects/",
+      "backend/enrollment/View.ts -> backend/policies/Underwriting.ts: enrollment/ uses policies/ only through Domain.ts, Policies.ts, Payments.ts",
+      "backend/tools/Thing.ts -> backend/platform/Db.ts: tools/ is missing from the table",
     ])
     const allowed: ReadonlyArray<Edge> = [
       { from: "backend/platform/Db.ts", to: "postgres" },
@@ -100,6 +208,10 @@ describe("module edges of backend/", () => {
       { from: "backend/roster/Roster.ts", to: "backend/roster/Repo.ts" },
       { from: "backend/prospects/Prospects.ts", to: "backend/roster/Domain.ts" },
       { from: "backend/platform/Nats.ts", to: "backend/platform/nats/Client.ts" },
+      { from: "backend/roster/Repo.ts", to: "backend/audit/Audit.ts" },
+      { from: "backend/enrollment/Journey.ts", to: "backend/policies/Policies.ts" },
+      { from: "backend/cli/RunCommand.ts", to: "backend/operator/Operators.ts" },
+      { from: "backend/App.ts", to: "backend/webhooks/Workers.ts" },
     ]
     assert.deepStrictEqual(violations(allowed), [])
   })
