@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import type { OutboxMessage } from "../platform/Outbox.ts"
 import { type DataKey, EventCatalog, type EventName, EventNames, type Payload } from "./Catalog.ts"
 
 /**
@@ -64,3 +65,22 @@ export const makeEnvelope = <E extends EventName>(
 /** The JSON value sent for an envelope; fails if the payload breaks its event's rules. */
 export const encodeEnvelope = <E extends EventName>(envelope: Envelope<E>) =>
   Schema.encodeEffect(Envelopes[envelope.event] as Schema.Codec<Envelope<E>>)(envelope)
+
+/**
+ * The outbox message announcing `event` for `ownerSlug`: on `events.<owner_slug>.<event>`, under the producer's
+ * `key` (its messages are published in commit order), with the property the event is about in
+ * `Event-Property-Id` when there is one, and the envelope schema the outbox encodes the body through.
+ */
+export const eventMessage = <E extends EventName>(
+  event: E,
+  ownerSlug: string,
+  key: string,
+  payload: Payload<E>,
+  propertyId: string | null = null,
+): OutboxMessage => ({
+  subject: eventSubject(ownerSlug, event),
+  key,
+  ...(propertyId === null ? {} : { headers: { [EVENT_PROPERTY_HEADER]: propertyId } }),
+  payload: makeEnvelope(event, ownerSlug, payload),
+  schema: Envelopes[event],
+})

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Queue, Schedule } from "effect"
+import { Context, Effect, Layer, Queue, Schedule, Schema } from "effect"
 import { Db } from "./Db.ts"
 import { Nats } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
@@ -6,13 +6,28 @@ import { OUTBOX_PARTITIONS, partitionOf } from "./Partition.ts"
 import { logFailedPass } from "./Unavailable.ts"
 
 export interface OutboxMessage {
-  /** DESIGN.md subject without the deployment prefix, partition token included where the reader needs one. */
+  /** Subject (`docs/architecture.md`) without the deployment prefix, partition token included where the reader needs one. */
   readonly subject: string
   /** Messages with one key are published in the order their transactions committed. */
   readonly key: string
   readonly payload: unknown
   readonly headers?: Readonly<Record<string, string>>
+  /**
+   * The payload's schema: the outbox encodes the payload through it, excess properties refused, so a producer
+   * that builds a body its readers would refuse fails in its own transaction (and its own tests), not downstream.
+   */
+  readonly schema?: Schema.Encoder<unknown>
 }
+
+/** The payload as published: encoded through the message's schema when it has one; a refusal is a defect. */
+const encodePayload = (m: OutboxMessage) =>
+  m.schema === undefined
+    ? Effect.succeed(m.payload)
+    : Schema.encodeUnknownEffect(m.schema)(m.payload, { onExcessProperty: "error" }).pipe(
+        Effect.catch((error) =>
+          Effect.die(new Error(`outbox message on ${m.subject} breaks its schema: ${error.message}`)),
+        ),
+      )
 
 const CHANNEL = "outbox"
 const BATCH = 500
@@ -35,13 +50,15 @@ export class Outbox extends Context.Service<
       const db = yield* Db
       const enqueue = Effect.fn("Outbox.enqueue")(function* (messages: ReadonlyArray<OutboxMessage>) {
         if (messages.length === 0) return
-        const rows = messages.map((m) => ({
-          key: m.key,
-          partition: partitionOf(m.key, OUTBOX_PARTITIONS),
-          subject: m.subject,
-          headers: m.headers ?? {},
-          payload: Buffer.from(encoder.encode(JSON.stringify(m.payload))),
-        }))
+        const rows = yield* Effect.forEach(messages, (m) =>
+          Effect.map(encodePayload(m), (payload) => ({
+            key: m.key,
+            partition: partitionOf(m.key, OUTBOX_PARTITIONS),
+            subject: m.subject,
+            headers: m.headers ?? {},
+            payload: Buffer.from(encoder.encode(JSON.stringify(payload))),
+          })),
+        )
         // One round trip: the rows and the wake-up, which Postgres delivers on commit, when the rows are visible.
         yield* db.query(
           (sql) => sql`

@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import type { OutboxMessage } from "../platform/Outbox.ts"
 import { partitionedSubject } from "../platform/Partition.ts"
 import type { Payload } from "../events/Catalog.ts"
-import { EVENT_PROPERTY_HEADER, eventSubject, makeEnvelope } from "../events/Envelope.ts"
+import { eventMessage } from "../events/Envelope.ts"
 import { type ApplicationRow, applicationId, policyId, type PolicyRow } from "./Domain.ts"
 
 /** Every message about one application shares this outbox key, so its events are published in commit order. */
@@ -39,10 +39,6 @@ const pmsFields = (row: {
   ...(row.pms_resident_id !== null ? { pms_resident_id: row.pms_resident_id } : {}),
 })
 
-/** The building the event is about, for providers covering named properties. */
-const propertyHeader = (propertyId: string | null) =>
-  propertyId === null ? {} : { headers: { [EVENT_PROPERTY_HEADER]: propertyId } }
-
 /** `policy_application`: optional fields omitted, `product_version` exactly with the renter guarantee. */
 export const policyApplication = (row: ApplicationRow): Payload<"policy_application.created"> => ({
   id: applicationId(row.id),
@@ -59,16 +55,8 @@ export type ApplicationEvent =
   | "policy_application.declined"
   | "policy_application.submitted"
 
-export const applicationEvent = (
-  event: ApplicationEvent,
-  slug: string,
-  row: ApplicationRow,
-): OutboxMessage => ({
-  subject: eventSubject(slug, event),
-  key: applicationKey(row.id),
-  ...propertyHeader(row.property_id),
-  payload: makeEnvelope(event, slug, policyApplication(row)),
-})
+export const applicationEvent = (event: ApplicationEvent, slug: string, row: ApplicationRow): OutboxMessage =>
+  eventMessage(event, slug, applicationKey(row.id), policyApplication(row), row.property_id)
 
 /** `insurance_policy`; `policy_url` only on `policy.documents_updated`, only when an archive exists. */
 export const insurancePolicy = (row: PolicyRow, consoleBaseUrl: string): Payload<"policy.created"> => ({
@@ -96,24 +84,19 @@ export const policyEvent = (
   slug: string,
   row: PolicyRow,
   consoleBaseUrl: string,
-): OutboxMessage => ({
-  subject: eventSubject(slug, event),
-  key: policyKey(row.id),
-  ...propertyHeader(row.property_id),
-  payload: makeEnvelope(event, slug, insurancePolicy(row, consoleBaseUrl)),
-})
+): OutboxMessage =>
+  eventMessage(event, slug, policyKey(row.id), insurancePolicy(row, consoleBaseUrl), row.property_id)
 
 export const documentsUpdated = (
   slug: string,
   row: PolicyRow,
   consoleBaseUrl: string,
   policyUrl: string,
-): OutboxMessage => ({
-  subject: eventSubject(slug, "policy.documents_updated"),
-  key: policyKey(row.id),
-  ...propertyHeader(row.property_id),
-  payload: makeEnvelope("policy.documents_updated", slug, {
-    ...insurancePolicy(row, consoleBaseUrl),
-    policy_url: policyUrl,
-  }),
-})
+): OutboxMessage =>
+  eventMessage(
+    "policy.documents_updated",
+    slug,
+    policyKey(row.id),
+    { ...insurancePolicy(row, consoleBaseUrl), policy_url: policyUrl },
+    row.property_id,
+  )

@@ -1,13 +1,9 @@
 import type { Payload } from "../events/Catalog.ts"
-import { EVENT_PROPERTY_HEADER, eventSubject, makeEnvelope } from "../events/Envelope.ts"
+import { eventMessage } from "../events/Envelope.ts"
 import type { OutboxMessage } from "../platform/Outbox.ts"
 import { policyKey } from "./Events.ts"
 import { delinquencyId } from "./LifecycleDomain.ts"
 import type { DelinquencyRow, MoveOutRow } from "./LifecycleRepo.ts"
-
-/** The building the event is about, for providers covering named properties. */
-const propertyHeader = (propertyId: string | null) =>
-  propertyId === null ? {} : { headers: { [EVENT_PROPERTY_HEADER]: propertyId } }
 
 /**
  * `delinquency`: the PMS identifiers of the policy under their `_code` names, each omitted when the policy has
@@ -28,20 +24,14 @@ export const delinquencyPayload = (row: DelinquencyRow): Payload<"delinquency.cr
 export const delinquencyEvent = (
   event: "delinquency.created" | "delinquency.resolved",
   row: DelinquencyRow,
-): OutboxMessage => ({
-  subject: eventSubject(row.owner_slug, event),
-  key: policyKey(row.policy_id),
-  ...propertyHeader(row.property_id),
-  payload: makeEnvelope(event, row.owner_slug, delinquencyPayload(row)),
-})
+): OutboxMessage =>
+  eventMessage(event, row.owner_slug, policyKey(row.policy_id), delinquencyPayload(row), row.property_id)
 
-export const moveOutInitiated = (slug: string, row: MoveOutRow): OutboxMessage => ({
-  subject: eventSubject(slug, "move_out.initiated"),
-  key: policyKey(row.policy_id),
-  ...propertyHeader(row.property_id),
-  payload: makeEnvelope("move_out.initiated", slug, {
-    move_out_id: Number(row.id),
-    external_id: row.external_id,
-    status: row.status,
-  }),
-})
+export const moveOutInitiated = (slug: string, row: MoveOutRow): OutboxMessage =>
+  eventMessage(
+    "move_out.initiated",
+    slug,
+    policyKey(row.policy_id),
+    { move_out_id: Number(row.id), external_id: row.external_id, status: row.status },
+    row.property_id,
+  )

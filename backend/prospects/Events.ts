@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import type { OutboxMessage } from "../platform/Outbox.ts"
 import { partitionedSubject } from "../platform/Partition.ts"
 import type { Payload } from "../events/Catalog.ts"
-import { EVENT_PROPERTY_HEADER, eventSubject, makeEnvelope } from "../events/Envelope.ts"
+import { eventMessage } from "../events/Envelope.ts"
 import type { ProspectRow } from "./Repo.ts"
 import type { EnrollmentFlow } from "./Sources.ts"
 
@@ -118,12 +118,9 @@ export const prospectEvent = (
   slug: string,
   row: ProspectRow,
   urls: EnrollmentUrls = NO_URLS,
-): OutboxMessage => ({
-  subject: eventSubject(slug, event),
-  key: prospectKey(row.id),
-  ...(row.property_id !== null ? { headers: { [EVENT_PROPERTY_HEADER]: String(row.property_id) } } : {}),
-  payload:
-    event === "prospect.created"
-      ? makeEnvelope(event, slug, { id: row.source_prospect_id })
-      : makeEnvelope(event, slug, thirdPartyProspect(row, urls)),
-})
+): OutboxMessage => {
+  const property = row.property_id === null ? null : String(row.property_id)
+  return event === "prospect.created"
+    ? eventMessage(event, slug, prospectKey(row.id), { id: row.source_prospect_id }, property)
+    : eventMessage(event, slug, prospectKey(row.id), thirdPartyProspect(row, urls), property)
+}

@@ -155,11 +155,14 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
           assert.strictEqual(printed.step, "completed")
           assert.isTrue(
             Exit.isSuccess(
-              Schema.decodeUnknownExit(Envelopes["policy.created"])({
-                event: "policy.created",
-                property_owner_slug: slug,
-                data: { insurance_policy: printed.policy },
-              }),
+              Schema.decodeUnknownExit(Envelopes["policy.created"])(
+                {
+                  event: "policy.created",
+                  property_owner_slug: slug,
+                  data: { insurance_policy: printed.policy },
+                },
+                { onExcessProperty: "error" },
+              ),
             ),
           )
 
@@ -193,7 +196,9 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
             for (const d of deliveries) {
               assert.isTrue(isEventName(d.event), d.event)
               assert.strictEqual(d.body.property_owner_slug, slug)
-              const decoded = Schema.decodeUnknownExit(Envelopes[d.event])(d.body)
+              const decoded = Schema.decodeUnknownExit(Envelopes[d.event])(d.body, {
+                onExcessProperty: "error",
+              })
               assert.isTrue(Exit.isSuccess(decoded), `${d.event}: ${JSON.stringify(d.body)}`)
               for (const value of Object.values(d.payload))
                 assert.isNotNull(value, `${d.event} carries a null`)

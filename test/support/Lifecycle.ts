@@ -59,10 +59,10 @@ export const awaitDeliveries = (
     check,
   )
 
-/** Each delivery's body decodes with its event's catalog schema, and no payload field is null. */
+/** Each delivery's body decodes with its event's catalog schema, nothing extra, and no payload field is null. */
 export const assertCatalogShapes = (received: ReadonlyArray<Delivered>) => {
   for (const d of received) {
-    const decoded = Schema.decodeUnknownExit(Envelopes[d.event])(d.body)
+    const decoded = Schema.decodeUnknownExit(Envelopes[d.event])(d.body, { onExcessProperty: "error" })
     assert.isTrue(Exit.isSuccess(decoded), `${d.event}: ${JSON.stringify(d.body)}`)
     assert.deepStrictEqual(Object.keys(d.body).sort(), ["data", "event", "property_owner_slug"])
     for (const [field, value] of Object.entries(d.payload)) {

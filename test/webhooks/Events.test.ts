@@ -43,8 +43,9 @@ const policy = {
   admin_policy_url: "https://admin.example.test/policies/41",
 } as const
 
+/** Whether `body` is a valid `event` body with nothing extra, as the outbox encodes them. */
 const decodes = (event: EventName, body: unknown) =>
-  Exit.isSuccess(Schema.decodeUnknownExit(Envelopes[event])(body))
+  Exit.isSuccess(Schema.decodeUnknownExit(Envelopes[event])(body, { onExcessProperty: "error" }))
 
 const body = (event: EventName, dataKey: string, payload: unknown) => ({
   event,
@@ -201,7 +202,8 @@ describe("outbound webhook events", () => {
     makeEnvelope("policy.created", "acme", { ...policy, policy_url: withUrl.policy_url })
     // @ts-expect-error: prospect.created carries nothing but the id
     makeEnvelope("prospect.created", "acme", { id: "p-1", status: "processing" })
-    // Excess keys are dropped on decode, so the other policy events can never carry the link.
+    // The other policy events can never carry the link: refused as an excess key, dropped by a lenient reader.
+    assert.isFalse(decodes("policy.created", body("policy.created", "insurance_policy", withUrl)))
     const created = Schema.decodeUnknownSync(Envelopes["policy.created"])(
       body("policy.created", "insurance_policy", withUrl),
     )
