@@ -11,7 +11,7 @@ export const partitionOf = (key: string, partitions: number): number => {
   return (hash >>> 0) % partitions
 }
 
-/** A DESIGN.md subject with the key's partition token appended as the last token. */
+/** A subject (`docs/architecture.md`) with the key's partition token appended as the last token. */
 export const partitionedSubject = (subject: string, key: string, partitions: number) =>
   `${subject}.${partitionOf(key, partitions)}`
 

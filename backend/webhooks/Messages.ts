@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import type { DeliveryStatus } from "./Domain.ts"
 
 /**
- * The delivery engine's messages on the `WEBHOOKS` stream. Subjects are DESIGN.md names without the deployment
+ * The delivery engine's messages on the `WEBHOOKS` stream. Subjects are those of `docs/architecture.md`, without the deployment
  * prefix.
  */
 
