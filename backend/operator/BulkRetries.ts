@@ -3,7 +3,8 @@ import { Context, Effect, FiberMap, Layer, Schedule, Schema } from "effect"
 import { Db } from "../platform/Db.ts"
 import { isJsonObject } from "../platform/Validation.ts"
 import { Endpoints } from "../webhooks/Endpoints.ts"
-import { type BulkRetryRow, BulkRetriesRepo, type BulkRetryStatus } from "./BulkRetriesRepo.ts"
+import type { BulkRetry } from "./Api.ts"
+import { type BulkRetryRow, BulkRetriesRepo } from "./BulkRetriesRepo.ts"
 import { Deliveries, DeliveryFilterInvalid, FilterKeys, readFilter } from "./DeliveryQueries.ts"
 
 /**
@@ -13,16 +14,7 @@ import { Deliveries, DeliveryFilterInvalid, FilterKeys, readFilter } from "./Del
  * it stops cleanly, after the lease otherwise), and a cancel takes effect at the next step.
  */
 
-export interface BulkRetry {
-  readonly id: number
-  readonly filter: Readonly<Record<string, unknown>>
-  readonly status: BulkRetryStatus
-  readonly total: number
-  readonly done: number
-  readonly created_by: string
-  readonly created_at: string
-  readonly finished_at: string | null
-}
+export type { BulkRetry } from "./Api.ts"
 
 /** A bulk retry request that cannot run: each field with its message (a 422). */
 export class BulkRetryInvalid extends Schema.TaggedError<BulkRetryInvalid>()("BulkRetryInvalid", {

@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Crypto } from "../platform/Crypto.ts"
-import { hasControlCharacter } from "../platform/FieldLimits.ts"
+import { hasControlCharacter } from "../platform/Text.ts"
 import { DeliveryNotFound } from "../webhooks/Domain.ts"
 import { Endpoints } from "../webhooks/Endpoints.ts"
 import { deliveryHeaders } from "../webhooks/Signer.ts"
@@ -14,50 +14,12 @@ import {
   type ShownStatus,
   ShownStatuses,
 } from "./DeliveryQueriesRepo.ts"
+import type { Attempt, Delivery, DeliveryDetail, DeliveryPage } from "./Api.ts"
 
 export { type DeliveryFilter, type ShownStatus, ShownStatuses }
 
-/** A delivery as the console lists it. */
-export interface Delivery {
-  readonly id: number
-  readonly event_type: string
-  readonly status: ShownStatus
-  /** The owner the event is about (its `property_owner_slug`). */
-  readonly owner: { readonly slug: string; readonly name: string } | null
-  /** The provider whose endpoint received it; null for an owner's own endpoint. */
-  readonly provider: { readonly name: string } | null
-  readonly endpoint: { readonly id: number; readonly name: string; readonly destination_url: string }
-  readonly attempt_number: number
-  readonly created_at: string
-  readonly last_attempted_at: string | null
-  readonly next_retry_at: string | null
-  readonly delivered_at: string | null
-  readonly last_status_code: number | null
-  readonly last_failure_reason: string | null
-}
-
-export interface DeliveryAttemptShown {
-  readonly series: number
-  readonly attempt_number: number
-  readonly started_at: string
-  readonly status_code: number | null
-  readonly duration_ms: number | null
-  readonly failure_reason: string | null
-  readonly response_excerpt: string | null
-}
-
-export interface DeliveryDetail extends Delivery {
-  /** The exact bytes sent, as UTF-8 text. */
-  readonly payload_raw: string
-  readonly payload: unknown
-  readonly request_headers: Readonly<Record<string, string>>
-  readonly attempts: ReadonlyArray<DeliveryAttemptShown>
-}
-
-export interface DeliveryPage {
-  readonly deliveries: ReadonlyArray<Delivery>
-  readonly next_cursor: string | null
-}
+export type { Delivery, DeliveryDetail, DeliveryPage } from "./Api.ts"
+export type DeliveryAttemptShown = Attempt
 
 /** Filter, cursor or limit values that mean nothing: each field with its message (a 422). */
 export class DeliveryFilterInvalid extends Schema.TaggedError<DeliveryFilterInvalid>()(

@@ -1,5 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Db, type Sql } from "../platform/Db.ts"
+import { type DeliveryStatus, DeliveryStatuses } from "./Api.ts"
 
 /**
  * The SQL of the operator's delivery list, count and detail. A page is found first (ids only, one index range
@@ -7,16 +8,8 @@ import { Db, type Sql } from "../platform/Db.ts"
  */
 
 /** Statuses the console shows: the partner API's, plus `held` (its endpoint is suspended). */
-export const ShownStatuses = [
-  "pending",
-  "delivering",
-  "delivered",
-  "retrying",
-  "rate_limited",
-  "failed",
-  "held",
-] as const
-export type ShownStatus = (typeof ShownStatuses)[number]
+export const ShownStatuses = DeliveryStatuses
+export type ShownStatus = DeliveryStatus
 
 /** A filter already checked; every key optional, all of them must hold. */
 export interface DeliveryFilter {

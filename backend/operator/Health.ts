@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { Db } from "../platform/Db.ts"
 import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../webhooks/HealthBuckets.ts"
+import type { EndpointHealth, HealthBucket, HealthWindow } from "./Api.ts"
 
 /**
  * An endpoint's health for the console: attempts, successes, failures and p50/p95 latency over the last hour
@@ -9,32 +10,8 @@ import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../webhooks/HealthBuc
  * is unknown (their process stopped mid-request) are not counted.
  */
 
-export interface HealthBucketShown {
-  readonly start: string
-  readonly attempts: number
-  readonly succeeded: number
-  readonly failed: number
-  readonly p50_ms: number | null
-  readonly p95_ms: number | null
-}
-
-export interface HealthWindow {
-  readonly attempts: number
-  readonly succeeded: number
-  readonly failed: number
-  /** 0..1; null without attempts. */
-  readonly success_rate: number | null
-  readonly p50_ms: number | null
-  readonly p95_ms: number | null
-  readonly buckets: ReadonlyArray<HealthBucketShown>
-}
-
-export interface EndpointHealth {
-  /** Deliveries not yet delivered or failed (held ones included). */
-  readonly waiting: number
-  readonly hour: HealthWindow
-  readonly day: HealthWindow
-}
+export type { EndpointHealth, HealthWindow } from "./Api.ts"
+export type HealthBucketShown = HealthBucket
 
 const HOUR_MS = 3_600_000
 /** Buckets older than this are no longer shown and are deleted. */

@@ -1,3 +1,4 @@
+import { Schema } from "effect"
 import { router } from "../router"
 import { clearSession, csrfToken } from "./session"
 
@@ -50,9 +51,31 @@ export const withQuery = (path: string, query: Query = {}) => {
 
 /**
  * Every call the console makes: JSON in and out, the CSRF token on anything that changes state, and a 401
- * (the session expired or was revoked) sends the operator to the sign-in page, back here afterwards.
+ * (the session expired or was revoked) sends the operator to the sign-in page, back here afterwards. The answer
+ * is decoded with `answer`, a schema of the operator API (`backend/operator/Api.ts`): an answer of another shape
+ * is an error to show, never a value to render.
  */
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+export async function api<T>(
+  answer: Schema.Decoder<T>,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<T> {
+  const parsed = await call(method, path, body)
+  try {
+    return Schema.decodeUnknownSync(answer)(parsed)
+  } catch (cause) {
+    const reason = cause instanceof Error ? cause.message : String(cause)
+    throw new ApiError(0, `The server's answer to ${method} ${path} was not understood: ${reason}`)
+  }
+}
+
+/** A call whose answer carries nothing the console reads (signing out). */
+export const send = async (method: string, path: string, body?: unknown): Promise<void> => {
+  await call(method, path, body)
+}
+
+async function call(method: string, path: string, body?: unknown): Promise<unknown> {
   const headers: Record<string, string> = { accept: "application/json" }
   if (body !== undefined) headers["content-type"] = "application/json"
   const token = csrfToken()
@@ -75,7 +98,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   } catch {
     // Not JSON (a proxy's error page): the status alone tells what happened.
   }
-  if (response.ok) return parsed as T
+  if (response.ok) return parsed
   const error = errorFrom(response.status, parsed)
   if (response.status === 401 && path !== "/api/session") {
     clearSession()

@@ -1,4 +1,11 @@
-import type { BulkRetry, Delivery, DeliveryDetail } from "../types"
+import {
+  BulkRetriesAnswer,
+  BulkRetryAnswer,
+  DeliveryAnswer,
+  DeliveryCount,
+  DeliveryDetailAnswer,
+  DeliveryPage,
+} from "../schemas"
 import { api, type Query, withQuery } from "./api"
 
 export const DELIVERY_FILTERS = [
@@ -14,44 +21,34 @@ export const DELIVERY_FILTERS = [
 export type DeliveryFilter = (typeof DELIVERY_FILTERS)[number]
 
 export const listDeliveries = (filters: Query) =>
-  api<{ deliveries: ReadonlyArray<Delivery>; next_cursor: string | null }>(
-    "GET",
-    withQuery("/api/deliveries", filters),
-  )
+  api(DeliveryPage, "GET", withQuery("/api/deliveries", filters))
 
 export const countDeliveries = async (filters: Query) =>
-  (await api<{ count: number }>("GET", withQuery("/api/deliveries/count", filters))).count
+  (await api(DeliveryCount, "GET", withQuery("/api/deliveries/count", filters))).count
 
 export const getDelivery = async (id: string) =>
-  (await api<{ delivery: DeliveryDetail }>("GET", `/api/deliveries/${encodeURIComponent(id)}`)).delivery
+  (await api(DeliveryDetailAnswer, "GET", `/api/deliveries/${encodeURIComponent(id)}`)).delivery
 
 export const retryDelivery = async (id: string | number) =>
-  (await api<{ delivery: Delivery }>("POST", `/api/deliveries/${encodeURIComponent(String(id))}/retry`, {}))
-    .delivery
+  (await api(DeliveryAnswer, "POST", `/api/deliveries/${encodeURIComponent(String(id))}/retry`, {})).delivery
 
 export const startBulkRetry = async (filter: Record<string, string>, ratePerSecond: number) =>
   (
-    await api<{ bulk_retry: BulkRetry }>("POST", "/api/bulk-retries", {
+    await api(BulkRetryAnswer, "POST", "/api/bulk-retries", {
       filter,
       rate_per_second: ratePerSecond,
     })
   ).bulk_retry
 
 export const listBulkRetries = async () =>
-  (await api<{ bulk_retries: ReadonlyArray<BulkRetry> }>("GET", "/api/bulk-retries")).bulk_retries
+  (await api(BulkRetriesAnswer, "GET", "/api/bulk-retries")).bulk_retries
 
 export const getBulkRetry = async (id: string | number) =>
-  (await api<{ bulk_retry: BulkRetry }>("GET", `/api/bulk-retries/${encodeURIComponent(String(id))}`))
-    .bulk_retry
+  (await api(BulkRetryAnswer, "GET", `/api/bulk-retries/${encodeURIComponent(String(id))}`)).bulk_retry
 
 export const cancelBulkRetry = async (id: string | number) =>
-  (
-    await api<{ bulk_retry: BulkRetry }>(
-      "POST",
-      `/api/bulk-retries/${encodeURIComponent(String(id))}/cancel`,
-      {},
-    )
-  ).bulk_retry
+  (await api(BulkRetryAnswer, "POST", `/api/bulk-retries/${encodeURIComponent(String(id))}/cancel`, {}))
+    .bulk_retry
 
 /** Statuses that still change by themselves: the detail page keeps watching them. */
 export const isSettling = (status: string) =>

@@ -1,5 +1,6 @@
 import { ref } from "vue"
-import type { OwnerRef, ProviderRef } from "../types"
+import { EventTypesAnswer, OwnersAnswer, ProvidersAnswer } from "../schemas"
+import type { ProviderRef } from "../types"
 import { api, withQuery } from "./api"
 
 const providers = ref<ReadonlyArray<ProviderRef>>([])
@@ -9,12 +10,8 @@ let loaded: Promise<void> | undefined
 /** Providers and the event catalog for the filters: small lists, asked once per page load. */
 export function useReferenceData() {
   loaded ??= Promise.all([
-    api<{ providers: ReadonlyArray<ProviderRef> }>("GET", "/api/providers").then(
-      (b) => (providers.value = b.providers),
-    ),
-    api<{ event_types: ReadonlyArray<string> }>("GET", "/api/event-types").then(
-      (b) => (eventTypes.value = b.event_types),
-    ),
+    api(ProvidersAnswer, "GET", "/api/providers").then((b) => (providers.value = b.providers)),
+    api(EventTypesAnswer, "GET", "/api/event-types").then((b) => (eventTypes.value = b.event_types)),
   ]).then(
     () => undefined,
     // The filters still work as free text when the lists cannot be had; a later page load asks again.
@@ -25,4 +22,4 @@ export function useReferenceData() {
 
 /** Owners whose slug or name starts with `q`, for the owner filter's suggestions. */
 export const searchOwners = async (q: string) =>
-  (await api<{ owners: ReadonlyArray<OwnerRef> }>("GET", withQuery("/api/owners", { q }))).owners
+  (await api(OwnersAnswer, "GET", withQuery("/api/owners", { q }))).owners

@@ -1,6 +1,7 @@
 import { computed, ref } from "vue"
-import type { Role, SessionBody } from "../types"
-import { api } from "./api"
+import { SessionBody } from "../schemas"
+import type { Role } from "../types"
+import { api, send } from "./api"
 
 const session = ref<SessionBody | null>(null)
 let loaded: Promise<SessionBody | null> | undefined
@@ -16,7 +17,7 @@ export const clearSession = () => {
 
 /** The signed-in operator, asked of the server once per page load (the cookie is HttpOnly). */
 export const loadSession = (): Promise<SessionBody | null> => {
-  loaded ??= api<SessionBody>("GET", "/api/session").then(
+  loaded ??= api(SessionBody, "GET", "/api/session").then(
     (body) => (session.value = body),
     () => (session.value = null),
   )
@@ -24,7 +25,7 @@ export const loadSession = (): Promise<SessionBody | null> => {
 }
 
 export const signIn = async (email: string, password: string) => {
-  const body = await api<SessionBody>("POST", "/api/session", { email, password })
+  const body = await api(SessionBody, "POST", "/api/session", { email, password })
   session.value = body
   loaded = Promise.resolve(body)
   return body
@@ -32,7 +33,7 @@ export const signIn = async (email: string, password: string) => {
 
 export const signOut = async () => {
   try {
-    await api<void>("DELETE", "/api/session")
+    await send("DELETE", "/api/session")
   } finally {
     clearSession()
   }

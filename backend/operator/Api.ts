@@ -1,0 +1,344 @@
+import { Schema } from "effect"
+
+/*
+ * The operator API's requests and answers (served under /api on the console port; `docs/operator-api.md`), as
+ * schemas. Schema-only, importing nothing but `effect`: the console imports these for its types and decodes
+ * every answer with them, so the two sides share one declaration.
+ */
+
+const Timestamp = Schema.String.annotate({ description: "An ISO 8601 time." })
+const NullableTimestamp = Schema.NullOr(Timestamp)
+
+export const OperatorRoles = ["viewer", "operator", "admin"] as const
+export const OperatorRole = Schema.Literals(OperatorRoles)
+export type OperatorRole = typeof OperatorRole.Type
+
+// Session.
+
+export const SessionOperator = Schema.Struct({ email: Schema.String, role: OperatorRole })
+export type SessionOperator = typeof SessionOperator.Type
+
+/** `GET` and `POST /api/session`. */
+export const SessionBody = Schema.Struct({ operator: SessionOperator, csrf_token: Schema.String })
+export type SessionBody = typeof SessionBody.Type
+
+export const SignInRequest = Schema.Struct({ email: Schema.String, password: Schema.String })
+export type SignInRequest = typeof SignInRequest.Type
+
+// Reference data.
+
+export const OwnerRef = Schema.Struct({ slug: Schema.String, name: Schema.String })
+export type OwnerRef = typeof OwnerRef.Type
+
+export const ProviderRef = Schema.Struct({ name: Schema.String })
+export type ProviderRef = typeof ProviderRef.Type
+
+export const OwnersAnswer = Schema.Struct({ owners: Schema.Array(OwnerRef) })
+export const ProvidersAnswer = Schema.Struct({ providers: Schema.Array(ProviderRef) })
+export const EventTypesAnswer = Schema.Struct({ event_types: Schema.Array(Schema.String) })
+
+const NextCursor = Schema.NullOr(Schema.String)
+
+// Deliveries.
+
+/** The statuses the console shows a delivery in (`held`: waiting for its suspended endpoint). */
+export const DeliveryStatuses = [
+  "pending",
+  "delivering",
+  "delivered",
+  "retrying",
+  "rate_limited",
+  "failed",
+  "held",
+] as const
+export const DeliveryStatus = Schema.Literals(DeliveryStatuses)
+export type DeliveryStatus = typeof DeliveryStatus.Type
+
+const deliveryFields = {
+  id: Schema.Number,
+  event_type: Schema.String,
+  status: DeliveryStatus,
+  /** The owner the event is about (its `property_owner_slug`). */
+  owner: Schema.NullOr(OwnerRef),
+  /** The provider whose endpoint received it; null for an owner's own endpoint. */
+  provider: Schema.NullOr(ProviderRef),
+  endpoint: Schema.Struct({ id: Schema.Number, name: Schema.String, destination_url: Schema.String }),
+  attempt_number: Schema.Number,
+  created_at: Timestamp,
+  last_attempted_at: NullableTimestamp,
+  next_retry_at: NullableTimestamp,
+  delivered_at: NullableTimestamp,
+  last_status_code: Schema.NullOr(Schema.Number),
+  last_failure_reason: Schema.NullOr(Schema.String),
+}
+
+/** A delivery as the console lists it. */
+export const Delivery = Schema.Struct(deliveryFields)
+export type Delivery = typeof Delivery.Type
+
+export const Attempt = Schema.Struct({
+  series: Schema.Number,
+  attempt_number: Schema.Number,
+  started_at: Timestamp,
+  status_code: Schema.NullOr(Schema.Number),
+  duration_ms: Schema.NullOr(Schema.Number),
+  failure_reason: Schema.NullOr(Schema.String),
+  response_excerpt: Schema.NullOr(Schema.String),
+})
+export type Attempt = typeof Attempt.Type
+
+/** One delivery with its exact body, the headers it is sent with and every attempt. */
+export const DeliveryDetail = Schema.Struct({
+  ...deliveryFields,
+  /** The exact bytes sent, as UTF-8 text. */
+  payload_raw: Schema.String,
+  payload: Schema.Unknown,
+  request_headers: Schema.Record(Schema.String, Schema.String),
+  attempts: Schema.Array(Attempt),
+})
+export type DeliveryDetail = typeof DeliveryDetail.Type
+
+export const DeliveryPage = Schema.Struct({ deliveries: Schema.Array(Delivery), next_cursor: NextCursor })
+export type DeliveryPage = typeof DeliveryPage.Type
+export const DeliveryCount = Schema.Struct({ count: Schema.Number })
+export const DeliveryAnswer = Schema.Struct({ delivery: Delivery })
+export const DeliveryDetailAnswer = Schema.Struct({ delivery: DeliveryDetail })
+
+// Bulk retries.
+
+export const BulkRetry = Schema.Struct({
+  id: Schema.Number,
+  filter: Schema.Record(Schema.String, Schema.Unknown),
+  status: Schema.Literals(["running", "completed", "cancelled"]),
+  total: Schema.Number,
+  done: Schema.Number,
+  created_by: Schema.String,
+  created_at: Timestamp,
+  finished_at: NullableTimestamp,
+})
+export type BulkRetry = typeof BulkRetry.Type
+
+export const BulkRetryRequest = Schema.Struct({
+  filter: Schema.Record(Schema.String, Schema.String),
+  rate_per_second: Schema.Number,
+})
+export type BulkRetryRequest = typeof BulkRetryRequest.Type
+export const BulkRetryAnswer = Schema.Struct({ bulk_retry: BulkRetry })
+export const BulkRetriesAnswer = Schema.Struct({ bulk_retries: Schema.Array(BulkRetry) })
+
+// Endpoints.
+
+export const EndpointStatuses = ["active", "suspended", "disabled"] as const
+export const EndpointStatus = Schema.Literals(EndpointStatuses)
+export type EndpointStatus = typeof EndpointStatus.Type
+
+export const Endpoint = Schema.Struct({
+  id: Schema.Number,
+  name: Schema.String,
+  owner: Schema.NullOr(OwnerRef),
+  provider: Schema.NullOr(ProviderRef),
+  destination_url: Schema.String,
+  events: Schema.Array(Schema.String),
+  status: EndpointStatus,
+  suspension_reason: Schema.NullOr(Schema.String),
+  custom_headers: Schema.Record(Schema.String, Schema.String),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+})
+export type Endpoint = typeof Endpoint.Type
+
+export const HealthBucket = Schema.Struct({
+  start: Timestamp,
+  attempts: Schema.Number,
+  succeeded: Schema.Number,
+  failed: Schema.Number,
+  p50_ms: Schema.NullOr(Schema.Number),
+  p95_ms: Schema.NullOr(Schema.Number),
+})
+export type HealthBucket = typeof HealthBucket.Type
+
+export const HealthWindow = Schema.Struct({
+  attempts: Schema.Number,
+  succeeded: Schema.Number,
+  failed: Schema.Number,
+  /** 0..1; null without attempts. */
+  success_rate: Schema.NullOr(Schema.Number),
+  p50_ms: Schema.NullOr(Schema.Number),
+  p95_ms: Schema.NullOr(Schema.Number),
+  buckets: Schema.Array(HealthBucket),
+})
+export type HealthWindow = typeof HealthWindow.Type
+
+/** An endpoint's health: deliveries waiting, and the last hour's and day's attempts. */
+export const EndpointHealth = Schema.Struct({
+  /** Deliveries not yet delivered or failed (held ones included). */
+  waiting: Schema.Number,
+  hour: HealthWindow,
+  day: HealthWindow,
+})
+export type EndpointHealth = typeof EndpointHealth.Type
+
+export const EndpointPage = Schema.Struct({ endpoints: Schema.Array(Endpoint), next_cursor: NextCursor })
+export const EndpointAnswer = Schema.Struct({ endpoint: Endpoint })
+export const EndpointWithHealth = Schema.Struct({
+  endpoint: Endpoint,
+  health: Schema.optionalKey(EndpointHealth),
+})
+export const EndpointStatusRequest = Schema.Struct({
+  status: EndpointStatus,
+  reason: Schema.optionalKey(Schema.String),
+})
+export const CustomHeadersRequest = Schema.Struct({
+  custom_headers: Schema.Record(Schema.String, Schema.String),
+})
+export const TestDeliveryAnswer = Schema.Struct({ delivery: Schema.Struct({ id: Schema.Number }) })
+
+// Signing secrets.
+
+export const Subscriber = Schema.Struct({
+  owner: Schema.NullOr(OwnerRef),
+  provider: Schema.NullOr(ProviderRef),
+  secrets: Schema.Array(Schema.Struct({ created_at: Timestamp, expires_at: NullableTimestamp })),
+})
+export type Subscriber = typeof Subscriber.Type
+
+export const SubscribersAnswer = Schema.Struct({ subscribers: Schema.Array(Subscriber) })
+export const RotateSecretRequest = Schema.Struct({
+  owner: Schema.optionalKey(Schema.String),
+  provider: Schema.optionalKey(Schema.String),
+  overlap_hours: Schema.Number,
+})
+export type RotateSecretRequest = typeof RotateSecretRequest.Type
+/** The new secret, shown once. */
+export const RotatedSecret = Schema.Struct({
+  secret: Schema.String,
+  created_at: Timestamp,
+  previous_expires_at: NullableTimestamp,
+})
+
+// Audit log.
+
+export const AuditEntry = Schema.Struct({
+  id: Schema.Number,
+  at: Timestamp,
+  actor: Schema.String,
+  channel: Schema.Literals(["console", "cli", "api"]),
+  action: Schema.String,
+  target: Schema.NullOr(Schema.String),
+  before: Schema.Unknown,
+  after: Schema.Unknown,
+})
+export type AuditEntry = typeof AuditEntry.Type
+
+export const AuditPage = Schema.Struct({ entries: Schema.Array(AuditEntry), next_cursor: NextCursor })
+
+// Operator accounts.
+
+export const OperatorAccount = Schema.Struct({
+  email: Schema.String,
+  role: OperatorRole,
+  disabled: Schema.Boolean,
+  created_at: Timestamp,
+  last_sign_in_at: NullableTimestamp,
+})
+export type OperatorAccount = typeof OperatorAccount.Type
+
+export const OperatorsAnswer = Schema.Struct({ operators: Schema.Array(OperatorAccount) })
+export const OperatorAnswer = Schema.Struct({ operator: OperatorAccount })
+export const OperatorCreated = Schema.Struct({ operator: OperatorAccount, password: Schema.String })
+export const CreateOperatorRequest = Schema.Struct({ email: Schema.String, role: OperatorRole })
+export const UpdateOperatorRequest = Schema.Struct({
+  role: Schema.optionalKey(OperatorRole),
+  disabled: Schema.optionalKey(Schema.Boolean),
+})
+export type UpdateOperatorRequest = typeof UpdateOperatorRequest.Type
+
+// Policies.
+
+/** Statuses in which a policy still covers and may be revised or canceled. */
+export const IN_FORCE = ["active", "upcoming", "pending"] as const
+
+export const PolicyDelinquency = Schema.Struct({
+  id: Schema.String,
+  status: Schema.Literals(["active", "resolved"]),
+  amount_cents: Schema.Number,
+  missed_installments: Schema.Number,
+  resolution: Schema.optionalKey(Schema.String),
+  resolved_amount_cents: Schema.optionalKey(Schema.Number),
+  resolved_at: Schema.optionalKey(Timestamp),
+  created_at: Timestamp,
+})
+export type PolicyDelinquency = typeof PolicyDelinquency.Type
+
+export const PolicyMoveOut = Schema.Struct({
+  id: Schema.Number,
+  external_id: Schema.String,
+  status: Schema.String,
+  move_out_date: Schema.String,
+  created_at: Timestamp,
+})
+export type PolicyMoveOut = typeof PolicyMoveOut.Type
+
+/** A change of the policy, from the audit log. */
+export const PolicyRevision = AuditEntry.mapFields(({ target: _, ...fields }) => fields)
+export type PolicyRevision = typeof PolicyRevision.Type
+
+/** A policy as `policies show` has it: the partner's payload, then what only operators see. */
+export const PolicyDetail = Schema.Struct({
+  id: Schema.String,
+  policy_number: Schema.String,
+  status: Schema.String,
+  product_type: Schema.String,
+  product_version: Schema.optionalKey(Schema.String),
+  coverage_amount_cents: Schema.Number,
+  coverage_start_date: Schema.String,
+  coverage_end_date: Schema.String,
+  admin_policy_url: Schema.String,
+  source_prospect_id: Schema.optionalKey(Schema.String),
+  owner_slug: Schema.String,
+  policy_url: Schema.NullOr(Schema.String),
+  owner_today: Schema.String,
+  insured_name: Schema.NullOr(Schema.String),
+  premises: Schema.NullOr(Schema.String),
+  unit_name: Schema.NullOr(Schema.String),
+  policy_holder_name: Schema.NullOr(Schema.String),
+  cadence: Schema.String,
+  premium_cents: Schema.Number,
+  payments: Schema.Number,
+  installments_billed: Schema.Number,
+  next_charge_on: Schema.NullOr(Schema.String),
+  card_last4: Schema.NullOr(Schema.String),
+  cancellation_reason: Schema.optionalKey(Schema.String),
+  delinquencies: Schema.Array(PolicyDelinquency),
+  move_outs: Schema.Array(PolicyMoveOut),
+  revisions: Schema.Array(PolicyRevision),
+})
+export type PolicyDetail = typeof PolicyDetail.Type
+
+export const PolicySummary = Schema.Struct({
+  id: Schema.String,
+  policy_number: Schema.String,
+  status: Schema.String,
+  product_type: Schema.String,
+  owner_slug: Schema.String,
+  insured_name: Schema.NullOr(Schema.String),
+})
+export type PolicySummary = typeof PolicySummary.Type
+
+export const RevisionRequest = Schema.Struct({
+  coverage_cents: Schema.optionalKey(Schema.Number),
+  start: Schema.optionalKey(Schema.String),
+  end: Schema.optionalKey(Schema.String),
+  unit: Schema.optionalKey(Schema.String),
+  property: Schema.optionalKey(Schema.String),
+})
+export type RevisionRequest = typeof RevisionRequest.Type
+
+export const PolicyAnswer = Schema.Struct({ policy: PolicyDetail })
+export const PoliciesAnswer = Schema.Struct({ policies: Schema.Array(PolicySummary) })
+export const RevisionAnswer = Schema.Struct({
+  changed: Schema.Boolean,
+  canceled: Schema.Boolean,
+  policy: PolicyDetail,
+})
+export const DelinquencyAnswer = Schema.Struct({ delinquency: PolicyDelinquency })
