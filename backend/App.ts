@@ -5,6 +5,7 @@ import { authGuard, authRoutes } from "./auth/Http.ts"
 import { ingestWorkersLayer } from "./ingest/Consumer.ts"
 import { enrollmentRoutes } from "./enrollment/Http.ts"
 import { Journey } from "./enrollment/Journey.ts"
+import { IngestConfig } from "./ingest/Config.ts"
 import { ingestRoutes } from "./ingest/Http.ts"
 import { BulkRetries } from "./operator/BulkRetries.ts"
 import { Deliveries } from "./operator/DeliveryQueries.ts"
@@ -30,6 +31,7 @@ import { Operators } from "./operator/Operators.ts"
 import { policyRoutes } from "./operator/PolicyRoutes.ts"
 import { Sessions } from "./operator/Sessions.ts"
 import type { Billing } from "./policies/Billing.ts"
+import { PaymentsConfig } from "./policies/Config.ts"
 import { Policies } from "./policies/Policies.ts"
 import type { Revisions } from "./policies/Revisions.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
@@ -41,6 +43,7 @@ import { Sources } from "./prospects/Sources.ts"
 import { referenceRoutes } from "./reference/ApiReference.ts"
 import { rosterRoutes } from "./roster/Http.ts"
 import { Roster } from "./roster/Roster.ts"
+import { WebhookConfig } from "./webhooks/Config.ts"
 import { Endpoints } from "./webhooks/Endpoints.ts"
 import { webhookRoutes } from "./webhooks/Http.ts"
 import { EndpointOperations } from "./webhooks/Operations.ts"
@@ -53,6 +56,7 @@ const CONSOLE_DIST = fileURLToPath(new URL("../dist/console", import.meta.url))
 type AppServices =
   | Auth
   | AppConfig
+  | PaymentsConfig
   | Roster
   | Sources
   | Prospects
@@ -147,6 +151,8 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(Prospects.layer),
     Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer, Sources.layer, Crypto.layer)),
     Layer.provideMerge(PlatformLayer),
+    // The contexts' settings first, so a bad one fails the start before anything connects.
+    Layer.provideMerge(Layer.mergeAll(WebhookConfig.layer, PaymentsConfig.layer, IngestConfig.layer)),
     Layer.provide(Layer.succeed(AppConfig, config)),
   )
 }

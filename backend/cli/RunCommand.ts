@@ -1,4 +1,4 @@
-import { Cause, Effect, Exit, Layer } from "effect"
+import { Cause, type Config, Effect, Exit, Layer } from "effect"
 import { Auth } from "../auth/Auth.ts"
 import { Journey } from "../enrollment/Journey.ts"
 import type { ClientCommandRejected } from "../auth/Domain.ts"
@@ -41,8 +41,12 @@ import { tail } from "./Tail.ts"
 import type { CliUsage } from "./Usage.ts"
 import { cliActor, rotateSecrets, setHeaders, showHeaders, showSecrets } from "./Webhooks.ts"
 
-/** Failures a command reports as a message (exit status 2) rather than a crash. */
+/**
+ * Failures a command reports as a message (exit status 2) rather than a crash; a context's settings are read when
+ * the command builds its layers, so a bad one is one of them (an unreadable environment is a crash).
+ */
 type CommandFailure =
+  | ConfigInvalid
   | CliUsage
   | ClientCommandRejected
   | OwnerNotManaged
@@ -63,7 +67,7 @@ type CommandFailure =
 
 type Handler<N extends CommandName> = (
   input: Input<N>,
-) => Effect.Effect<unknown, CommandFailure, AppConfig | CliIo>
+) => Effect.Effect<unknown, CommandFailure | Config.ConfigError, AppConfig | CliIo>
 
 /** The platform and authentication, for commands that manage clients. */
 const withAuth = <A, E, R>(effect: Effect.Effect<A, E, R>) =>

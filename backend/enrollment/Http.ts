@@ -15,6 +15,7 @@ import { type EnrollmentLink, followedRedirect, linkPath, parseLink } from "./Li
 import { badRequestPage, formRefusedPage, NEUTRAL_STATUS, neutralPage, unavailablePage } from "./Notices.ts"
 import { journeyPage, parseChoice } from "./Pages.ts"
 import { assetHeaders, type Framing, pageHeaders } from "./SecurityHeaders.ts"
+import { PaymentsConfig } from "../policies/Config.ts"
 
 /**
  * The enrollment host's routes: the renter's pages of an enrollment link (GET shows the step the renter is on,
@@ -22,7 +23,7 @@ import { assetHeaders, type Framing, pageHeaders } from "./SecurityHeaders.ts"
  * under `/enrollment/`.
  */
 
-type Services = Journey | Roster | AppConfig | Crypto
+type Services = Journey | Roster | AppConfig | PaymentsConfig | Crypto
 
 const LINK_PATH = "/enrollment/:flow/:owner_slug/:source/:source_prospect_id"
 
@@ -100,7 +101,7 @@ const renderView = (
       formToken: issueFormToken(crypto.mac, link, now),
       parentOrigins: framing.flow === "embedded" ? framing.frameAncestors : [],
       continueUrl,
-      testCards: config.payments.provider === "test" ? testCards : [],
+      testCards: (yield* PaymentsConfig).provider === "test" ? testCards : [],
       changingChoice: options.changingChoice,
       submitted: options.submitted,
     })

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
-import { AppConfig } from "../platform/Config.ts"
+import { IngestConfig } from "./Config.ts"
 import type { Terminated } from "../platform/Actor.ts"
 import { Db } from "../platform/Db.ts"
 import { textProblem } from "../contract/FieldLimits.ts"
@@ -205,7 +205,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
     const sources = yield* Sources
     const prospects = yield* Prospects
     const roster = yield* Roster
-    const config = yield* AppConfig
+    const config = yield* IngestConfig
     const cached = new Map<string, { readonly at: number; readonly mapping: SourceMapping }>()
     // A change in any process (`sources mapping set`) notifies `mappings_changed` (migration 0007).
     yield* db.listen(
@@ -450,9 +450,12 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
       setMapping,
       mapping: (source: string) => repo.mappings(source),
       log: (filter: IngestLogFilter) => repo.log(filter),
-      prune: repo.prune(config.ingestLogRetentionDays),
+      prune: repo.prune(config.logRetentionDays),
     }
   }),
 }) {
-  static readonly layer = Layer.effect(Ingest, Ingest.make).pipe(Layer.provide(IngestRepo.layer))
+  static readonly layer = Layer.effect(Ingest, Ingest.make).pipe(
+    Layer.provide(IngestRepo.layer),
+    Layer.provide(IngestConfig.layer),
+  )
 }

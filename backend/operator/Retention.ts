@@ -1,5 +1,6 @@
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../platform/Config.ts"
+import { WebhookConfig } from "../webhooks/Config.ts"
 import { RetentionRepo } from "./RetentionRepo.ts"
 import { ABSOLUTE_TIMEOUT_MS, FAILURE_WINDOW_MS } from "./Sessions.ts"
 
@@ -28,6 +29,7 @@ export class Retention extends Context.Service<Retention>()("partner-service/ope
   make: Effect.gen(function* () {
     const repo = yield* RetentionRepo
     const config = yield* AppConfig
+    const webhooks = yield* WebhookConfig
 
     /** Batches of `prune` until one deletes fewer than a batch; how many rows went. */
     const drain = (batch: number, prune: (limit: number) => Effect.Effect<number>) =>
@@ -39,7 +41,7 @@ export class Retention extends Context.Service<Retention>()("partner-service/ope
 
     const sweep = Effect.fn("Retention.sweep")(function* (batch: number = SWEEP_BATCH) {
       const now = yield* Clock.currentTimeMillis
-      const deliveriesBefore = new Date(now - config.retention.deliveryDays * DAY_MS)
+      const deliveriesBefore = new Date(now - webhooks.deliveryRetentionDays * DAY_MS)
       return {
         deliveries:
           (yield* drain(batch, (limit) => repo.pruneDeliveries("delivered", deliveriesBefore, limit))) +
@@ -60,7 +62,10 @@ export class Retention extends Context.Service<Retention>()("partner-service/ope
     return { sweep }
   }),
 }) {
-  static readonly layer = Layer.effect(Retention, Retention.make).pipe(Layer.provide(RetentionRepo.layer))
+  static readonly layer = Layer.effect(Retention, Retention.make).pipe(
+    Layer.provide(RetentionRepo.layer),
+    Layer.provide(WebhookConfig.layer),
+  )
 
   /**
    * The sweep in a worker process: at start, then every `RETENTION_SWEEP_SECONDS`. A failed sweep (Postgres

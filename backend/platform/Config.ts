@@ -22,21 +22,19 @@ export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigIn
 const raw = (name: string) => Config.option(Config.String(name))
 
 /** Variables whose value may hold a secret (a key, or a password inside a URL): never echoed in errors. */
-const SENSITIVE = new Set(["MASTER_KEY", "DATABASE_URL", "NATS_URL", "STRIPE_SECRET_KEY", "METRICS_TOKEN"])
-
-/** Who charges renters' cards: the built-in test provider (development, staging) or Stripe (any environment). */
-export const PaymentProviders = ["test", "stripe"] as const
-export type PaymentProviderName = (typeof PaymentProviders)[number]
+const SENSITIVE = new Set(["MASTER_KEY", "DATABASE_URL", "NATS_URL", "METRICS_TOKEN"])
 
 /**
  * One environment variable: read as a string, decoded with `parse`, failing with a message that names the
- * variable and its expected form. Empty strings count as unset so `FOO=` falls back to the default.
+ * variable and its expected form. Empty strings count as unset so `FOO=` falls back to the default. A `sensitive`
+ * value (a key, a URL that may carry a password) is never echoed in the error.
  */
-const setting = <A>(
+export const setting = <A>(
   name: string,
   expected: string,
   parse: (value: string) => A | undefined,
   fallback: () => A,
+  options: { readonly sensitive?: boolean } = {},
 ): Effect.Effect<A, ConfigInvalid | Config.ConfigError> =>
   Effect.gen(function* () {
     const value = Option.getOrUndefined(yield* raw(name))?.trim()
@@ -46,34 +44,34 @@ const setting = <A>(
       return yield* new ConfigInvalid({
         variable: name,
         expected,
-        ...(SENSITIVE.has(name) ? {} : { received: value }),
+        ...(options.sensitive || SENSITIVE.has(name) ? {} : { received: value }),
       })
     }
     return parsed
   })
 
-const integer = (min: number, max: number) => (value: string) => {
+export const integer = (min: number, max: number) => (value: string) => {
   if (!/^\d+$/.test(value)) return undefined
   const n = Number(value)
   return n >= min && n <= max ? n : undefined
 }
 
 /** A plain decimal number (`250`, `0.25`), without exponent or sign. */
-const decimal = (min: number, max: number) => (value: string) => {
+export const decimal = (min: number, max: number) => (value: string) => {
   if (!/^\d+(\.\d+)?$/.test(value)) return undefined
   const n = Number(value)
   return n >= min && n <= max ? n : undefined
 }
 
-const oneOf =
+export const oneOf =
   <const L extends ReadonlyArray<string>>(values: L) =>
   (value: string): L[number] | undefined =>
     values.includes(value) ? value : undefined
 
-const boolean = (value: string) =>
+export const boolean = (value: string) =>
   ({ true: true, "1": true, yes: true, false: false, "0": false, no: false })[value.toLowerCase()]
 
-const url = (protocols: ReadonlyArray<string>) => (value: string) => {
+export const url = (protocols: ReadonlyArray<string>) => (value: string) => {
   try {
     const parsed = new URL(value)
     return protocols.includes(parsed.protocol) ? value.replace(/\/+$/, "") : undefined
@@ -114,13 +112,6 @@ export interface AppConfigShape {
   readonly enrollmentHost: string
   /** The operator console's public base URL: policies link to `{CONSOLE_BASE_URL}/policies/<id>`. */
   readonly consoleBaseUrl: string
-  readonly payments: {
-    readonly provider: PaymentProviderName
-    /** Stripe's secret API key (`sk_live_...` / `sk_test_...`); required with the Stripe provider. */
-    readonly stripeSecretKey: Option.Option<Redacted.Redacted<string>>
-    /** Stripe's API base URL (a test double's in tests). */
-    readonly stripeApiUrl: string
-  }
   /** The `aud` each gateway's tokens carry and require; issued to partners with their credentials. */
   readonly audiences: { readonly partner: string; readonly ingest: string }
   readonly tokenTtlSeconds: number
@@ -144,11 +135,7 @@ export interface AppConfigShape {
   readonly metricsPort: Option.Option<number>
   /** The bearer token `/metrics` asks for, when set. */
   readonly metricsToken: Option.Option<Redacted.Redacted<string>>
-  /** Days the ingest log keeps a consumed event's record. */
-  readonly ingestLogRetentionDays: number
   readonly retention: {
-    /** Days a finished webhook delivery (with its attempts) and a finished bulk retry are kept after creation. */
-    readonly deliveryDays: number
     /** Days a dead letter is kept. */
     readonly deadLetterDays: number
     /** Seconds between two sweeps of what is past its retention (in the workers role). */
@@ -156,14 +143,6 @@ export interface AppConfigShape {
   }
   /** The byte limit of each JetStream stream (its age limit is a week), by the stream's base name. */
   readonly streamMaxBytes: Readonly<Record<StreamLimitName, number>>
-  readonly webhook: {
-    readonly backoffUnitMs: number
-    readonly timeoutMs: number
-    readonly maxAttempts: number
-    readonly rateLimitPerMinute: number
-    readonly extraCaFile: Option.Option<string>
-    readonly allowPrivateDestinations: boolean
-  }
   readonly logLevel: "trace" | "debug" | "info" | "warn" | "error"
   readonly dataDir: string
 }
@@ -242,36 +221,6 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
     const ingestBaseUrl = yield* setting("INGEST_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
       localUrl(ports["ingest-api"]),
     )
-    const paymentProvider = yield* setting(
-      "PAYMENT_PROVIDER",
-      serviceEnv === "production"
-        ? "stripe in production (the test provider charges no real card)"
-        : `one of ${PaymentProviders.join(", ")}`,
-      (v) => (serviceEnv === "production" ? oneOf(["stripe"] as const)(v) : oneOf(PaymentProviders)(v)),
-      () => (serviceEnv === "production" ? undefined : ("test" as const)),
-    )
-    if (paymentProvider === undefined) {
-      return yield* new ConfigInvalid({
-        variable: "PAYMENT_PROVIDER",
-        expected:
-          "set in production to a real payment provider (stripe, with STRIPE_SECRET_KEY): the built-in test " +
-          "provider charges no real card",
-      })
-    }
-    const stripeSecretKey = Option.fromUndefinedOr(
-      yield* setting(
-        "STRIPE_SECRET_KEY",
-        "a Stripe secret key (sk_live_... or sk_test_...)",
-        (v) => (/^sk_(live|test)_[A-Za-z0-9]+$/.test(v) ? Redacted.make(v) : undefined),
-        () => undefined,
-      ),
-    )
-    if (paymentProvider === "stripe" && Option.isNone(stripeSecretKey)) {
-      return yield* new ConfigInvalid({
-        variable: "STRIPE_SECRET_KEY",
-        expected: "set when PAYMENT_PROVIDER is stripe: a Stripe secret key (sk_live_... or sk_test_...)",
-      })
-    }
     const audience = (name: string, fallback: string) =>
       setting(
         name,
@@ -319,16 +268,6 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
       consoleBaseUrl: yield* setting("CONSOLE_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
         localUrl(ports.console),
       ),
-      payments: {
-        provider: paymentProvider,
-        stripeSecretKey,
-        stripeApiUrl: yield* setting(
-          "STRIPE_API_URL",
-          "an http(s) URL",
-          url(["http:", "https:"]),
-          () => "https://api.stripe.com",
-        ),
-      },
       audiences: {
         partner: yield* audience("PARTNER_API_AUDIENCE", publicBaseUrl),
         ingest: yield* audience("INGEST_API_AUDIENCE", ingestBaseUrl),
@@ -376,19 +315,7 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
           () => undefined,
         ),
       ),
-      ingestLogRetentionDays: yield* setting(
-        "INGEST_LOG_RETENTION_DAYS",
-        "a whole number of days from 1 to 3650",
-        integer(1, 3650),
-        () => 30,
-      ),
       retention: {
-        deliveryDays: yield* setting(
-          "WEBHOOK_DELIVERY_RETENTION_DAYS",
-          "a whole number of days from 1 to 3650",
-          integer(1, 3650),
-          () => 30,
-        ),
         deadLetterDays: yield* setting(
           "DEAD_LETTER_RETENTION_DAYS",
           "a whole number of days from 1 to 3650",
@@ -415,46 +342,6 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
           ),
         ),
       ) as Record<StreamLimitName, number>,
-      webhook: {
-        backoffUnitMs: yield* setting(
-          "WEBHOOK_BACKOFF_UNIT_MS",
-          "a number of milliseconds from 0.01 to 3600000 (fractions allow a fast test schedule)",
-          decimal(0.01, 3_600_000),
-          () => 1000,
-        ),
-        timeoutMs: yield* setting(
-          "WEBHOOK_TIMEOUT_MS",
-          "a whole number of milliseconds from 100 to 120000",
-          integer(100, 120_000),
-          () => 10_000,
-        ),
-        maxAttempts: yield* setting(
-          "WEBHOOK_MAX_ATTEMPTS",
-          "a whole number from 1 to 100",
-          integer(1, 100),
-          () => 25,
-        ),
-        rateLimitPerMinute: yield* setting(
-          "WEBHOOK_RATE_LIMIT_PER_MINUTE",
-          "a whole number from 1 to 1000000",
-          integer(1, 1_000_000),
-          () => 1000,
-        ),
-        extraCaFile: Option.fromUndefinedOr(
-          yield* setting(
-            "WEBHOOK_EXTRA_CA_FILE",
-            "a path to a PEM file",
-            (v) => v,
-            () => undefined,
-          ),
-        ),
-        allowPrivateDestinations: yield* setting(
-          "WEBHOOK_ALLOW_PRIVATE_DESTINATIONS",
-          "true or false",
-          boolean,
-          () => serviceEnv !== "production",
-        ),
-      },
       logLevel: yield* setting(
         "LOG_LEVEL",
         `one of ${LogLevels.join(", ")}`,
@@ -476,10 +363,13 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()(
 ) {
   static readonly layer = Layer.effect(AppConfig, loadAppConfig)
 
-  /** The same settings read from a plain record instead of the process environment. */
+  /**
+   * The same settings read from a plain record instead of the process environment; the contexts' own settings
+   * (`WebhookConfig`, `PaymentsConfig`, `IngestConfig`), built on this layer, are read from the same record.
+   */
   static readonly layerFrom = (env: Record<string, string | undefined>) =>
     Layer.effect(AppConfig, loadAppConfig).pipe(
-      Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: definedOnly(env) }))),
+      Layer.provideMerge(ConfigProvider.layer(ConfigProvider.fromEnv({ env: definedOnly(env) }))),
     )
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import type Stripe from "stripe"
-import { AppConfig } from "../platform/Config.ts"
+import { PaymentsConfig } from "./Config.ts"
 
 /**
  * Renters' cards go to a payment provider, which keeps them: the service stores only the provider's reference and
@@ -59,15 +59,15 @@ export class PaymentProvider extends Context.Service<PaymentProvider, PaymentPro
   static readonly layer = Layer.effect(
     PaymentProvider,
     Effect.gen(function* () {
-      const config = yield* AppConfig
-      return config.payments.provider === "stripe"
+      const config = yield* PaymentsConfig
+      return config.provider === "stripe"
         ? yield* stripeProvider(
-            Redacted.value(Option.getOrThrow(config.payments.stripeSecretKey)),
-            config.payments.stripeApiUrl,
+            Redacted.value(Option.getOrThrow(config.stripeSecretKey)),
+            config.stripeApiUrl,
           )
         : testProvider
     }),
-  )
+  ).pipe(Layer.provide(PaymentsConfig.layer))
 }
 
 /** What a test card does: its first charge and every later one. */

@@ -1,6 +1,5 @@
 import { Clock, Context, Effect, Layer, type Types } from "effect"
 import { ack, type ActorDefinition, type Outcome } from "../platform/Actor.ts"
-import { AppConfig } from "../platform/Config.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import { Nats } from "../platform/Nats.ts"
 import { backoffUnits, RATE_LIMIT_DELAY_UNITS, retryAfterMs } from "./Backoff.ts"
@@ -19,6 +18,7 @@ import { AttemptMessage, type StatusMessage } from "./Messages.ts"
 import { publishStatus } from "./Router.ts"
 import { Scheduler } from "./Scheduler.ts"
 import { deliveryHeaders } from "./Signer.ts"
+import { WebhookConfig } from "./Config.ts"
 
 /**
  * The delivery actor: claims the attempt a message names (only if the delivery still expects it; a stale or
@@ -151,7 +151,7 @@ export class DeliveryAttempts extends Context.Service<
   static readonly layer = Layer.effect(
     DeliveryAttempts,
     Effect.gen(function* () {
-      const config = (yield* AppConfig).webhook
+      const config = yield* WebhookConfig
       const repo = yield* DeliveryRepo
       const egress = yield* Egress
       const crypto = yield* Crypto
@@ -309,7 +309,7 @@ export class DeliveryAttempts extends Context.Service<
 
       return DeliveryAttempts.of({ attempt })
     }),
-  )
+  ).pipe(Layer.provide(WebhookConfig.layer))
 }
 
 export const deliveryActor = (timeoutMs: number): ActorDefinition<AttemptMessage, DeliveryAttempts> => ({

@@ -8,6 +8,7 @@ import { join } from "node:path"
 import ipaddr from "ipaddr.js"
 import { Agent, buildConnector, type Dispatcher } from "undici"
 import { AppConfig } from "../platform/Config.ts"
+import { WebhookConfig } from "./Config.ts"
 
 /**
  * Outbound HTTPS for deliveries: one keep-alive agent per process (no TLS handshake per attempt), a deadline
@@ -296,7 +297,7 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
     Egress,
     Effect.gen(function* () {
       const appConfig = yield* AppConfig
-      const config = appConfig.webhook
+      const config = yield* WebhookConfig
       const timeoutMs = config.timeoutMs
       const extraCa = Option.match(config.extraCaFile, {
         onNone: () => [],
@@ -391,5 +392,5 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
 
       return Egress.of({ post })
     }),
-  )
+  ).pipe(Layer.provide(WebhookConfig.layer))
 }

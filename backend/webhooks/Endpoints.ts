@@ -1,6 +1,6 @@
 import { isIP } from "node:net"
 import { Context, Effect, Layer } from "effect"
-import { AppConfig } from "../platform/Config.ts"
+import { WebhookConfig } from "./Config.ts"
 import { decodeFields, isJsonObject } from "../platform/Validation.ts"
 import { Db } from "../platform/Db.ts"
 import {
@@ -150,7 +150,7 @@ export class Endpoints extends Context.Service<Endpoints>()("partner-service/web
     const db = yield* Db
     const repo = yield* WebhooksRepo
     const secrets = yield* Secrets
-    const allowPrivate = (yield* AppConfig).webhook.allowPrivateDestinations
+    const allowPrivate = (yield* WebhookConfig).allowPrivateDestinations
 
     /** The endpoint `id` of the subscriber (an owner without a subscriber has none). */
     const endpointOf = (ref: SubscriberRef, id: string, lock = false) =>
@@ -278,6 +278,7 @@ export class Endpoints extends Context.Service<Endpoints>()("partner-service/web
   }),
 }) {
   static readonly layer = Layer.effect(Endpoints, Endpoints.make).pipe(
+    Layer.provide(WebhookConfig.layer),
     Layer.provide(Secrets.layer),
     Layer.provide(WebhooksRepo.layer),
   )

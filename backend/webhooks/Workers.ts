@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
 import { actorLayer } from "../platform/Actor.ts"
-import { AppConfig } from "../platform/Config.ts"
 import { Crypto } from "../platform/Crypto.ts"
+import { WebhookConfig } from "./Config.ts"
 import { deliveryActor, DeliveryAttempts } from "./Delivery.ts"
 import { DeliveryRepo } from "./DeliveryRepo.ts"
 import { Egress } from "./Egress.ts"
@@ -11,12 +11,13 @@ import { Scheduler } from "./Scheduler.ts"
 /** The webhook side of the `workers` role: the event router, the delivery actor and the retry scheduler. */
 export const webhookWorkersLayer = Layer.unwrap(
   Effect.gen(function* () {
-    const config = yield* AppConfig
-    return Layer.mergeAll(actorLayer(routerActor), actorLayer(deliveryActor(config.webhook.timeoutMs)))
+    const config = yield* WebhookConfig
+    return Layer.mergeAll(actorLayer(routerActor), actorLayer(deliveryActor(config.timeoutMs)))
   }),
 ).pipe(
   Layer.provideMerge(Layer.mergeAll(EventRouter.layer, DeliveryAttempts.layer)),
   Layer.provideMerge(Scheduler.layer),
   Layer.provide(Layer.mergeAll(Egress.layer, Crypto.layer)),
   Layer.provideMerge(DeliveryRepo.layer),
+  Layer.provideMerge(WebhookConfig.layer),
 )

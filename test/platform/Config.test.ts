@@ -48,18 +48,7 @@ const badValues: ReadonlyArray<{
     expected: MASTER_KEY_FORM,
     sensitive: true,
   },
-  { variable: "WEBHOOK_MAX_ATTEMPTS", value: "0", expected: "a whole number from 1 to 100" },
-  {
-    variable: "WEBHOOK_BACKOFF_UNIT_MS",
-    value: "1e3",
-    expected: "a number of milliseconds from 0.01 to 3600000",
-  },
   { variable: "LOG_LEVEL", value: "loud", expected: "one of trace, debug, info, warn, error" },
-  {
-    variable: "WEBHOOK_DELIVERY_RETENTION_DAYS",
-    value: "0",
-    expected: "a whole number of days from 1 to 3650",
-  },
   { variable: "DEAD_LETTER_RETENTION_DAYS", value: "30d", expected: "a whole number of days from 1 to 3650" },
   { variable: "RETENTION_SWEEP_SECONDS", value: "0", expected: "a whole number of seconds from 1 to 86400" },
   { variable: "NATS_MAX_BYTES_INGEST", value: "2 GiB", expected: "a number of bytes from 1MB to 1024TB" },
@@ -124,14 +113,8 @@ describe("AppConfig", () => {
       assert.strictEqual(config.enrollmentHost, "http://127.0.0.1:8082")
       assert.isTrue(Option.isNone(config.masterKey))
       assert.strictEqual(config.httpMaxBodyBytes, 2 * 1024 * 1024)
-      assert.strictEqual(config.webhook.backoffUnitMs, 1000)
-      assert.strictEqual(config.webhook.timeoutMs, 10_000)
-      assert.strictEqual(config.webhook.maxAttempts, 25)
-      assert.strictEqual(config.webhook.rateLimitPerMinute, 1000)
-      assert.isTrue(Option.isNone(config.webhook.extraCaFile))
-      assert.isTrue(config.webhook.allowPrivateDestinations)
       assert.strictEqual(config.logLevel, "info")
-      assert.deepStrictEqual(config.retention, { deliveryDays: 30, deadLetterDays: 30, sweepSeconds: 300 })
+      assert.deepStrictEqual(config.retention, { deadLetterDays: 30, sweepSeconds: 300 })
       const GIB = 1024 ** 3
       assert.deepStrictEqual(config.streamMaxBytes, {
         INGEST: GIB,
@@ -193,25 +176,6 @@ describe("AppConfig", () => {
     )
   }
 
-  it.effect("refuses private webhook destinations by default in production only", () =>
-    Effect.gen(function* () {
-      const allowed = (env: Record<string, string>) =>
-        Effect.map(configFrom(env), (config) => config.webhook.allowPrivateDestinations)
-      assert.isFalse(yield* allowed({ SERVICE_ENV: "production", MASTER_KEY: masterKey, ...PAYMENTS }))
-      assert.isTrue(yield* allowed({ SERVICE_ENV: "staging", MASTER_KEY: masterKey }))
-      assert.isTrue(yield* allowed({ SERVICE_ENV: "development" }))
-      assert.isTrue(
-        yield* allowed({
-          SERVICE_ENV: "production",
-          MASTER_KEY: masterKey,
-          ...PAYMENTS,
-          WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: "true",
-        }),
-      )
-      assert.isFalse(yield* allowed({ WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: "false" }))
-    }),
-  )
-
   it.effect("takes a cheaper secret hash only outside production", () =>
     Effect.gen(function* () {
       const cost = (env: Record<string, string>) =>
@@ -225,15 +189,6 @@ describe("AppConfig", () => {
       assert.strictEqual(refused.variable, "SECRET_HASH_COST")
       assert.include(refused.message, "a whole number from 15 to 17 in production")
       assert.strictEqual((yield* configInvalid({ SECRET_HASH_COST: "18" })).variable, "SECRET_HASH_COST")
-    }),
-  )
-
-  it.effect("takes a fractional webhook backoff unit, so a test can run the whole schedule quickly", () =>
-    Effect.gen(function* () {
-      const unit = (value: string) =>
-        Effect.map(configFrom({ WEBHOOK_BACKOFF_UNIT_MS: value }), (config) => config.webhook.backoffUnitMs)
-      assert.strictEqual(yield* unit("0.25"), 0.25)
-      assert.strictEqual(yield* unit("250"), 250)
     }),
   )
 

@@ -1,9 +1,10 @@
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import postgres from "postgres"
 import { AppConfig } from "../../backend/platform/Config.ts"
+import { PaymentsConfig } from "../../backend/policies/Config.ts"
 import { stripeProvider, TEST_CARDS, testProvider } from "../../backend/policies/Payments.ts"
 import { runCli } from "../support/Cli.ts"
 import { baseDatabaseUrl, isolatedEnv, PRODUCTION } from "../support/TestPlatform.ts"
@@ -137,8 +138,8 @@ describe("payment providers", () => {
   it.effect("production starts only with a real provider configured", () =>
     Effect.gen(function* () {
       const load = (env: Record<string, string>) =>
-        AppConfig.use((config) => Effect.succeed(config.payments.provider)).pipe(
-          Effect.provide(AppConfig.layerFrom(env)),
+        PaymentsConfig.use((config) => Effect.succeed(config.provider)).pipe(
+          Effect.provide(PaymentsConfig.layer.pipe(Layer.provide(AppConfig.layerFrom(env)))),
           Effect.exit,
         )
       const production = { SERVICE_ENV: "production", MASTER_KEY: Buffer.alloc(32, 7).toString("base64") }

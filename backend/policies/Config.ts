@@ -1,0 +1,70 @@
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { AppConfig, ConfigInvalid, oneOf, type ServiceEnv, setting, url } from "../platform/Config.ts"
+
+/** Who charges renters' cards: the built-in test provider (development, staging) or Stripe (any environment). */
+export const PaymentProviders = ["test", "stripe"] as const
+export type PaymentProviderName = (typeof PaymentProviders)[number]
+
+/** How renters pay (README: `PAYMENT_PROVIDER`, `STRIPE_*`). */
+export interface PaymentsConfigShape {
+  readonly provider: PaymentProviderName
+  /** Stripe's secret API key (`sk_live_...` / `sk_test_...`); required with the Stripe provider. */
+  readonly stripeSecretKey: Option.Option<Redacted.Redacted<string>>
+  /** Stripe's API base URL (a test double's in tests). */
+  readonly stripeApiUrl: string
+}
+
+export const loadPaymentsConfig = (serviceEnv: ServiceEnv) =>
+  Effect.gen(function* () {
+    const provider = yield* setting(
+      "PAYMENT_PROVIDER",
+      serviceEnv === "production"
+        ? "stripe in production (the test provider charges no real card)"
+        : `one of ${PaymentProviders.join(", ")}`,
+      (v) => (serviceEnv === "production" ? oneOf(["stripe"] as const)(v) : oneOf(PaymentProviders)(v)),
+      () => (serviceEnv === "production" ? undefined : ("test" as const)),
+    )
+    if (provider === undefined) {
+      return yield* new ConfigInvalid({
+        variable: "PAYMENT_PROVIDER",
+        expected:
+          "set in production to a real payment provider (stripe, with STRIPE_SECRET_KEY): the built-in test " +
+          "provider charges no real card",
+      })
+    }
+    const stripeSecretKey = Option.fromUndefinedOr(
+      yield* setting(
+        "STRIPE_SECRET_KEY",
+        "a Stripe secret key (sk_live_... or sk_test_...)",
+        (v) => (/^sk_(live|test)_[A-Za-z0-9]+$/.test(v) ? Redacted.make(v) : undefined),
+        () => undefined,
+        { sensitive: true },
+      ),
+    )
+    if (provider === "stripe" && Option.isNone(stripeSecretKey)) {
+      return yield* new ConfigInvalid({
+        variable: "STRIPE_SECRET_KEY",
+        expected: "set when PAYMENT_PROVIDER is stripe: a Stripe secret key (sk_live_... or sk_test_...)",
+      })
+    }
+    return {
+      provider,
+      stripeSecretKey,
+      stripeApiUrl: yield* setting(
+        "STRIPE_API_URL",
+        "an http(s) URL",
+        url(["http:", "https:"]),
+        () => "https://api.stripe.com",
+      ),
+    } satisfies PaymentsConfigShape
+  })
+
+export class PaymentsConfig extends Context.Service<PaymentsConfig, PaymentsConfigShape>()(
+  "partner-service/policies/PaymentsConfig",
+) {
+  /** Read from the settings `AppConfig` was read from, when it is built. */
+  static readonly layer = Layer.effect(
+    PaymentsConfig,
+    Effect.flatMap(Effect.service(AppConfig), (config) => loadPaymentsConfig(config.serviceEnv)),
+  )
+}
