@@ -70,11 +70,11 @@ const ALLOWED = new Map(LAYERS)
 const COMPOSERS = new Set(["cli", undefined])
 
 /**
- * Where `enrollment/` may enter `policies/` and `prospects/`: their services and their schema files, never their
- * rules (underwriting, pricing, eligibility), which stay behind the services.
+ * Where `enrollment/` may enter `policies/` and `prospects/`: their services, schema files and settings, never
+ * their rules (underwriting, pricing, eligibility), which stay behind the services.
  */
 const ENROLLMENT_ENTRIES: ReadonlyMap<string, ReadonlyArray<string>> = new Map([
-  ["policies", ["Domain.ts", "Policies.ts", "Payments.ts"]],
+  ["policies", ["Config.ts", "Domain.ts", "Policies.ts", "Payments.ts"]],
   ["prospects", ["Domain.ts", "Prospects.ts", "Sources.ts"]],
 ])
 
@@ -203,7 +203,7 @@ describe("module edges of backend/", () => {
       "backend/roster/Repo.ts -> backend/operator/Audit.ts: roster/ may not import operator/",
       "backend/platform/Nats.ts -> backend/contract/Streams.ts: platform/ imports no other folder",
       "backend/events/Catalog.ts -> backend/prospects/Domain.ts: events/ may not import prospects/",
-      "backend/enrollment/View.ts -> backend/policies/Underwriting.ts: enrollment/ uses policies/ only through Domain.ts, Policies.ts, Payments.ts",
+      "backend/enrollment/View.ts -> backend/policies/Underwriting.ts: enrollment/ uses policies/ only through Config.ts, Domain.ts, Policies.ts, Payments.ts",
       "backend/tools/Thing.ts -> backend/platform/Db.ts: tools/ is missing from the table",
     ])
     const allowed: ReadonlyArray<Edge> = [
