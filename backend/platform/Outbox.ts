@@ -6,7 +6,10 @@ import { OUTBOX_PARTITIONS, partitionOf } from "./Partition.ts"
 import { logFailedPass } from "./Unavailable.ts"
 
 export interface OutboxMessage {
-  /** Subject (`docs/architecture.md`) without the deployment prefix, partition token included where the reader needs one. */
+  /**
+   * Subject (`docs/architecture.md`) without the deployment prefix, partition token included where the reader
+   * needs one.
+   */
   readonly subject: string
   /** Messages with one key are published in the order their transactions committed. */
   readonly key: string
