@@ -149,7 +149,7 @@ export interface AppConfigShape {
 
 const LogLevels = ["trace", "debug", "info", "warn", "error"] as const
 
-/** Streams with a byte limit of their own: DESIGN.md's six and the policy documents' object store bucket. */
+/** Streams with a byte limit of their own: the six of `docs/architecture.md` and the policy documents' bucket. */
 export const StreamLimitNames = [
   "INGEST",
   "ROSTER",
