@@ -35,31 +35,22 @@ export type {
 } from "./nats/Types.ts"
 export { PublishFailed, PullFailed } from "./nats/Types.ts"
 
+/** A stream the deployment provisions: the first token of every subject it holds, and what it does when full. */
+export interface StreamSpec {
+  readonly subjects: string
+  /** At its byte limit, `new` refuses a new message and `old` drops the oldest ones. */
+  readonly discard: "new" | "old"
+}
+
 /**
- * The streams a deployment provisions: each base name (the deployment prefix goes in front of it) with the first
- * token of every subject it holds. `Nats.layer` takes them from the composition root.
+ * The streams a deployment provisions, by base name (the deployment prefix goes in front of it). `Nats.layerOn`
+ * takes them from the composition root.
  */
-export type Streams = Readonly<Record<string, string>>
+export type Streams = Readonly<Record<string, StreamSpec>>
 export class StreamTable extends Context.Service<StreamTable, Streams>()(
   "partner-service/platform/StreamTable",
 ) {}
 export type StreamBase = string
-
-/**
- * What a stream at its byte limit does with a new message. `New` refuses it, for streams whose unread messages
- * exist nowhere else: the ingestion gateway then answers 503 with Retry-After, and the outbox keeps its rows and
- * publishes them again. `Old` drops the oldest messages, for streams Postgres can fill again (attempt messages:
- * the deliveries are rows, and a lost attempt message is published again) or that only people read (the roster's
- * and the webhooks' status messages).
- */
-export const STREAM_DISCARD: Readonly<Record<StreamBase, DiscardPolicy>> = {
-  INGEST: DiscardPolicy.New,
-  ROSTER: DiscardPolicy.Old,
-  ELIGIBILITY: DiscardPolicy.New,
-  EVENTS: DiscardPolicy.New,
-  WEBHOOKS: DiscardPolicy.Old,
-  DOCUMENTS: DiscardPolicy.New,
-}
 
 /** How long `publish` waits for JetStream's acknowledgement (nats.js's default for `js.publish`). */
 const PUBLISH_TIMEOUT_MS = 5000
@@ -188,7 +179,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
       const unprefixed = (s: string) =>
         prefix !== "" && s.startsWith(`${prefix}.`) ? s.slice(prefix.length + 1) : s
       const streamName = (base: StreamBase) => streamNameFor(prefix, base)
-      const streamSubjects = (base: StreamBase) => `${streams[base]}.>`
+      const streamSubjects = (base: StreamBase) => `${streams[base]?.subjects}.>`
 
       const acknowledged = yield* acknowledgedPublisher(connection)
       const publish = (name: string, data: Uint8Array, options: PublishOptions = {}) =>
@@ -239,8 +230,8 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           streamName(base),
           [subject(streamSubjects(base))],
           config.natsStreamReplicas,
-          config.streamMaxBytes[base],
-          STREAM_DISCARD[base],
+          (config.streamMaxBytes as Readonly<Record<string, number | undefined>>)[base] ?? -1,
+          streams[base]?.discard === "old" ? DiscardPolicy.Old : DiscardPolicy.New,
         )
         const have = yield* Effect.promise(() =>
           jsm.streams

@@ -114,7 +114,11 @@ describe("npm run cli -- tail", () => {
           assert.strictEqual(yield* tail.exited, 2, args.join(" "))
           assert.include(tail.stderr(), `matching ${args[0]}`)
           for (const base of Object.keys(Streams) as Array<StreamBase>) {
-            assert.include(tail.stderr(), `${nats.streamName(base)} (${Streams[base]}.>)`, args.join(" "))
+            assert.include(
+              tail.stderr(),
+              `${nats.streamName(base)} (${Streams[base].subjects}.>)`,
+              args.join(" "),
+            )
           }
         }
       }),
