@@ -40,7 +40,11 @@ describe("WebhookConfig", () => {
   )
 
   for (const { variable, value, expected } of [
-    { variable: "WEBHOOK_DELIVERY_RETENTION_DAYS", value: "0", expected: "a whole number of days from 1 to 3650" },
+    {
+      variable: "WEBHOOK_DELIVERY_RETENTION_DAYS",
+      value: "0",
+      expected: "a whole number of days from 1 to 3650",
+    },
     { variable: "WEBHOOK_MAX_ATTEMPTS", value: "0", expected: "a whole number from 1 to 100" },
     {
       variable: "WEBHOOK_BACKOFF_UNIT_MS",
