@@ -218,7 +218,9 @@ describe("enrollment links", () => {
             `${reference} stays on this host`,
           )
         }
-        for (const asset of references.filter((reference) => reference.startsWith("/enrollment/assets/"))) {
+        const assets = references.filter((reference) => reference.startsWith("/enrollment/assets/"))
+        assert.isNotEmpty(assets, "the page loads its own assets")
+        for (const asset of assets) {
           const served = yield* getPage(asset)
           assert.strictEqual(served.status, 200, asset)
           assert.strictEqual(served.headers.get("x-content-type-options"), "nosniff")
