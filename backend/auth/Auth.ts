@@ -1,5 +1,4 @@
 import { Clock, Context, Effect, Layer, Ref, Schedule, Schema, Semaphore } from "effect"
-import ipaddr from "ipaddr.js"
 import {
   decodeProtectedHeader,
   exportJWK,
@@ -9,6 +8,7 @@ import {
   jwtVerify,
   SignJWT,
 } from "jose"
+import { throttleSource } from "../platform/ClientAddress.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Crypto, randomToken, verifySecret } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
@@ -66,18 +66,6 @@ interface SigningKeys {
 }
 
 const decodeTokenRequest = Schema.decodeUnknownEffect(TokenRequest)
-
-/**
- * Where token requests come from, as throttled: an IPv4 address, or an IPv6 address's /64 (one site's network,
- * whose addresses its owner has plenty of).
- */
-export const throttleSource = (address: string): string => {
-  if (!ipaddr.isValid(address)) return address
-  const parsed = ipaddr.process(address)
-  if (parsed.kind() === "ipv4") return parsed.toString()
-  const parts = (parsed as ipaddr.IPv6).parts.slice(0, 4)
-  return `${parts.map((p) => p.toString(16)).join(":")}::/64`
-}
 
 export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
   make: Effect.gen(function* () {

@@ -216,25 +216,27 @@ const signIn = route("POST", "/api/session", "public", (request) =>
     }
     if (Object.keys(fields).length > 0) return yield* invalid("Invalid sign-in.", "session", fields)
     const secure = (yield* AppConfig).serviceEnv !== "development"
-    return yield* (yield* Sessions).signIn(body.email as string, body.password as string).pipe(
-      Effect.map((signed) =>
-        json(200, sessionBody(signed), {
-          "set-cookie": cookie(signed.token, ABSOLUTE_TIMEOUT_MS / 1000, secure),
-          "cache-control": "no-store",
-        }),
-      ),
-      Effect.catchTags({
-        SignInRefused: () => Effect.succeed(json(401, { message: "Email or password is incorrect." })),
-        SignInThrottled: (error) =>
-          Effect.succeed(
-            json(
-              429,
-              { message: `Too many sign-in attempts; try again in ${error.retryAfterSeconds} seconds.` },
-              { "retry-after": String(error.retryAfterSeconds) },
+    return yield* (yield* Sessions)
+      .signIn(body.email as string, body.password as string, request.remoteAddress)
+      .pipe(
+        Effect.map((signed) =>
+          json(200, sessionBody(signed), {
+            "set-cookie": cookie(signed.token, ABSOLUTE_TIMEOUT_MS / 1000, secure),
+            "cache-control": "no-store",
+          }),
+        ),
+        Effect.catchTags({
+          SignInRefused: () => Effect.succeed(json(401, { message: "Email or password is incorrect." })),
+          SignInThrottled: (error) =>
+            Effect.succeed(
+              json(
+                429,
+                { message: `Too many sign-in attempts; try again in ${error.retryAfterSeconds} seconds.` },
+                { "retry-after": String(error.retryAfterSeconds) },
+              ),
             ),
-          ),
-      }),
-    )
+        }),
+      )
   }),
 )
 

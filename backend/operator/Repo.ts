@@ -138,23 +138,34 @@ export class OperatorRepo extends Context.Service<OperatorRepo>()("partner-servi
             where operator_id = ${operatorId} and revoked_at is null`,
         ),
 
-      /** Failed sign-ins of `email` since `since`, newest first. */
-      recentFailures: (email: string, since: Date) =>
+      /** Failed sign-ins of `email` from `source` since `since`, newest first. */
+      recentFailures: (email: string, source: string, since: Date) =>
         db
           .query(
             (sql) => sql<Array<{ failed_at: Date }>>`
               select failed_at from operator_sign_in_failures
-              where email = ${email} and failed_at > ${since} order by failed_at desc`,
+              where email = ${email} and source = ${source} and failed_at > ${since} order by failed_at desc`,
           )
           .pipe(Effect.map((rows) => rows.map((row) => row.failed_at))),
+      /** How many sign-ins of `email` failed since `since`, from any source. */
+      failureCount: (email: string, since: Date) =>
+        db
+          .query(
+            (sql) => sql<Array<{ count: number }>>`
+              select count(*)::int as count from operator_sign_in_failures
+              where email = ${email} and failed_at > ${since}`,
+          )
+          .pipe(Effect.map((rows) => rows[0]?.count ?? 0)),
       /** Records a failure and forgets the email's failures older than `forgetBefore`. */
-      recordFailure: (email: string, at: Date, forgetBefore: Date) =>
+      recordFailure: (email: string, source: string, at: Date, forgetBefore: Date) =>
         db.query(async (sql) => {
           await sql`delete from operator_sign_in_failures where email = ${email} and failed_at <= ${forgetBefore}`
-          await sql`insert into operator_sign_in_failures (email, failed_at) values (${email}, ${at})`
+          await sql`insert into operator_sign_in_failures (email, source, failed_at) values (${email}, ${source}, ${at})`
         }),
-      clearFailures: (email: string) =>
-        db.query((sql) => sql`delete from operator_sign_in_failures where email = ${email}`),
+      clearFailures: (email: string, source: string) =>
+        db.query(
+          (sql) => sql`delete from operator_sign_in_failures where email = ${email} and source = ${source}`,
+        ),
 
       auditEntries: (filter: AuditFilter) =>
         db.query((sql) => {

@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { constantTimeEqual, Crypto, randomToken, verifySecret } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
+import { throttleSource } from "../platform/ClientAddress.ts"
 import { type OperatorView, SignInRefused, SignInThrottled } from "./Domain.ts"
 import { operatorView } from "./Operators.ts"
 import { OperatorRepo } from "./Repo.ts"
@@ -9,17 +10,28 @@ import { OperatorRepo } from "./Repo.ts"
 export const IDLE_TIMEOUT_MS = 30 * 60_000
 export const ABSOLUTE_TIMEOUT_MS = 12 * 3_600_000
 
-/** Failures of one email counted over this window; from the 5th on, each next try waits longer. */
+/** Failures counted over this window; from the 5th on, each next try waits longer. */
 export const FAILURE_WINDOW_MS = 15 * 60_000
 export const FREE_FAILURES = 5
 const FIRST_WAIT_MS = 30_000
+const FIRST_DELAY_MS = 250
+const MAX_DELAY_MS = 2_000
 
 /**
- * How long after its latest failure an email must wait, given its failures in the window: nothing for the first
- * four, then 30 s doubling with each further failure, at most the window itself.
+ * How long after its latest failure one source must wait before trying an email again, given that source's
+ * failures for it in the window: nothing for the first four, then 30 s doubling with each further failure, at most
+ * the window itself.
  */
 export const throttleWaitMs = (failures: number) =>
   failures < FREE_FAILURES ? 0 : Math.min(FIRST_WAIT_MS * 2 ** (failures - FREE_FAILURES), FAILURE_WINDOW_MS)
+
+/**
+ * How long every sign-in of an email is held before it is answered, given the email's failures in the window from
+ * every source: none for the first four, then 250 ms doubling up to 2 s. It slows a guesser spread over many
+ * addresses without ever refusing anyone.
+ */
+export const signInDelayMs = (failures: number) =>
+  failures < FREE_FAILURES ? 0 : Math.min(FIRST_DELAY_MS * 2 ** (failures - FREE_FAILURES), MAX_DELAY_MS)
 
 export interface SignedIn {
   readonly operator: OperatorView
@@ -45,13 +57,16 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
 
     /**
      * Checks the password (a decoy hash stands in for an unknown email, so both take as long); a disabled
-     * operator is refused like a wrong password. An email with too many recent failures is refused before
-     * anything is checked.
+     * operator is refused like a wrong password. A source (the client's address, an IPv6 address's /64) with too
+     * many recent failures for the email is refused before anything is checked; anyone else is only held a
+     * little longer the more the email failed from everywhere.
      */
-    const signIn = Effect.fn("Sessions.signIn")(function* (email: string, password: string) {
+    const signIn = Effect.fn("Sessions.signIn")(function* (email: string, password: string, address = "") {
       const at = yield* now
       const key = email.trim().toLowerCase()
-      const failures = yield* repo.recentFailures(key, new Date(at.getTime() - FAILURE_WINDOW_MS))
+      const source = throttleSource(address)
+      const windowStart = new Date(at.getTime() - FAILURE_WINDOW_MS)
+      const failures = yield* repo.recentFailures(key, source, windowStart)
       const wait = throttleWaitMs(failures.length)
       const latest = failures[0]
       if (wait > 0 && latest !== undefined && latest.getTime() + wait > at.getTime()) {
@@ -61,10 +76,12 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
         )
         return yield* new SignInThrottled({ retryAfterSeconds })
       }
+      const delay = signInDelayMs(yield* repo.failureCount(key, windowStart))
+      if (delay > 0) yield* Effect.sleep(delay)
       const operator = yield* repo.operatorByEmail(key)
       const matches = yield* verifySecret(password, operator?.password_hash ?? decoy)
       if (operator === undefined || !matches || operator.disabled) {
-        yield* repo.recordFailure(key, at, new Date(at.getTime() - FAILURE_WINDOW_MS))
+        yield* repo.recordFailure(key, source, at, windowStart)
         return yield* new SignInRefused()
       }
       const token = randomToken(32)
@@ -73,7 +90,7 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
         Effect.gen(function* () {
           yield* repo.insertSession(operator.id, token, csrfToken, at)
           yield* repo.signedIn(operator.id, at)
-          yield* repo.clearFailures(key)
+          yield* repo.clearFailures(key, source)
         }),
       )
       return {

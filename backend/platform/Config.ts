@@ -1,4 +1,5 @@
 import { availableParallelism } from "node:os"
+import ipaddr from "ipaddr.js"
 import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 
 export const Roles = ["partner-api", "ingest-api", "enrollment", "console", "workers"] as const
@@ -49,6 +50,24 @@ export const setting = <A>(
     }
     return parsed
   })
+
+/** `10.0.0.0/8,192.0.2.7` as networks; a bare address is a network of one. */
+const cidrList = (value: string) => {
+  const networks: Array<readonly [ipaddr.IPv4 | ipaddr.IPv6, number]> = []
+  for (const part of value.split(",").map((p) => p.trim())) {
+    if (part === "") continue
+    try {
+      if (part.includes("/")) networks.push(ipaddr.parseCIDR(part))
+      else {
+        const address = ipaddr.parse(part)
+        networks.push([address, address.kind() === "ipv4" ? 32 : 128])
+      }
+    } catch {
+      return undefined
+    }
+  }
+  return networks
+}
 
 export const integer = (min: number, max: number) => (value: string) => {
   if (!/^\d+$/.test(value)) return undefined
@@ -128,6 +147,11 @@ export interface AppConfigShape {
   /** base64 of 32 bytes; absent in development until the local key file is created by Crypto */
   readonly masterKey: Option.Option<Redacted.Redacted<string>>
   readonly httpMaxBodyBytes: number
+  /**
+   * Networks of the reverse proxies in front of the gateways: only a connection from one of them has its client
+   * address read from `X-Forwarded-For`. None by default: the socket's address is the client's.
+   */
+  readonly trustedProxies: ReadonlyArray<readonly [ipaddr.IPv4 | ipaddr.IPv6, number]>
   /**
    * A port of its own serving only `/metrics` (processes without the console, such as workers); none when unset.
    * `/metrics` is never on the public gateways.
@@ -298,6 +322,12 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         "a whole number of bytes from 1024 to 104857600",
         integer(1024, 100 * 1024 * 1024),
         () => 2 * 1024 * 1024,
+      ),
+      trustedProxies: yield* setting(
+        "TRUSTED_PROXIES",
+        "comma-separated IP addresses or CIDRs such as 10.0.0.0/8,fd00::/8",
+        cidrList,
+        () => [],
       ),
       metricsPort: Option.fromUndefinedOr(
         yield* setting(

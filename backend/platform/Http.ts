@@ -5,6 +5,7 @@ import { Cause, Context, Effect, Layer, LogLevel, Option, Redacted, Schema } fro
 import { H3, type H3Event, type HTTPMethod } from "h3"
 import { toNodeHandler } from "h3/node"
 import { FastResponse } from "srvx/node"
+import { clientAddress } from "./ClientAddress.ts"
 import { AppConfig, type HttpRole } from "./Config.ts"
 import { constantTimeEqual } from "./Crypto.ts"
 import { Db } from "./Db.ts"
@@ -173,7 +174,10 @@ export interface HttpRequest {
   readonly query: URLSearchParams
   readonly headers: Headers
   readonly requestId: string
-  /** The address the request came from (an IPv4-mapped IPv6 address as plain IPv4); empty when unknown. */
+  /**
+   * The client's address (an IPv4-mapped IPv6 address as plain IPv4; behind a trusted proxy, from
+   * `X-Forwarded-For`: `clientAddress`); empty when unknown.
+   */
   readonly remoteAddress: string
   /** The raw body, at most `HTTP_MAX_BODY_BYTES`; readable once. */
   readonly bytes: Effect.Effect<Uint8Array, PayloadTooLarge | BadRequest>
@@ -505,9 +509,10 @@ export const gatewayLayer = <R, G = never>(
           query: event.url.searchParams,
           headers: event.req.headers,
           requestId,
-          remoteAddress: (event.runtime?.node?.req.socket.remoteAddress ?? "").replace(
-            /^::ffff:(?=\d+\.)/i,
-            "",
+          remoteAddress: clientAddress(
+            event.runtime?.node?.req.socket.remoteAddress ?? "",
+            event.req.headers.get("x-forwarded-for"),
+            config.trustedProxies,
           ),
           bytes,
           json: Effect.flatMap(bytes, parseJson),

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { request as httpRequest } from "node:http"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Clock, Effect, Layer, References } from "effect"
-import { throttleSource } from "../../backend/auth/Auth.ts"
+import { throttleSource } from "../../backend/platform/ClientAddress.ts"
 import { metrics } from "../../backend/platform/Observability.ts"
 import {
   ACCESS_DENIED,
