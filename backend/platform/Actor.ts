@@ -404,15 +404,17 @@ export const runActor = <A, R>(
       })
     /** Returns at once unless paused; then once the dependency answers (or the actor stops). */
     const available = Effect.gen(function* () {
-      while (waitingFor !== undefined && !stopped) {
-        const probe = waitingFor.dependency === "postgres" ? db.ping : nats.ping
+      // Every partition's loop may probe at once; the first to see the dependency back resumes the actor.
+      for (let waiting = waitingFor; waiting !== undefined && !stopped; waiting = waitingFor) {
+        const probe = waiting.dependency === "postgres" ? db.ping : nats.ping
         const answered = yield* probe.pipe(Effect.timeout("2 seconds"), Effect.exit)
-        if (answered._tag === "Success") {
-          yield* Effect.logInfo("actor resumed").pipe(
-            Effect.annotateLogs({ actor: actor.name, dependency: waitingFor.dependency }),
-          )
+        if (answered._tag === "Failure") yield* Effect.sleep(PROBE_INTERVAL)
+        else if (waitingFor === waiting) {
           waitingFor = undefined
-        } else yield* Effect.sleep(PROBE_INTERVAL)
+          yield* Effect.logInfo("actor resumed").pipe(
+            Effect.annotateLogs({ actor: actor.name, dependency: waiting.dependency }),
+          )
+        }
       }
     })
 
