@@ -8,6 +8,8 @@ import {
   prospectLoad,
   prospectOf,
 } from "../support/FaultLoad.ts"
+import { audienceOf, requestToken } from "../support/Auth.ts"
+import { awaitLogged, envelope, ingestSetUp, prospectUpdate, send } from "../support/Ingest.ts"
 import { prospectSetUp } from "../support/Prospects.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import { postJson, query } from "../support/Roster.ts"
@@ -68,8 +70,36 @@ describe("Postgres stopped for 15 s under load", () => {
               ),
               { context },
             )
+            // An ingestion client that sent one event before the fault: the gateway has read its access and mapping.
+            const ingestSource = `pg-ingest-${mode}`
+            const ingest = yield* ingestSetUp(`org-pg-ingest-${mode}`, ingestSource)
+            const events = Array.from({ length: 21 }, (_, i) =>
+              envelope(ingestSource, prospectUpdate(`ingest-${i}`, "2026-01-10T10:00:00Z")),
+            )
+            const eventIds = [yield* send(ingest, events[0])]
+
             yield* stack.step(`pg_ctl stop -m ${mode}`, stack.postgres.stop(mode))
-            yield* stack.step("outage", Effect.sleep(`${OUTAGE_MS} millis`))
+            // Past the few seconds the gateway caches a client's access and a source's mapping for.
+            yield* Effect.sleep("7 seconds")
+            const during = yield* stack.step(
+              "the ingestion gateway accepts events; /token answers in OAuth's shape",
+              Effect.all({
+                accepted: Effect.forEach(events.slice(1), (body) => send(ingest, body)),
+                token: Effect.flatMap(audienceOf("ingest"), (audience) =>
+                  requestToken(stack.gateways().ports["ingest-api"]!, {
+                    grant_type: "client_credentials",
+                    client_id: ingest.client.clientId,
+                    client_secret: "not-the-secret",
+                    audience,
+                  }),
+                ),
+              }),
+            )
+            eventIds.push(...during.accepted)
+            assert.strictEqual(during.token.status, 503, during.token.text)
+            assert.strictEqual(during.token.headers.get("retry-after"), "2")
+            assert.strictEqual(JSON.parse(during.token.text).error, "temporarily_unavailable")
+            yield* stack.step("outage", Effect.sleep(`${OUTAGE_MS - 7_000} millis`))
             yield* stack.step("pg_ctl start", stack.postgres.start)
             const back = yield* Clock.currentTimeMillis
 
@@ -115,7 +145,11 @@ describe("Postgres stopped for 15 s under load", () => {
             yield* Effect.sleep("3 seconds")
             const report = yield* stack.step("load stops", load.stop, { context })
             yield* stack.assertAlive
-            assert.deepStrictEqual(report.serverErrors, [], JSON.stringify(report.statuses))
+            assert.deepStrictEqual(
+              report.serverErrors,
+              [],
+              JSON.stringify({ statuses: report.statuses, errors: report.serverErrors }),
+            )
             assert.strictEqual(report.statuses["POST error"] ?? 0, 0, "a POST got no answer")
             assert.strictEqual(report.statuses["GET error"] ?? 0, 0, "a GET got no answer")
 
@@ -150,6 +184,26 @@ describe("Postgres stopped for 15 s under load", () => {
             assert.sameMembers([...delivered], [...accepted])
             const duplicates = assertDuplicatesRecorded(receiver, path, totals)
             assert.strictEqual(yield* deadLetters, 0)
+            // Every event accepted during the outage is applied once Postgres is back.
+            const applied = yield* stack.step(
+              "ingested events applied",
+              awaitLogged(ingestSource, eventIds),
+              {
+                context: () => ({
+                  sent: eventIds.length,
+                  workers: stack
+                    .workers()
+                    .process.stdout()
+                    .split("\n")
+                    .filter((l) => /ingest|WARN|ERROR/.test(l))
+                    .slice(-25),
+                }),
+              },
+            )
+            assert.sameMembers(
+              applied.map((r) => r.outcome),
+              eventIds.map(() => "applied"),
+            )
             yield* stack.assertAlive
 
             yield* recordFigure(`postgres stop -m ${mode} (${OUTAGE_MS / 1000} s)`, {
