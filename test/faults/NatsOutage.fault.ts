@@ -2,9 +2,8 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Clock, Effect } from "effect"
 import { FaultStack, faultStackLayer, recordFigure } from "../support/FaultStack.ts"
 import {
-  assertDuplicatesRecorded,
+  assertAcceptedDelivered,
   deadLetters,
-  deliveryTotals,
   errorLines,
   failedAsDefects,
   prospectLoad,
@@ -12,7 +11,7 @@ import {
 } from "../support/FaultLoad.ts"
 import { prospectSetUp } from "../support/Prospects.ts"
 import { startReceiver } from "../support/Receiver.ts"
-import { postJson, query } from "../support/Roster.ts"
+import { postJson } from "../support/Roster.ts"
 import { eventually } from "../support/Streams.ts"
 
 const OUTAGE_MS = 15_000
@@ -80,35 +79,13 @@ describe("NATS stopped for 15 s under load", () => {
           assert.strictEqual(report.statuses["POST error"] ?? 0, 0, "a POST got no answer")
 
           const accepted = new Set(report.accepted)
-          const ready = yield* stack.step(
-            "every accepted prospect decided",
-            eventually(
-              query(
-                (sql) => sql<Array<{ source_prospect_id: string; status: string }>>`
-                  select source_prospect_id, status from prospects where source = ${source}`,
-              ),
-              (rows) => rows.length >= accepted.size && rows.every((r) => r.status === "ready"),
-            ),
-            { context: () => ({ accepted: accepted.size }) },
-          )
-          assert.sameMembers(
-            ready.map((r) => r.source_prospect_id),
-            [...accepted],
-          )
-          const totals = yield* stack.step(
-            "every delivery delivered",
-            eventually(
-              deliveryTotals(endpointId),
-              (t) => t.deliveries >= accepted.size && t.byStatus.delivered === t.deliveries,
-            ),
-            { context: () => ({ accepted: accepted.size, received: receiver.received(path).length }) },
-          )
-          assert.strictEqual(totals.deliveries, accepted.size, "one prospect.ready delivery per prospect")
-          assert.sameMembers(
-            [...new Set(receiver.received(path).map((r) => prospectOf(r.body)))],
-            [...accepted],
-          )
-          const duplicates = assertDuplicatesRecorded(receiver, path, totals)
+          const { totals, duplicates } = yield* assertAcceptedDelivered(stack, {
+            source,
+            accepted,
+            endpointId,
+            receiver,
+            path,
+          })
           assert.strictEqual(yield* deadLetters, 0)
           // A publish that failed while the broker was away is retried, not a defect.
           const defects = (yield* failedAsDefects(stack.workers())) - defectsBefore

@@ -1,18 +1,12 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Clock, Effect } from "effect"
 import { FaultStack, faultStackLayer, recordFigure } from "../support/FaultStack.ts"
-import {
-  assertDuplicatesRecorded,
-  deadLetters,
-  deliveryTotals,
-  prospectLoad,
-  prospectOf,
-} from "../support/FaultLoad.ts"
+import { assertAcceptedDelivered, deadLetters, prospectLoad, prospectOf } from "../support/FaultLoad.ts"
 import { audienceOf, requestToken } from "../support/Auth.ts"
 import { awaitLogged, envelope, ingestSetUp, prospectUpdate, send } from "../support/Ingest.ts"
 import { prospectSetUp } from "../support/Prospects.ts"
 import { startReceiver } from "../support/Receiver.ts"
-import { postJson, query } from "../support/Roster.ts"
+import { postJson } from "../support/Roster.ts"
 import { eventually } from "../support/Streams.ts"
 
 const OUTAGE_MS = 15_000
@@ -155,34 +149,13 @@ describe("Postgres stopped for 15 s under load", () => {
 
             // Every accepted prospect is stored once and decided, and its webhook delivered.
             const accepted = new Set(report.accepted)
-            const prospects = query(
-              (sql) => sql<Array<{ source_prospect_id: string; status: string }>>`
-                select source_prospect_id, status from prospects where source = ${source}`,
-            )
-            const ready = yield* stack.step(
-              "every accepted prospect decided",
-              eventually(
-                prospects,
-                (rows) => rows.length >= accepted.size && rows.every((r) => r.status === "ready"),
-              ),
-              { context: () => ({ accepted: accepted.size }) },
-            )
-            assert.sameMembers(
-              ready.map((r) => r.source_prospect_id),
-              [...accepted],
-            )
-            const totals = yield* stack.step(
-              "every delivery delivered",
-              eventually(
-                deliveryTotals(endpointId),
-                (t) => t.deliveries >= accepted.size && t.byStatus.delivered === t.deliveries,
-              ),
-              { context: () => ({ accepted: accepted.size, received: receiver.received(path).length }) },
-            )
-            assert.strictEqual(totals.deliveries, accepted.size, "one prospect.ready delivery per prospect")
-            const delivered = new Set(receiver.received(path).map((r) => prospectOf(r.body)))
-            assert.sameMembers([...delivered], [...accepted])
-            const duplicates = assertDuplicatesRecorded(receiver, path, totals)
+            const { totals, duplicates } = yield* assertAcceptedDelivered(stack, {
+              source,
+              accepted,
+              endpointId,
+              receiver,
+              path,
+            })
             assert.strictEqual(yield* deadLetters, 0)
             // Every event accepted during the outage is applied once Postgres is back.
             const applied = yield* stack.step(

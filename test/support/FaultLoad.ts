@@ -1,10 +1,12 @@
 import { assert } from "@effect/vitest"
 import { Clock, Effect, Fiber, Ref } from "effect"
 import { gatewayPort } from "./Auth.ts"
+import type { FaultStackShape } from "./FaultStack.ts"
 import { completeProspect } from "./Prospects.ts"
 import type { RosterPartner } from "./Roster.ts"
 import type { Receiver } from "./Receiver.ts"
 import { query } from "./Roster.ts"
+import { eventually } from "./Streams.ts"
 
 /**
  * A steady load of prospect POSTs and GETs on the partner gateway, as a partner's integration makes it: each
@@ -212,3 +214,48 @@ export const errorLines = (service: { readonly process: { readonly stdout: () =>
     .stdout()
     .split("\n")
     .filter((line) => line.includes('"level":"ERROR"'))
+
+/**
+ * After a fault: every prospect of `source` a POST was answered 200 for is stored once and `ready`, and has exactly
+ * one delivery, `delivered`, that reached the receiver at `path`; every duplicate request there is recorded as an
+ * attempt. The delivery totals and the number of duplicates.
+ */
+export const assertAcceptedDelivered = (
+  stack: FaultStackShape,
+  options: {
+    readonly source: string
+    readonly accepted: ReadonlySet<string>
+    readonly endpointId: number
+    readonly receiver: Receiver
+    readonly path: string
+  },
+) =>
+  Effect.gen(function* () {
+    const { source, accepted, endpointId, receiver, path } = options
+    const ready = yield* stack.step(
+      "every accepted prospect decided",
+      eventually(
+        query(
+          (sql) => sql<Array<{ source_prospect_id: string; status: string }>>`
+            select source_prospect_id, status from prospects where source = ${source}`,
+        ),
+        (rows) => rows.length >= accepted.size && rows.every((r) => r.status === "ready"),
+      ),
+      { context: () => ({ accepted: accepted.size }) },
+    )
+    assert.sameMembers(
+      ready.map((r) => r.source_prospect_id),
+      [...accepted],
+    )
+    const totals = yield* stack.step(
+      "every delivery delivered",
+      eventually(
+        deliveryTotals(endpointId),
+        (t) => t.deliveries >= accepted.size && t.byStatus.delivered === t.deliveries,
+      ),
+      { context: () => ({ accepted: accepted.size, received: receiver.received(path).length }) },
+    )
+    assert.strictEqual(totals.deliveries, accepted.size, "one prospect.ready delivery per prospect")
+    assert.sameMembers([...new Set(receiver.received(path).map((r) => prospectOf(r.body)))], [...accepted])
+    return { totals, duplicates: assertDuplicatesRecorded(receiver, path, totals) }
+  })
