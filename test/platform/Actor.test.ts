@@ -228,7 +228,8 @@ describe("Actor", () => {
               ),
             )
           const handledAt: Array<number> = []
-          // Fails with the database away four times (more than `maxDefects`), then succeeds.
+          // Fails with the database away up to the fourth delivery (more than `maxDefects`), then succeeds. A short
+          // ack wait: a redelivery JetStream loses to a pull that was ending comes back soon, counted.
           const actor: ActorDefinition<Step, never> = {
             ...definition("outage", (_step, deliveryCount) =>
               Effect.sync(() => handledAt.push(deliveryCount)).pipe(
@@ -242,6 +243,7 @@ describe("Actor", () => {
               ),
             ),
             maxDefects: 2,
+            ackWait: "4 seconds",
           }
           yield* Effect.scoped(
             Effect.gen(function* () {
@@ -249,13 +251,17 @@ describe("Actor", () => {
               yield* send("outage", "k", { key: "k", n: 1 })
               yield* eventually(
                 Effect.sync(() => handledAt),
-                (runs) => runs.length === 5,
+                (runs) => runs.some((count) => count > 4),
               )
             }),
           )
-          assert.deepStrictEqual(handledAt, [1, 2, 3, 4, 5])
+          // Handled once per delivery until the fifth, each failure counted as unavailable, none as a defect.
+          const failures = handledAt.filter((count) => count <= 4)
+          assert.deepStrictEqual(handledAt, [...failures, handledAt.at(-1)!], JSON.stringify(handledAt))
+          assert.strictEqual(failures[0], 1)
+          assert.isAtLeast(failures.length, 3, JSON.stringify(handledAt))
           assert.strictEqual((yield* deadLetters("outage")).length, 0)
-          assert.strictEqual(yield* metric("unavailable"), 4)
+          assert.strictEqual(yield* metric("unavailable"), failures.length)
           assert.strictEqual(yield* metric("defect"), 0)
         }),
     )
