@@ -7,6 +7,12 @@ import { ABSOLUTE_TIMEOUT_MS, FAILURE_WINDOW_MS } from "./Sessions.ts"
 /** Rows one statement of the sweep deletes at most: a batch's row locks are held for one short statement. */
 export const SWEEP_BATCH = 1000
 
+/**
+ * After each batch the sweep rests this many times as long as the batch took, so it takes at most a quarter of
+ * the database's and the disk's time from the delivery engine, and less the busier the database is.
+ */
+const REST_PER_WORK = 3
+
 const DAY_MS = 86_400_000
 
 /** What one sweep deleted, by kind. */
@@ -22,8 +28,8 @@ export interface Pruned {
  * Deletes what is past its retention: finished webhook deliveries with their attempts and finished bulk retries
  * (`WEBHOOK_DELIVERY_RETENTION_DAYS` after creation, or after finishing for a bulk retry), dead letters
  * (`DEAD_LETTER_RETENTION_DAYS`), console sessions past their 12 hours and failed sign-ins outside the throttle's
- * window. Deliveries still under way are kept until they end; the audit log and policy documents are never
- * deleted. Every process with the workers role sweeps; concurrent sweeps skip each other's rows.
+ * window, in batches with a rest after each (`REST_PER_WORK`). Deliveries still under way are kept until they end;
+ * the audit log and policy documents are never deleted. Every process with the workers role sweeps; concurrent sweeps skip each other's rows.
  */
 export class Retention extends Context.Service<Retention>()("partner-service/operator/Retention", {
   make: Effect.gen(function* () {
@@ -31,12 +37,16 @@ export class Retention extends Context.Service<Retention>()("partner-service/ope
     const config = yield* AppConfig
     const webhooks = yield* WebhookConfig
 
-    /** Batches of `prune` until one deletes fewer than a batch; how many rows went. */
+    /** Batches of `prune` until one deletes fewer than a batch, resting after each full one; how many rows went. */
     const drain = (batch: number, prune: (limit: number) => Effect.Effect<number>) =>
       Effect.gen(function* () {
         let total = 0
-        for (let n = batch; n >= batch; total += n) n = yield* prune(batch)
-        return total
+        while (true) {
+          const [took, n] = yield* Effect.timed(prune(batch))
+          total += n
+          if (n < batch) return total
+          yield* Effect.sleep(Duration.times(took, REST_PER_WORK))
+        }
       })
 
     const sweep = Effect.fn("Retention.sweep")(function* (batch: number = SWEEP_BATCH) {
