@@ -1,11 +1,12 @@
 import { Effect } from "effect"
-import { hasControlCharacter } from "../platform/Text.ts"
-import { json, NotFound } from "../platform/Http.ts"
-import { Billing } from "../policies/Billing.ts"
-import { delinquencyRowId, isCalendarDate } from "../policies/LifecycleDomain.ts"
-import { MAX_REASON, Revisions } from "../policies/Revisions.ts"
-import { actorOf, checkedQuery, invalid, objectBody, queryReader, route } from "./Http.ts"
-import { Operators } from "./Operators.ts"
+import { hasControlCharacter } from "../../platform/Text.ts"
+import { json, NotFound } from "../../platform/Http.ts"
+import { Billing } from "../../policies/Billing.ts"
+import { delinquencyRowId, isCalendarDate } from "../../policies/LifecycleDomain.ts"
+import { MAX_REASON, Revisions } from "../../policies/Revisions.ts"
+import { Operators } from "../Operators.ts"
+import { checkedQuery, queryReader } from "./Query.ts"
+import { actorOf, invalid, objectBody, route } from "./Route.ts"
 
 /** Audit actions that change a policy: its revision history on the console. */
 const POLICY_ACTIONS = new Set(["policies.revise", "policies.cancel"])
