@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Ref, Schedule, Schema, Semaphore } from "effect"
+import { Clock, Context, Effect, Layer, Ref, Schedule, Schema } from "effect"
 import {
   decodeProtectedHeader,
   exportJWK,
@@ -10,7 +10,7 @@ import {
 } from "jose"
 import { throttleSource } from "../platform/ClientAddress.ts"
 import { AppConfig } from "../platform/Config.ts"
-import { Crypto, randomToken, verifySecret } from "../platform/Crypto.ts"
+import { Crypto, randomToken } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
 import { Unauthorized } from "../platform/Http.ts"
 import { metrics } from "../platform/Observability.ts"
@@ -26,6 +26,7 @@ import {
 } from "./Domain.ts"
 import { AuthRepo, type OwnerAccess, type StoredKey } from "./Repo.ts"
 import { gatewayScopes, isScope, legacyIngestScopes } from "./Scopes.ts"
+import { type Lane, makeSecretChecks } from "./SecretChecks.ts"
 
 const ALGORITHM = "ES256"
 /**
@@ -34,8 +35,6 @@ const ALGORITHM = "ES256"
  */
 const FREE_FAILURES = 5
 const MAX_BLOCK_SECONDS = 60
-/** Token requests of one source in progress at once (waiting for a secret check or in one); more are a 429. */
-const REQUESTS_PER_SOURCE = 4
 const KEY_REFRESH = "30 seconds"
 /** Serializes creating the first signing key across processes starting at once. */
 const KEY_LOCK = 7_239_002
@@ -232,44 +231,7 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
         return yield* new InvalidClient()
       })
 
-    /**
-     * Secret checks, at most `TOKEN_HASH_CONCURRENCY` at once per gateway. The hash itself runs on libuv's thread
-     * pool (`crypto.scrypt`), never on the event loop; the cap keeps a flood of token requests from taking every
-     * core from the requests already authenticated.
-     */
-    const hashSlots = {
-      partner: Semaphore.makeUnsafe(config.tokenHashConcurrency),
-      ingest: Semaphore.makeUnsafe(config.tokenHashConcurrency),
-    }
-    const checkSecret = (gateway: Gateway, secret: string, hash: string) => {
-      const gauge = metrics.tokenHashes.labels({ gateway })
-      return Effect.acquireUseRelease(
-        Effect.sync(() => gauge.inc()),
-        () => verifySecret(secret, hash),
-        () => Effect.sync(() => gauge.dec()),
-      ).pipe(Semaphore.withPermit(hashSlots[gateway]))
-    }
-
-    /** Token requests in progress by source, in this process. */
-    const inProgress = new Map<string, number>()
-    const admitted = <A, E, R>(gateway: Gateway, source: string, effect: Effect.Effect<A, E, R>) =>
-      Effect.suspend((): Effect.Effect<A, E | TokenRequestsBlocked, R> => {
-        const count = inProgress.get(source) ?? 0
-        if (count >= REQUESTS_PER_SOURCE) {
-          metrics.tokenRequestsThrottled.inc({ gateway, reason: "concurrent" })
-          return Effect.fail(new TokenRequestsBlocked({ retryAfterSeconds: 1 }))
-        }
-        inProgress.set(source, count + 1)
-        return effect.pipe(
-          Effect.ensuring(
-            Effect.sync(() => {
-              const left = (inProgress.get(source) ?? 1) - 1
-              if (left === 0) inProgress.delete(source)
-              else inProgress.set(source, left)
-            }),
-          ),
-        )
-      })
+    const secretChecks = makeSecretChecks(config.tokenHashConcurrency)
 
     /**
      * A token for the client credentials in `body`, asked from `address`. Failures slow down that source for that
@@ -297,7 +259,11 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
       }
       const now = yield* Clock.currentTimeMillis
       const source = throttleSource(address)
-      const blockedUntil = yield* repo.blockedUntil(request.client_id, source)
+      const { blockedUntil, failedRecently } = yield* repo.failuresOf(
+        request.client_id,
+        source,
+        new Date(now),
+      )
       if (blockedUntil !== undefined && blockedUntil.getTime() > now) {
         metrics.tokenRequestsThrottled.inc({ gateway, reason: "failures" })
         return yield* new TokenRequestsBlocked({
@@ -305,11 +271,16 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
         })
       }
       const client = yield* repo.findClient(request.client_id)
-      // The hash is checked even for an unknown id, so timing does not tell which ids exist.
-      const secretMatches = yield* admitted(
+      // Strangers' failures never queue in front of a client whose own source has not failed for its id.
+      const lane: Lane =
+        client !== undefined && client.revokedAt === null && client.gateway === gateway && !failedRecently
+          ? { kind: "client", clientId: client.id }
+          : { kind: "stranger" }
+      // The hash is checked even for an unknown id, so its own timing does not tell which ids exist.
+      const secretMatches = yield* secretChecks.admitted(
         gateway,
         source,
-        checkSecret(gateway, request.client_secret, client?.secretHash ?? decoy),
+        secretChecks.check(gateway, lane, request.client_secret, client?.secretHash ?? decoy),
       )
       if (
         client === undefined ||

@@ -181,13 +181,23 @@ export class AuthRepo extends Context.Service<AuthRepo>()("partner-service/auth/
             ),
           ),
 
-      blockedUntil: (clientId: string, source: string) =>
+      /**
+       * The standing of `source` for the client id at `now`: blocked until when, if at all, and whether it failed
+       * within the hour a failure is remembered.
+       */
+      failuresOf: (clientId: string, source: string, now: Date) =>
         db
           .query(
-            (sql) => sql<Array<{ blocked_until: Date | null }>>`
-              select blocked_until from token_failures where client_id = ${clientId} and source = ${source}`,
+            (sql) => sql<Array<{ blocked_until: Date | null; recent: boolean }>>`
+              select blocked_until, last_failure_at >= ${now}::timestamptz - interval '1 hour' as recent
+              from token_failures where client_id = ${clientId} and source = ${source}`,
           )
-          .pipe(Effect.map(([row]) => row?.blocked_until ?? undefined)),
+          .pipe(
+            Effect.map(([row]) => ({
+              blockedUntil: row?.blocked_until ?? undefined,
+              failedRecently: row?.recent ?? false,
+            })),
+          ),
       /**
        * Counts a failure of `source` for the client id; from the `free`-th consecutive one on, that source is
        * blocked for 2^(n - free) seconds, at most `maxBlockSeconds`. A quiet hour forgets the count.

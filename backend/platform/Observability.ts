@@ -75,6 +75,17 @@ export const metrics = {
     labelNames: ["gateway"],
     registers: [registry],
   }),
+  tokenChecksWaiting: new Gauge({
+    name: "token_secret_checks_waiting",
+    help: "Client secrets waiting for a hash slot, by gateway and lane (client: a client with no recent failure from its address; stranger: the rest)",
+    labelNames: ["gateway", "lane"],
+    registers: [registry],
+  }),
+  tokenSecretChecks: counter(
+    "token_secret_checks_total",
+    "Client secrets checked against their hash, by gateway and lane",
+    ["gateway", "lane"],
+  ),
   tokenRequestsThrottled: counter(
     "token_requests_throttled_total",
     "Token requests answered 429 without checking the secret, by gateway and reason",

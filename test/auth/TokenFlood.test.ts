@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { request as httpRequest } from "node:http"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Clock, Effect, Layer, References } from "effect"
+import { Clock, Effect, Fiber, Layer, References } from "effect"
 import { throttleSource } from "../../backend/platform/ClientAddress.ts"
 import { metrics } from "../../backend/platform/Observability.ts"
 import {
@@ -18,6 +18,7 @@ import {
   obtainToken,
 } from "../support/Auth.ts"
 import { heldClock, holdClock } from "../support/HeldClock.ts"
+import { eventually } from "../support/Streams.ts"
 
 interface Answer {
   readonly status: number
@@ -58,6 +59,26 @@ const tokenFrom = (port: number, from: string, fields: Record<string, string>) =
 /** Secret checks of the partner gateway under way right now. */
 const hashesInProgress = () =>
   metrics.tokenHashes.get().then((m) => m.values.find((v) => v.labels.gateway === "partner")?.value ?? 0)
+
+/** Partner secret checks waiting for a hash slot in `lane` right now. */
+const waitingIn = (lane: "client" | "stranger") =>
+  Effect.promise(() =>
+    metrics.tokenChecksWaiting
+      .get()
+      .then(
+        (m) => m.values.find((v) => v.labels.gateway === "partner" && v.labels.lane === lane)?.value ?? 0,
+      ),
+  )
+
+/** Partner secret checks that got a hash slot in `lane` so far. */
+const checkedIn = (lane: "client" | "stranger") =>
+  Effect.promise(() =>
+    metrics.tokenSecretChecks
+      .get()
+      .then(
+        (m) => m.values.find((v) => v.labels.gateway === "partner" && v.labels.lane === lane)?.value ?? 0,
+      ),
+  )
 
 describe("throttle sources", () => {
   it("are IPv4 addresses and IPv6 /64 networks", () => {
@@ -166,6 +187,75 @@ describe("token requests from strangers", () => {
           assert.isAtLeast(served.filter((s) => s.duringHash).length, 1)
           // The cap held all along, and the flood did hash.
           assert.strictEqual(Math.max(...sampled), 1)
+        }),
+      120_000,
+    )
+  })
+})
+
+// One hash slot and a hash slow enough that a queue of strangers takes seconds to drain.
+const lanes = authService({ env: authEnv({ TOKEN_HASH_CONCURRENCY: "1", SECRET_HASH_COST: "14" }) })
+
+describe("a client's own lane", () => {
+  layer(lanes.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
+    it.effect(
+      "checks a client's secret ahead of strangers' failures queued before it, even after a stranger failed with its id from elsewhere",
+      () =>
+        Effect.gen(function* () {
+          const port = yield* gatewayPort("partner-api")
+          const client = yield* createClient({ gateway: "partner" })
+          const audience = yield* audienceOf("partner")
+          const fields = {
+            grant_type: "client_credentials",
+            client_id: client.clientId,
+            client_secret: client.clientSecret,
+            audience,
+          }
+          // A stranger's wrong secret for the client's id takes the lane from the stranger's address only.
+          const guess = yield* tokenFrom(port, "127.0.2.1", { ...fields, client_secret: "guess" })
+          assert.strictEqual(guess.status, 401, guess.text)
+
+          // 64 wrong secrets for made-up ids, four from each of 16 addresses: more than the slot drains for a while.
+          const strangersBefore = yield* checkedIn("stranger")
+          const flood = yield* Effect.forEach(
+            Array.from({ length: 64 }, (_, i) => i),
+            (i) =>
+              tokenFrom(port, `127.0.3.${10 + (i % 16)}`, {
+                grant_type: "client_credentials",
+                client_id: `cli_${randomBytes(9).toString("base64url")}`,
+                client_secret: "guess",
+                audience,
+              }),
+            { concurrency: "unbounded" },
+          ).pipe(Effect.forkChild)
+          // Every one of them is in the strangers' lane (checked, or waiting) before the client asks.
+          yield* eventually(
+            Effect.all([checkedIn("stranger"), waitingIn("stranger")]),
+            ([checked, waiting]) => checked - strangersBefore + waiting === 64,
+          )
+
+          const clientChecks = yield* checkedIn("client")
+          const own = yield* tokenFrom(port, "127.0.2.2", fields)
+          const strangersLeft = yield* waitingIn("stranger")
+          assert.strictEqual(own.status, 200, own.text)
+          assert.strictEqual(yield* checkedIn("client"), clientChecks + 1)
+          // Its secret was checked while strangers who asked before it were still waiting for theirs.
+          assert.isAtLeast(strangersLeft, 1)
+
+          const floodAnswers = yield* Fiber.join(flood)
+          assert.deepStrictEqual(
+            floodAnswers.map((a) => a.status),
+            floodAnswers.map(() => 401),
+          )
+          // From the address that failed with its id, the correct secret still counts, checked as a stranger's.
+          const strangerChecks = yield* checkedIn("stranger")
+          const there = yield* tokenFrom(port, "127.0.2.1", fields)
+          assert.strictEqual(there.status, 200, there.text)
+          assert.strictEqual(yield* checkedIn("stranger"), strangerChecks + 1)
+          // Its success forgot the failure: that address is back in the client's lane.
+          const again = yield* tokenFrom(port, "127.0.2.1", fields)
+          assert.strictEqual(again.status, 200, again.text)
+          assert.strictEqual(yield* checkedIn("client"), clientChecks + 2)
         }),
       120_000,
     )
