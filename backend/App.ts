@@ -38,9 +38,13 @@ import type { Revisions } from "./policies/Revisions.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
 import { testClockRoutes } from "./policies/TestClocksHttp.ts"
 import { eligibilityActor } from "./prospects/Consumer.ts"
+import { EligibilityDecisions } from "./prospects/EligibilityDecisions.ts"
+import { Enrollments } from "./prospects/Enrollments.ts"
 import { prospectRoutes, stagingRoutes } from "./prospects/Http.ts"
+import { ProspectBatches } from "./prospects/ProspectBatches.ts"
 import { Prospects } from "./prospects/Prospects.ts"
 import { Sources } from "./prospects/Sources.ts"
+import { StagingResets } from "./prospects/StagingResets.ts"
 import { referenceRoutes } from "./reference/ApiReference.ts"
 import { rosterRoutes } from "./roster/Http.ts"
 import { Roster } from "./roster/Roster.ts"
@@ -61,6 +65,10 @@ type AppServices =
   | Roster
   | Sources
   | Prospects
+  | ProspectBatches
+  | EligibilityDecisions
+  | Enrollments
+  | StagingResets
   | Ingest
   | Endpoints
   | Policies
@@ -149,7 +157,15 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(Journey.layer),
     Layer.provideMerge(lifecycleLayer),
     Layer.provideMerge(Policies.layer),
-    Layer.provideMerge(Prospects.layer),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        Prospects.layer,
+        ProspectBatches.layer,
+        EligibilityDecisions.layer,
+        Enrollments.layer,
+        StagingResets.layer,
+      ),
+    ),
     Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer, Sources.layer, Crypto.layer)),
     Layer.provideMerge(PlatformLayer),
     // The contexts' settings first, so a bad one fails the start before anything connects.

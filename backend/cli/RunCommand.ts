@@ -19,6 +19,8 @@ import type {
 } from "../policies/LifecycleDomain.ts"
 import { Policies } from "../policies/Policies.ts"
 import type { ProspectIncomplete, ProspectNotFound } from "../prospects/Domain.ts"
+import { Enrollments } from "../prospects/Enrollments.ts"
+import { ProspectBatches } from "../prospects/ProspectBatches.ts"
 import { Prospects } from "../prospects/Prospects.ts"
 import { type SourceCommandRejected, Sources } from "../prospects/Sources.ts"
 import type { AddressCorrectionRejected, OwnerNotManaged } from "../roster/Domain.ts"
@@ -77,7 +79,7 @@ const withAuth = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 const withIngest = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.scoped(effect).pipe(
     Effect.provide(Ingest.layer),
-    Effect.provide(Prospects.layer),
+    Effect.provide(ProspectBatches.layer),
     Effect.provide(Layer.mergeAll(Roster.layer, Sources.layer)),
     Effect.provide(PlatformLayer),
   )
@@ -101,7 +103,7 @@ const withJourney = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.scoped(effect).pipe(
     Effect.provide(Journey.layer),
     Effect.provide(Policies.layer),
-    Effect.provide(Prospects.layer),
+    Effect.provide(Enrollments.layer),
     Effect.provide(Layer.mergeAll(Roster.layer, Sources.layer)),
     Effect.provide(PlatformLayer),
   )
@@ -111,7 +113,7 @@ const withLifecycle = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.scoped(effect).pipe(
     Effect.provide(lifecycleLayer),
     Effect.provide(Policies.layer),
-    Effect.provide(Prospects.layer),
+    Effect.provide(Enrollments.layer),
     Effect.provide(Layer.mergeAll(Roster.layer, Sources.layer)),
     Effect.provide(PlatformLayer),
   )

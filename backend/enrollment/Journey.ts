@@ -1,7 +1,7 @@
 import { Clock, Context, DateTime, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import type { EnrollmentFacts } from "../prospects/Domain.ts"
-import { Prospects } from "../prospects/Prospects.ts"
+import { Enrollments } from "../prospects/Enrollments.ts"
 import { Policies } from "../policies/Policies.ts"
 import {
   type ChoiceInput,
@@ -65,7 +65,7 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
     Effect.gen(function* () {
       const db = yield* Db
       const repo = yield* EnrollmentRepo
-      const prospects = yield* Prospects
+      const enrollments = yield* Enrollments
       const policies = yield* Policies
 
       const today = Effect.map(Clock.currentTimeMillis, (millis) =>
@@ -75,7 +75,7 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
       /** The prospect the link names, if the link may act on it; else LinkInvalid (with the reason, for logs). */
       const resolve = (link: JourneyLink) =>
         Effect.gen(function* () {
-          const facts = yield* prospects.enrollmentFacts(link.source, link.sourceProspectId)
+          const facts = yield* enrollments.enrollmentFacts(link.source, link.sourceProspectId)
           if (facts === undefined) return yield* new LinkInvalid({ reason: "no such prospect" })
           if (facts.owner.slug !== link.ownerSlug) {
             return yield* new LinkInvalid({ reason: "the prospect belongs to another owner" })
@@ -199,7 +199,7 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
             }
             yield* repo.supplyInputs(state.facts.prospect.id, { ...parsed.ok, offers })
             const sdi = offers.find((o) => o.product === "security_deposit_insurance")
-            yield* prospects.recordOffers(
+            yield* enrollments.recordOffers(
               state.facts.prospect.id,
               offeredProducts(offers, state.facts.enrollmentUrl),
               policies.percentSavings(
@@ -254,7 +254,7 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
 
       const linkFor = (source: string, sourceProspectId: string) =>
         Effect.gen(function* () {
-          const facts = yield* prospects.enrollmentFacts(source, sourceProspectId)
+          const facts = yield* enrollments.enrollmentFacts(source, sourceProspectId)
           if (facts === undefined || facts.prospect.email === null) {
             return yield* new LinkInvalid({ reason: "no such prospect" })
           }

@@ -17,7 +17,8 @@ import { unavailableIn } from "../platform/Unavailable.ts"
 import { partitionedSubject } from "../platform/Partition.ts"
 import { decodeFields, joinedMessages } from "../platform/Validation.ts"
 import { ProspectInvalid } from "../prospects/Domain.ts"
-import { checkFields, type EventWrite, Prospects } from "../prospects/Prospects.ts"
+import { checkFields } from "../prospects/Merge.ts"
+import { type EventWrite, ProspectBatches } from "../prospects/ProspectBatches.ts"
 import { Sources } from "../prospects/Sources.ts"
 import { Roster } from "../roster/Roster.ts"
 import {
@@ -203,7 +204,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
     const nats = yield* Nats
     const repo = yield* IngestRepo
     const sources = yield* Sources
-    const prospects = yield* Prospects
+    const batches = yield* ProspectBatches
     const roster = yield* Roster
     const config = yield* IngestConfig
     const cached = new Map<string, { readonly at: number; readonly mapping: SourceMapping }>()
@@ -358,7 +359,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
           })
           return { write: writes.length - 1, consumed, found }
         })
-        const results = yield* prospects.saveEvents(writes)
+        const results = yield* batches.apply(writes)
         const entries = decided.map((d) => {
           if (!("write" in d)) return d
           const result = results[d.write]!

@@ -6,7 +6,7 @@ import { ObjectStore } from "../platform/ObjectStore.ts"
 import { Outbox } from "../platform/Outbox.ts"
 import type { EnrollmentFacts } from "../prospects/Domain.ts"
 import { decideEligibility } from "../prospects/Eligibility.ts"
-import { Prospects } from "../prospects/Prospects.ts"
+import { Enrollments } from "../prospects/Enrollments.ts"
 import {
   type ApplicationRow,
   applicationId,
@@ -82,7 +82,7 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
     const repo = yield* PoliciesRepo
     const outbox = yield* Outbox
     const provider = yield* PaymentProvider
-    const prospects = yield* Prospects
+    const enrollments = yield* Enrollments
     const objects = yield* ObjectStore
     const config = yield* AppConfig
 
@@ -253,7 +253,7 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
         policyEvent("policy.created", slug, policy, config.consoleBaseUrl),
       ])
       yield* requestDocuments(policy)
-      yield* prospects.recordApplicationSubmitted(facts.prospect.id)
+      yield* enrollments.recordApplicationSubmitted(facts.prospect.id)
       yield* Effect.logInfo("policy issued").pipe(
         Effect.annotateLogs({
           policy: policyId(id),
@@ -312,7 +312,7 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
           const url = policyUrl(docs.object_name)
           yield* outbox.enqueue([documentsUpdated(current.owner_slug, current, config.consoleBaseUrl, url)])
           if (current.prospect_id !== null) {
-            yield* prospects.recordLatestCoverage(current.prospect_id, {
+            yield* enrollments.recordLatestCoverage(current.prospect_id, {
               type: current.product_type,
               product_payment_cents: Number(current.premium_cents),
               cadence: current.cadence,

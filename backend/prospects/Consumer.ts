@@ -1,8 +1,8 @@
 import { Cause, Duration, Effect } from "effect"
 import { ack, type ActorDefinition, nak } from "../platform/Actor.ts"
 import { unavailableIn } from "../platform/Unavailable.ts"
+import { EligibilityDecisions } from "./EligibilityDecisions.ts"
 import { ELIGIBILITY_PARTITIONS, EligibilityRequested } from "./Events.ts"
-import { Prospects } from "./Prospects.ts"
 
 /** Deliveries of one request that may fail before its prospect goes to `error`. */
 export const ELIGIBILITY_ATTEMPTS = 5
@@ -15,7 +15,7 @@ const retryDelay = (deliveryCount: number) => Duration.millis(200 * 2 ** (delive
  * the prospect as stored now. A decision that keeps failing moves the prospect to `error` with the reason; a
  * failure to record even that is left to the actor runtime's own retries and dead letters.
  */
-export const eligibilityActor: ActorDefinition<EligibilityRequested, Prospects> = {
+export const eligibilityActor: ActorDefinition<EligibilityRequested, EligibilityDecisions> = {
   name: "eligibility",
   stream: "ELIGIBILITY",
   subject: "eligibility.requested.*",
@@ -23,7 +23,7 @@ export const eligibilityActor: ActorDefinition<EligibilityRequested, Prospects> 
   schema: EligibilityRequested,
   maxDefects: 10,
   handle: (request, delivery) =>
-    Prospects.use((prospects) => prospects.decide(request)).pipe(
+    EligibilityDecisions.use((decisions) => decisions.decide(request)).pipe(
       Effect.as(ack),
       Effect.catchCause((cause) =>
         Effect.gen(function* () {
@@ -39,8 +39,8 @@ export const eligibilityActor: ActorDefinition<EligibilityRequested, Prospects> 
             }),
           )
           if (delivery.deliveryCount < ELIGIBILITY_ATTEMPTS) return nak(retryDelay(delivery.deliveryCount))
-          yield* Prospects.use((prospects) =>
-            prospects.fail(request, `eligibility check failed ${delivery.deliveryCount} times: ${reason}`),
+          yield* EligibilityDecisions.use((decisions) =>
+            decisions.fail(request, `eligibility check failed ${delivery.deliveryCount} times: ${reason}`),
           )
           return ack
         }),

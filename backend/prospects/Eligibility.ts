@@ -8,7 +8,7 @@
  * renter's own answers fail a rule.
  */
 
-import type { EligibilityFactsRow } from "./Repo.ts"
+import type { EligibilityFactsRow } from "./EligibilityRepo.ts"
 import { toInt } from "./View.ts"
 
 export type Product = "security_deposit_insurance" | "cash_deposit" | "renter_guarantee_insurance"

@@ -10,6 +10,7 @@ import {
   TestUsersReset,
 } from "./Domain.ts"
 import { Prospects } from "./Prospects.ts"
+import { StagingResets } from "./StagingResets.ts"
 import { unknownSourceErrors } from "./Sources.ts"
 
 const prospectInvalid = (fields: Record<string, string>) =>
@@ -127,7 +128,7 @@ const resetEmail = (request: HttpRequest) =>
   })
 
 /** Routes that reset test data; the partner gateway serves them only when `SERVICE_ENV=staging`. */
-export const stagingRoutes: ReadonlyArray<Route<Prospects>> = [
+export const stagingRoutes: ReadonlyArray<Route<StagingResets>> = [
   {
     method: "DELETE",
     path: "/partners/:owner_slug/test/residents/:source/:source_prospect_id",
@@ -142,8 +143,8 @@ export const stagingRoutes: ReadonlyArray<Route<Prospects>> = [
       ],
     },
     handle: (request) =>
-      Prospects.use((prospects) =>
-        prospects.resetTestResident(
+      StagingResets.use((resets) =>
+        resets.resetTestResident(
           request.params.owner_slug!,
           request.params.source!,
           request.params.source_prospect_id!,
@@ -180,7 +181,7 @@ export const stagingRoutes: ReadonlyArray<Route<Prospects>> = [
             },
           })
         }
-        const reset = yield* Prospects.use((prospects) => prospects.resetByEmail(slug, email))
+        const reset = yield* StagingResets.use((resets) => resets.resetByEmail(slug, email))
         return json(200, { reset, status_code: 200 })
       }),
   },
@@ -200,8 +201,8 @@ export const stagingRoutes: ReadonlyArray<Route<Prospects>> = [
     handle: (request) =>
       Effect.gen(function* () {
         const email = yield* resetEmail(request)
-        const { prospect_ids, insurance_policy_ids } = yield* Prospects.use((prospects) =>
-          prospects.resetByEmail(request.params.owner_slug!, email),
+        const { prospect_ids, insurance_policy_ids } = yield* StagingResets.use((resets) =>
+          resets.resetByEmail(request.params.owner_slug!, email),
         )
         return json(200, {
           reset: {

@@ -141,7 +141,7 @@ export interface ProspectKey {
   readonly source_prospect_id: string
 }
 
-const selectProspects = (sql: Sql, where: ReturnType<Sql>) => sql<Array<ProspectRow>>`
+export const selectProspects = (sql: Sql, where: ReturnType<Sql>) => sql<Array<ProspectRow>>`
   select id, owner_id, source, source_prospect_id, status, email, phone, first_name, last_name,
          to_char(birthdate, 'YYYY-MM-DD') as birthdate,
          to_char(lease_start_date, 'YYYY-MM-DD') as lease_start_date,
@@ -180,58 +180,6 @@ export interface ResolvedUnit {
   readonly id: string
   readonly external_system_id: string | null
   readonly default_coverage_value: string | null
-}
-
-/** Everything an eligibility decision reads, as of one moment. */
-export interface EligibilityFactsRow {
-  readonly prospect: ProspectRow
-  readonly owner: {
-    readonly slug: string
-    readonly purchase_flow_enabled: boolean
-    readonly max_coverage_amount_cents: string | null
-  }
-  readonly property: ResolvedProperty | undefined
-  readonly unit: ResolvedUnit | undefined
-}
-
-/** What `enrollmentFacts` reads besides the prospect. */
-export interface EnrollmentFactsRow {
-  readonly owner_id: string
-  readonly slug: string
-  readonly name: string
-  readonly purchase_flow_enabled: boolean
-  readonly max_coverage_amount_cents: string | null
-  readonly embedded_frame_ancestors: Array<string>
-  readonly flow: "embedded" | "expedited"
-  readonly redirect_domains: Array<string>
-  readonly property: {
-    readonly id: string
-    readonly building_name: string
-    readonly street: string
-    readonly city: string
-    readonly state: string
-    readonly zip: string
-    readonly active: boolean
-    readonly renter_guarantee_enabled: boolean
-    readonly default_coverage_value: number
-    readonly pms_type: string | null
-    readonly pms_property_id: string | null
-    readonly policy_holder_name: string
-  } | null
-  readonly unit: {
-    readonly id: string
-    readonly name: string
-    readonly pms_unit_id: string | null
-    readonly default_coverage_value: number | null
-  } | null
-}
-
-/** Deleted prospects' ids and their policies' ids, each list in ascending order. */
-const deleted = (
-  rows: ReadonlyArray<{ readonly id: string; readonly policy_ids: ReadonlyArray<string> }>,
-) => {
-  const ascending = (ids: ReadonlyArray<string>) => ids.map(Number).sort((x, y) => x - y)
-  return { ids: ascending(rows.map((r) => r.id)), policyIds: ascending(rows.flatMap((r) => r.policy_ids)) }
 }
 
 export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
@@ -286,6 +234,13 @@ export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
         find: (source: string, sourceProspectId: string) =>
           findBy((sql) => sql`where source = ${source} and source_prospect_id = ${sourceProspectId}`),
         findById: (id: string) => findBy((sql) => sql`where id = ${id}`),
+        /** The owner's prospect by its key; undefined when there is none, or it is another owner's. */
+        findOwned: (slug: string, source: string, sourceProspectId: string) =>
+          findBy(
+            (sql) => sql`
+              where source = ${source} and source_prospect_id = ${sourceProspectId}
+                and owner_id = (select id from owners where slug = ${slug})`,
+          ),
         insert: (row: ProspectWrite) =>
           db
             .query(
@@ -299,48 +254,6 @@ export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
             update prospects set ${sql(writable(sql, row) as never, WRITE_COLUMNS)}, updated_at = now()
             where id = ${id}`,
           ),
-        /** Writes the decision only if no later write superseded the version it decided; whether it landed. */
-        recordDecision: (
-          id: string,
-          version: number,
-          decision: {
-            readonly effective_coverage_amount_cents: number | null
-            readonly sdi_ineligibility_reasons: ReadonlyArray<string>
-            readonly cd_ineligibility_reasons: ReadonlyArray<string>
-            readonly rg_eligibility_status: "eligible" | "ineligible" | null
-            readonly rg_ineligibility_reasons: ReadonlyArray<string> | null
-            readonly eligible: boolean
-          },
-        ) =>
-          db
-            .query(
-              (sql) => sql<Array<{ id: string }>>`
-              update prospects
-              set status = 'ready', decided_version = version, error_reason = null,
-                  effective_coverage_amount_cents = ${decision.effective_coverage_amount_cents},
-                  sdi_ineligibility_reasons = ${sql.array([...decision.sdi_ineligibility_reasons])}::text[],
-                  cd_ineligibility_reasons = ${sql.array([...decision.cd_ineligibility_reasons])}::text[],
-                  rg_eligibility_status = ${decision.rg_eligibility_status},
-                  rg_ineligibility_reasons = ${
-                    decision.rg_ineligibility_reasons === null
-                      ? null
-                      : sql.array([...decision.rg_ineligibility_reasons])
-                  }::text[],
-                  eligible = ${decision.eligible}, updated_at = now()
-              where id = ${id} and version = ${version} and status in ('processing', 'error')
-              returning id`,
-            )
-            .pipe(Effect.map((rows) => rows.length > 0)),
-        /** Moves a version that cannot be decided to `error`, unless a later write superseded it. */
-        recordError: (id: string, version: number, reason: string) =>
-          db
-            .query(
-              (sql) => sql<Array<{ id: string }>>`
-              update prospects set status = 'error', error_reason = ${reason}, updated_at = now()
-              where id = ${id} and version = ${version} and status = 'processing'
-              returning id`,
-            )
-            .pipe(Effect.map((rows) => rows.length > 0)),
         /** The building a prospect names: by the partner's id, else by PMS id (undefined when none or several). */
         resolveProperty: (
           ownerId: string,
@@ -404,122 +317,10 @@ export class ProspectsRepo extends Context.Service<ProspectsRepo>()(
                   ) unit on unit.n = 1
                   order by r.i`,
               ),
-        /** The prospect with its owner, building and unit as they are now. */
-        facts: (id: string) =>
-          Effect.gen(function* () {
-            const prospect = yield* findBy((sql) => sql`where id = ${id}`)
-            if (prospect === undefined) return undefined
-            const [row] = yield* db.query(
-              (sql) => sql<
-                Array<{
-                  slug: string
-                  purchase_flow_enabled: boolean
-                  max_coverage_amount_cents: string | null
-                  property: ResolvedProperty | null
-                  unit: ResolvedUnit | null
-                }>
-              >`
-              select o.slug, o.purchase_flow_enabled, o.max_coverage_amount_cents,
-                     (select to_jsonb(p) from (
-                        select id::text, external_system_id, pms_type, pms_property_id, active,
-                               renter_guarantee_enabled, default_coverage_value::text
-                        from properties where id = ${prospect.property_id}) p) as property,
-                     (select to_jsonb(u) from (
-                        select id::text, external_system_id, default_coverage_value::text
-                        from units where id = ${prospect.unit_id}) u) as unit
-              from owners o where o.id = ${prospect.owner_id}`,
-            )
-            return {
-              prospect,
-              owner: {
-                slug: row!.slug,
-                purchase_flow_enabled: row!.purchase_flow_enabled,
-                max_coverage_amount_cents: row!.max_coverage_amount_cents,
-              },
-              property: row!.property ?? undefined,
-              unit: row!.unit ?? undefined,
-            } satisfies EligibilityFactsRow
-          }),
-        /** The prospect's owner, source, building and unit as they are now, for the enrollment journey. */
-        enrollmentFacts: (id: string) =>
-          db
-            .query(
-              (sql) => sql<Array<EnrollmentFactsRow>>`
-                select o.id::text as owner_id, o.slug, o.name, o.purchase_flow_enabled,
-                       o.max_coverage_amount_cents::text as max_coverage_amount_cents, o.embedded_frame_ancestors,
-                       s.flow, s.redirect_domains,
-                       (select to_jsonb(p) from (
-                          select id::text, building_name, street, city, state, zip, active, renter_guarantee_enabled,
-                                 default_coverage_value::float8 as default_coverage_value, pms_type, pms_property_id,
-                                 coalesce(policy_holder_name, o.name || ', LLC') as policy_holder_name
-                          from properties where id = pr.property_id) p) as property,
-                       (select to_jsonb(u) from (
-                          select id::text, name, pms_unit_id, default_coverage_value::float8 as default_coverage_value
-                          from units where id = pr.unit_id) u) as unit
-                from prospects pr
-                join owners o on o.id = pr.owner_id
-                join sources s on s.code = pr.source
-                where pr.id = ${id}`,
-            )
-            .pipe(Effect.map(([row]) => row)),
-        /** The offers the journey computed after the renter's underwriting inputs (published shape). */
-        recordOffers: (id: string, offered: ReadonlyArray<OfferedProduct>, percentSavings: number | null) =>
-          db.query(
-            (sql) => sql`
-              update prospects set offered_products = ${sql.json(offered as never)},
-                                   percent_savings = ${percentSavings}, updated_at = now()
-              where id = ${id}`,
-          ),
-        recordApplicationSubmitted: (id: string) =>
-          db.query(
-            (sql) =>
-              sql`update prospects set application_submitted = true, updated_at = now() where id = ${id}`,
-          ),
-        recordLatestCoverage: (id: string, coverage: LatestCoverage) =>
-          db.query(
-            (sql) => sql`
-              update prospects set latest_coverage = ${sql.json(coverage as never)}, updated_at = now()
-              where id = ${id}`,
-          ),
         ownerSlug: (ownerId: string) =>
           db
             .query((sql) => sql<Array<{ slug: string }>>`select slug from owners where id = ${ownerId}`)
             .pipe(Effect.map(([row]) => row!.slug)),
-        /** The owner's prospects with this email (any case), or every prospect of the owner without one; in lock order. */
-        keysByEmail: (ownerId: string, email: string | undefined) =>
-          db.query(
-            (sql) => sql<Array<{ source: string; source_prospect_id: string }>>`
-              select source, source_prospect_id from prospects
-              where owner_id = ${ownerId} ${email === undefined ? sql`` : sql`and lower(email) = lower(${email})`}
-              order by source, source_prospect_id`,
-          ),
-        /**
-         * Deletes the prospects `keysByEmail` names (those still matching), answering their ids and the ids of
-         * the policies issued to them, which the delete detaches (read in the statement's snapshot, before it).
-         */
-        deleteByEmail: (ownerId: string, email: string | undefined) =>
-          db
-            .query(
-              (sql) => sql<Array<{ id: string; policy_ids: Array<string> }>>`
-                with gone as (
-                  delete from prospects
-                  where owner_id = ${ownerId} ${email === undefined ? sql`` : sql`and lower(email) = lower(${email})`}
-                  returning id
-                )
-                select gone.id, array(select p.id from policies p where p.prospect_id = gone.id) as policy_ids
-                from gone`,
-            )
-            .pipe(Effect.map(deleted)),
-        /** Deletes one prospect, answering the ids of the policies issued to it (as `deleteByEmail`). */
-        delete: (id: string) =>
-          db
-            .query(
-              (sql) => sql<Array<{ id: string; policy_ids: Array<string> }>>`
-                with gone as (delete from prospects where id = ${id} returning id)
-                select gone.id, array(select p.id from policies p where p.prospect_id = gone.id) as policy_ids
-                from gone`,
-            )
-            .pipe(Effect.map((rows) => deleted(rows).policyIds)),
       }
     }),
   },

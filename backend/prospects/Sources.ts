@@ -140,6 +140,12 @@ export class Sources extends Context.Service<Sources>()("partner-service/prospec
       find: Effect.fn("Sources.find")(function* (code: string) {
         return yield* repo.find(code)
       }),
+      /** The source a stored prospect names; its absence is a broken store, a defect. */
+      ofProspect: Effect.fn("Sources.ofProspect")(function* (code: string) {
+        const source = yield* repo.find(code)
+        if (source === undefined) return yield* Effect.die(new Error(`source ${code} vanished`))
+        return source
+      }),
       list: repo.list.pipe(Effect.withSpan("Sources.list")),
       /** Whether the client may submit prospects (and ingestion events) for the source. */
       mayUse: Effect.fn("Sources.mayUse")(function* (code: string, clientId: string) {

@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { EligibilityRequested } from "../../backend/prospects/Events.ts"
-import { Prospects } from "../../backend/prospects/Prospects.ts"
+import { EligibilityDecisions } from "../../backend/prospects/EligibilityDecisions.ts"
 import { authEnv, authService } from "../support/Auth.ts"
 import { runCli } from "../support/Cli.ts"
 import {
@@ -61,8 +61,8 @@ const readyProspect = (code: string, id: string) =>
     const posted = yield* postProspect(partner, slug, completeProspect(code, id))
     assert.strictEqual(posted.status, 200, posted.text)
     assert.strictEqual(posted.body.prospect.status, "processing")
-    const decided = yield* Prospects.use((prospects) =>
-      Effect.flatMap(latestRequest(slug), (request) => prospects.decide(request)),
+    const decided = yield* EligibilityDecisions.use((decisions) =>
+      Effect.flatMap(latestRequest(slug), (request) => decisions.decide(request)),
     )
     assert.strictEqual(decided, "decided")
     return { partner, slug }
@@ -101,7 +101,7 @@ describe("npm run cli -- prospects", () => {
           assert.strictEqual(posted.status, 200, posted.text)
           const request = yield* latestRequest(slug)
           const reason = "eligibility check failed 5 times: Error: roster unavailable"
-          const failed = yield* Prospects.use((prospects) => prospects.fail(request, reason))
+          const failed = yield* EligibilityDecisions.use((decisions) => decisions.fail(request, reason))
           assert.isTrue(failed)
 
           const shown = yield* cli("prospects", "show", "--source", "cli-error", "--id", "p-1")
@@ -118,7 +118,7 @@ describe("npm run cli -- prospects", () => {
           assert.notProperty(processing.prospect, "error_reason")
           const retried = yield* latestRequest(slug)
           assert.strictEqual(retried.version, request.version + 1)
-          const decided = yield* Prospects.use((prospects) => prospects.decide(retried))
+          const decided = yield* EligibilityDecisions.use((decisions) => decisions.decide(retried))
           assert.strictEqual(decided, "decided")
           const answer = yield* getProspect(partner, slug, "cli-error", "p-1")
           assert.strictEqual(answer.body.prospect.status, "ready", answer.text)

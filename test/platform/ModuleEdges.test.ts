@@ -75,7 +75,7 @@ const COMPOSERS = new Set(["cli", undefined])
  */
 const ENROLLMENT_ENTRIES: ReadonlyMap<string, ReadonlyArray<string>> = new Map([
   ["policies", ["Config.ts", "Domain.ts", "Policies.ts", "Payments.ts"]],
-  ["prospects", ["Domain.ts", "Prospects.ts", "Sources.ts"]],
+  ["prospects", ["Domain.ts", "Enrollments.ts", "Sources.ts"]],
 ])
 
 const isPlatform = (file: string) => moduleOf(file) === "platform"
