@@ -5,7 +5,7 @@ import { Db } from "../platform/Db.ts"
 import type { Caller } from "../platform/Http.ts"
 import { Outbox } from "../platform/Outbox.ts"
 import { isJsonObject } from "../platform/Validation.ts"
-import { failed, type ItemResult, type OwnerRow } from "../roster/Domain.ts"
+import { externalIdOf, failed, type ItemResult, type OwnerRow } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
 import { ProspectFields, ProspectIncomplete, ProspectInvalid, ProspectNotFound } from "./Domain.ts"
 import { eligibilityRequested } from "./Events.ts"
@@ -57,10 +57,7 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
     ) =>
       Effect.gen(function* () {
         if (!caller.scopes.has(scope)) {
-          const id = (raw as { external_system_id?: unknown } | null)?.external_system_id
-          return failed(typeof id === "string" ? id : "", {
-            base: [`needs a token with the ${scope} scope`],
-          })
+          return failed(externalIdOf(raw), { base: [`needs a token with the ${scope} scope`] })
         }
         const { results } = yield* apply().pipe(Effect.orDie)
         return results[0]!

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { type Effect, Schema } from "effect"
 import { limitedText } from "../contract/FieldLimits.ts"
 
 /** Batches hold at most this many items; a larger one is refused whole before any item runs. */
@@ -209,6 +209,17 @@ export interface ItemResult {
   readonly errors?: Record<string, Array<string>>
   readonly [field: string]: unknown
 }
+
+/** The partner's identifier of an item, even of one that does not decode, for its result. */
+export const externalIdOf = (item: unknown) =>
+  typeof item === "object" &&
+  item !== null &&
+  typeof (item as { external_system_id?: unknown }).external_system_id === "string"
+    ? (item as { external_system_id: string }).external_system_id
+    : ""
+
+/** A batch's own rules: its items applied in order for the owner, whose lock the caller holds; a result per item. */
+export type BatchRules = (owner: OwnerRow, items: ReadonlyArray<unknown>) => Effect.Effect<Array<ItemResult>>
 
 export const failed = (externalSystemId: string, errors: Record<string, Array<string>>): ItemResult => ({
   external_system_id: externalSystemId,

@@ -4,12 +4,11 @@ import { Db } from "../platform/Db.ts"
 import { Forbidden } from "../platform/Http.ts"
 import { Outbox, type OutboxMessage } from "../platform/Outbox.ts"
 import { decodeFields, type FieldErrors } from "../platform/Validation.ts"
-import { deriveBuildingStreet, normalizeStreetLine } from "./Address.ts"
+import { applyBankAccounts } from "./BankAccounts.ts"
 import {
   AddressCorrectionRejected,
-  BankAccountItem,
   BatchRejected,
-  failed,
+  type BatchRules,
   type ItemResult,
   MAX_BATCH,
   OwnerInvalid,
@@ -19,21 +18,12 @@ import {
   type PropertyOwner,
   type PropertyOwnerInput,
   PropertyAddress,
-  PropertyItem,
-  UnitItem,
 } from "./Domain.ts"
-import {
-  applyProperty,
-  applyUnit,
-  normalizedAddress,
-  type PropertyState,
-  type UnitState,
-} from "./Matching.ts"
+import { normalizedAddress } from "./Matching.ts"
+import { applyProperties, propertyView } from "./Properties.ts"
 import { RosterRepo } from "./Repo.ts"
+import { applyUnits } from "./Units.ts"
 
-const decodeBankAccount = decodeFields(BankAccountItem)
-const decodeProperty = decodeFields(PropertyItem)
-const decodeUnit = decodeFields(UnitItem)
 const decodeAddress = decodeFields(PropertyAddress)
 
 /** Field errors as one line for an operator: `city is required; zip must be ...`. */
@@ -41,14 +31,6 @@ const problemsOf = (errors: FieldErrors) =>
   Object.entries(errors)
     .map(([field, messages]) => `${field} ${messages.join("; ")}`)
     .join("; ")
-
-/** The partner's identifier of an item, even of one that does not decode, for its result. */
-const externalIdOf = (item: unknown) =>
-  typeof item === "object" &&
-  item !== null &&
-  typeof (item as { external_system_id?: unknown }).external_system_id === "string"
-    ? (item as { external_system_id: string }).external_system_id
-    : ""
 
 const batchOf = (body: unknown) =>
   !Array.isArray(body)
@@ -87,21 +69,6 @@ const rosterEvents = (slug: string, kind: Kind, results: ReadonlyArray<ItemResul
   results
     .filter((r) => r.action !== "failed")
     .map((r) => ({ subject: `roster.${slug}.${kind}.${r.action}`, key: slug, payload: r }))
-
-/** A bank account as a batch leaves it; `sealed` undefined keeps the stored account number. */
-interface AccountWrite {
-  readonly external_system_id: string
-  readonly display_name: string
-  readonly routing_number: string
-  readonly account_number_last4: string
-  readonly sealed: Buffer | undefined
-}
-
-/** The street a building's units' address lines share, or undefined when they share none (or have none). */
-const sharedStreet = (lines: ReadonlyArray<string | null | undefined>) => {
-  const present = lines.filter((line): line is string => typeof line === "string" && line.trim() !== "")
-  return present.length === 0 ? undefined : deriveBuildingStreet(present)
-}
 
 export class Roster extends Context.Service<Roster>()("partner-service/roster/Roster", {
   make: Effect.gen(function* () {
@@ -236,12 +203,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
      * What every roster batch does around its own rules: refuse a batch that is not an array of at most 500,
      * apply `items` under the owner's lock in one transaction, publish a `roster.*` message per applied item.
      */
-    const rosterBatch = <E>(
-      slug: string,
-      kind: Kind,
-      body: unknown,
-      apply: (owner: OwnerRow, items: ReadonlyArray<unknown>) => Effect.Effect<Array<ItemResult>, E>,
-    ) =>
+    const rosterBatch = (slug: string, kind: Kind, body: unknown, apply: BatchRules) =>
       Effect.gen(function* () {
         const items = yield* batchOf(body)
         return yield* db.transaction(
@@ -262,120 +224,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
       slug: string,
       body: unknown,
     ) {
-      return yield* rosterBatch(slug, "bank_account", body, (owner, items) =>
-        Effect.gen(function* () {
-          const stored = yield* repo.bankAccounts(owner.id)
-          const byExternalId = new Map(stored.map((a) => [a.external_system_id, a]))
-          let defaultExternalId = stored.find(
-            (a) => a.id === owner.default_bank_account_id,
-          )?.external_system_id
-          // Each identifier's account as this batch leaves it; the last item of each identifier wins, and earlier
-          // ones of it report as updates of it. `sealed` undefined keeps the stored account number.
-          const pending = new Map<string, AccountWrite>()
-          const results: Array<ItemResult> = []
-          for (const raw of items) {
-            const decoded = decodeBankAccount(raw)
-            if ("errors" in decoded) {
-              results.push(failed(externalIdOf(raw), decoded.errors))
-              continue
-            }
-            const item = decoded.value
-            const base = pending.get(item.external_system_id) ?? byExternalId.get(item.external_system_id)
-            if (base === undefined) {
-              const missing = (["display_name", "routing_number", "account_number"] as const).filter(
-                (field) => item[field] === undefined,
-              )
-              if (missing.length > 0) {
-                results.push(
-                  failed(
-                    item.external_system_id,
-                    Object.fromEntries(missing.map((f) => [f, ["is required"]])),
-                  ),
-                )
-                continue
-              }
-            }
-            if (item.default === false && defaultExternalId === item.external_system_id) {
-              results.push(
-                failed(item.external_system_id, {
-                  default: [
-                    "can't be false on the owner's default account: set default on another account to move it",
-                  ],
-                }),
-              )
-              continue
-            }
-            const sealed =
-              item.account_number === undefined
-                ? (pending.get(item.external_system_id)?.sealed ?? undefined)
-                : yield* crypto.seal(new TextEncoder().encode(item.account_number))
-            pending.set(item.external_system_id, {
-              external_system_id: item.external_system_id,
-              display_name: item.display_name ?? base!.display_name,
-              routing_number: item.routing_number ?? base!.routing_number,
-              account_number_last4: item.account_number?.slice(-4) ?? base!.account_number_last4,
-              sealed,
-            })
-            // The owner's first account becomes the default; `default: true` moves it.
-            if (item.default === true || defaultExternalId === undefined)
-              defaultExternalId = item.external_system_id
-            results.push({
-              external_system_id: item.external_system_id,
-              action: base === undefined ? "created" : "updated",
-            })
-          }
-
-          const rows = [...pending.values()]
-          const inserted = yield* repo.insertBankAccounts(
-            owner.id,
-            rows
-              .filter((r) => !byExternalId.has(r.external_system_id))
-              .map(({ sealed, ...r }) => ({ ...r, account_number_sealed: sealed! })),
-          )
-          yield* repo.updateBankAccounts(
-            rows
-              .filter((r) => byExternalId.has(r.external_system_id))
-              .map(({ external_system_id, sealed, ...r }) => ({
-                ...r,
-                account_number_sealed: sealed,
-                id: byExternalId.get(external_system_id)!.id,
-              })),
-          )
-          const idOf = (externalId: string) =>
-            byExternalId.get(externalId)?.id ??
-            inserted.find((r) => r.external_system_id === externalId)?.id ??
-            null
-          const defaultId = defaultExternalId === undefined ? null : idOf(defaultExternalId)
-          if (defaultId !== owner.default_bank_account_id) {
-            yield* repo.updateOwner({ ...owner, default_bank_account_id: defaultId })
-          }
-          return results.map((result) => {
-            if (result.action === "failed") return result
-            const account = pending.get(result.external_system_id)!
-            return {
-              ...result,
-              display_name: account.display_name,
-              routing_number: account.routing_number,
-              account_number_last4: account.account_number_last4,
-              default: result.external_system_id === defaultExternalId,
-            }
-          })
-        }),
-      )
-    })
-
-    /** What a property result shows of the stored building. */
-    const propertyView = (
-      externalId: string,
-      action: "created" | "updated",
-      p: PropertyState,
-    ): ItemResult => ({
-      external_system_id: externalId,
-      action,
-      building_name: p.building_name,
-      address: { line_one: p.street, city: p.city, state: p.state, zip: p.zip },
-      type: p.type,
-      active: p.active,
+      return yield* rosterBatch(slug, "bank_account", body, applyBankAccounts(repo, crypto))
     })
 
     /** `POST /partners/{owner_slug}/properties`: each item matched and applied in order (see the spec's rules). */
@@ -384,44 +233,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
       clientId: string,
       body: unknown,
     ) {
-      return yield* rosterBatch(slug, "property", body, (owner, items) =>
-        Effect.gen(function* () {
-          const model: Array<PropertyState> = yield* repo.properties(owner.id)
-          const accounts = new Map(
-            (yield* repo.bankAccounts(owner.id)).map((a) => [a.external_system_id, a.id]),
-          )
-          const granted = owner.managed_by_service
-            ? yield* repo.grantedBuildings(owner.id, clientId)
-            : undefined
-          const touched = new Set<PropertyState>()
-          const results: Array<ItemResult> = []
-
-          for (const raw of items) {
-            const decoded = decodeProperty(raw)
-            if ("errors" in decoded) {
-              results.push(failed(externalIdOf(raw), decoded.errors))
-              continue
-            }
-            const item = decoded.value
-            const outcome = applyProperty(item, model, accounts, owner, granted)
-            if ("errors" in outcome) {
-              results.push(failed(item.external_system_id, outcome.errors))
-              continue
-            }
-            touched.add(outcome.state)
-            results.push(
-              propertyView(item.external_system_id, outcome.created ? "created" : "updated", outcome.state),
-            )
-          }
-
-          // Only the latest state of each building: one sent twice in a batch is written once, as last applied.
-          yield* repo.upsertProperties(
-            owner.id,
-            model.filter((p) => touched.has(p)),
-          )
-          return results
-        }),
-      )
+      return yield* rosterBatch(slug, "property", body, applyProperties(repo, clientId))
     })
 
     /** `POST /partners/{owner_slug}/units`: buildings' streets derived first, then each item in order. */
@@ -430,131 +242,7 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
       clientId: string,
       body: unknown,
     ) {
-      return yield* rosterBatch(slug, "unit", body, (owner, items) =>
-        Effect.gen(function* () {
-          const granted = owner.managed_by_service
-            ? yield* repo.grantedBuildings(owner.id, clientId)
-            : undefined
-          const properties = yield* repo.properties(owner.id)
-          const byExternalId = new Map(
-            properties.filter((p) => p.external_system_id !== null).map((p) => [p.external_system_id!, p]),
-          )
-          const decoded = items.map((raw) => ({ raw, decoded: decodeUnit(raw) }))
-          const referenced = new Set(
-            decoded.flatMap(({ decoded }) =>
-              "value" in decoded && byExternalId.has(decoded.value.property_external_id)
-                ? [byExternalId.get(decoded.value.property_external_id)!.id]
-                : [],
-            ),
-          )
-          // Each building's units, and the address lines this batch sends for it, grouped once.
-          const unitsOf = new Map<string, Array<UnitState>>([...referenced].map((id) => [id, []]))
-          for (const unit of yield* repo.units([...referenced])) unitsOf.get(unit.property_id)!.push(unit)
-          const sentLines = new Map<string, Array<string | undefined>>()
-          for (const { decoded: d } of decoded) {
-            if (!("value" in d)) continue
-            const property = byExternalId.get(d.value.property_external_id)
-            if (property !== undefined) {
-              sentLines.set(property.id, [...(sentLines.get(property.id) ?? []), d.value.address?.line_one])
-            }
-          }
-          const touchedProperties = properties.filter((p) => referenced.has(p.id))
-
-          // The building street is the part its units' addresses share: derive it from every line sent before
-          // naming units; what is stored is derived again below from the units as applied.
-          const streets = new Map<string, string>()
-          for (const property of touchedProperties) {
-            const derived = sharedStreet([
-              ...unitsOf.get(property.id)!.map((u) => u.line_one),
-              ...(sentLines.get(property.id) ?? []),
-            ])
-            streets.set(
-              property.id,
-              derived === undefined || property.address_locked ? property.street : derived,
-            )
-          }
-
-          const touched = new Set<UnitState>()
-          const results: Array<ItemResult> = []
-          for (const { raw, decoded: d } of decoded) {
-            if ("errors" in d) {
-              results.push(failed(externalIdOf(raw), d.errors))
-              continue
-            }
-            const item = d.value
-            const property = byExternalId.get(item.property_external_id)
-            if (property === undefined) {
-              results.push(
-                failed(item.external_system_id, {
-                  property_external_id: [
-                    "is not a known property: send the property first (earlier in this request or before)",
-                  ],
-                }),
-              )
-              continue
-            }
-            if (
-              granted !== undefined &&
-              (property.pms_property_id === null || !granted.includes(property.pms_property_id))
-            ) {
-              results.push(
-                failed(item.external_system_id, {
-                  property_external_id: ["is not a building granted to these credentials"],
-                }),
-              )
-              continue
-            }
-            const outcome = applyUnit(
-              item,
-              property,
-              streets.get(property.id) ?? property.street,
-              unitsOf.get(property.id)!,
-            )
-            if ("errors" in outcome) {
-              results.push(failed(item.external_system_id, outcome.errors))
-              continue
-            }
-            touched.add(outcome.state)
-            results.push({
-              external_system_id: item.external_system_id,
-              action: outcome.created ? "created" : "updated",
-              name: outcome.state.name,
-              property_external_id: item.property_external_id,
-            })
-          }
-
-          // A failed item's address counts for nothing: the stored street comes from the units as applied.
-          const streetUpdates: Array<{ id: string; street: string; street_key: string }> = []
-          const disagreements: Array<{ property_id: string; stored_street: string; derived_street: string }> =
-            []
-          for (const property of touchedProperties) {
-            const derived = sharedStreet(unitsOf.get(property.id)!.map((u) => u.line_one))
-            if (derived === undefined || derived === property.street) continue
-            if (property.address_locked) {
-              disagreements.push({
-                property_id: property.id,
-                stored_street: property.street,
-                derived_street: derived,
-              })
-              continue
-            }
-            streetUpdates.push({
-              id: property.id,
-              street: derived,
-              street_key: normalizeStreetLine(derived).key,
-            })
-          }
-          yield* repo.updatePropertyStreets(streetUpdates)
-          yield* repo.recordDisagreements(disagreements)
-          for (const disagreement of disagreements) {
-            yield* Effect.logWarning("derived building street differs from the locked one").pipe(
-              Effect.annotateLogs({ owner: owner.slug, ...disagreement }),
-            )
-          }
-          yield* repo.upsertUnits([...unitsOf.values()].flat().filter((u) => touched.has(u)))
-          return results
-        }),
-      )
+      return yield* rosterBatch(slug, "unit", body, applyUnits(repo, clientId))
     })
 
     /**
