@@ -167,6 +167,11 @@ export interface JourneyView {
     readonly cadence: Cadence
     readonly outcome: "quoted" | "declined" | "submitted"
   }
+  /**
+   * On `choose`, when underwriting refused the product just chosen (a rule the renter's answers could not show,
+   * such as a change the partner made since): the rules it failed, for the page to explain. The other offers stay.
+   */
+  readonly refused?: { readonly product: ProductType; readonly rules: ReadonlyArray<string> }
   /** On `quote` (and kept on `completed`). */
   readonly quote?: Quote
   /** On `completed`. */

@@ -2,6 +2,7 @@ import { Clock, Context, DateTime, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import type { EnrollmentFacts } from "../prospects/Domain.ts"
 import { Enrollments } from "../prospects/Enrollments.ts"
+import type { RenterAnswers } from "../policies/Underwriting.ts"
 import { Policies } from "../policies/Policies.ts"
 import {
   type ChoiceInput,
@@ -17,7 +18,7 @@ import {
   type UnderwritingInput,
 } from "./Domain.ts"
 import { parseCard, parseChoice, parseDetails, parseUnderwriting } from "./Inputs.ts"
-import { EnrollmentRepo } from "./Repo.ts"
+import { EnrollmentRepo, type EnrollmentRow } from "./Repo.ts"
 import { type JourneyState, journeyView, offeredProducts, stepOf } from "./View.ts"
 
 /**
@@ -33,8 +34,9 @@ export interface JourneyShape {
   /** Step `details`: the renter confirms what the partner sent (and may correct the phone). */
   readonly confirmDetails: (link: JourneyLink, input: DetailsInput) => Effect.Effect<JourneyView, LinkInvalid>
   /**
-   * Step `underwriting`: the last underwriting inputs; the offers (and the prospect's `offered_products`) are
-   * filled. Nothing to offer any more (the building left the roster, the lease ended): `blocked`.
+   * Step `underwriting`: the last underwriting inputs; the offers (and the prospect's `offered_products`) are the
+   * products that pass the rules with these answers. None: `declined`. Nothing to offer any more on the partner's
+   * data (the building left the roster, the lease ended): `blocked`. The same answers again keep the quote.
    */
   readonly supplyUnderwritingInputs: (
     link: JourneyLink,
@@ -42,8 +44,9 @@ export interface JourneyShape {
   ) => Effect.Effect<JourneyView, LinkInvalid>
   /**
    * Steps `choose` and `quote`: the renter picks an offered product and cadence; `policy_application.created`,
-   * then underwriting: `policy_application.quoted` (step `quote`) or `policy_application.declined` (terminal
-   * `declined`). Choosing again on `quote` cancels the quoted application and starts another.
+   * then underwriting: `policy_application.quoted` (step `quote`) or `policy_application.declined` (back to
+   * `choose` with the other offers and `view.refused`; terminal `declined` when none is left). Choosing again on
+   * `quote` cancels the quoted application and starts another.
    */
   readonly choose: (link: JourneyLink, input: ChoiceInput) => Effect.Effect<JourneyView, LinkInvalid>
   /**
@@ -89,6 +92,29 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
           return facts
         })
 
+      /** The renter's underwriting answers, once they gave them. */
+      const answersOf = (enrollment: EnrollmentRow | undefined): RenterAnswers | undefined =>
+        enrollment?.inputs_supplied_at == null
+          ? undefined
+          : {
+              yearlyIncome: Number(enrollment.yearly_income),
+              employmentStatus: enrollment.employment_status as EmploymentStatus,
+              hasSsn: enrollment.has_ssn === true,
+            }
+
+      /** The offers as the prospect's `offered_products` and `percent_savings` publish them. */
+      const publishOffers = (facts: EnrollmentFacts, offers: ReadonlyArray<Offer>) => {
+        const sdi = offers.find((o) => o.product === "security_deposit_insurance")
+        return enrollments.recordOffers(
+          facts.prospect.id,
+          offeredProducts(offers, facts.enrollmentUrl),
+          policies.percentSavings(
+            facts.prospect.depositAmountCents ?? 0,
+            sdi?.cadences.find((c) => c.cadence === "upfront")?.premiumCents,
+          ),
+        )
+      }
+
       /** Reads the journey's state; before the renter began, only a prospect eligible for something may start. */
       const stateOf = (facts: EnrollmentFacts) =>
         Effect.gen(function* () {
@@ -113,7 +139,7 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
             application,
             policy,
             today: day,
-            offers: policies.offersFor(facts, day),
+            offers: policies.offersFor(facts, day, answersOf(enrollment)),
             ineligibility: () => policies.ineligibility(facts, day),
           } satisfies JourneyState
         })
@@ -191,22 +217,23 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
             if (step !== "underwriting" && step !== "choose" && step !== "quote") return undefined
             const parsed = parseUnderwriting(input)
             if ("fields" in parsed) return fieldsError(parsed.fields)
-            const offers: ReadonlyArray<Offer> = state.offers
+            const before = answersOf(state.enrollment)
+            const unchanged =
+              before !== undefined &&
+              before.yearlyIncome === parsed.ok.yearlyIncome &&
+              before.employmentStatus === parsed.ok.employmentStatus &&
+              before.hasSsn === parsed.ok.hasSsn
+            // The same answers sent again (Back, then Continue): the quote made on them still stands.
+            if (unchanged && step === "quote") return undefined
             // New answers: the quote made on the old ones no longer stands.
             if (state.application?.outcome === "quoted") {
               yield* policies.cancelApplication(state.application.id)
               yield* repo.setApplication(state.facts.prospect.id, null)
             }
+            // What passes the rules with the renter's own answers: nothing else is offered.
+            const offers: ReadonlyArray<Offer> = policies.offersFor(state.facts, state.today, parsed.ok)
             yield* repo.supplyInputs(state.facts.prospect.id, { ...parsed.ok, offers })
-            const sdi = offers.find((o) => o.product === "security_deposit_insurance")
-            yield* enrollments.recordOffers(
-              state.facts.prospect.id,
-              offeredProducts(offers, state.facts.enrollmentUrl),
-              policies.percentSavings(
-                state.facts.prospect.depositAmountCents ?? 0,
-                sdi?.cadences.find((c) => c.cadence === "upfront")?.premiumCents,
-              ),
-            )
+            yield* publishOffers(state.facts, offers)
             return undefined
           }),
         )
@@ -229,14 +256,17 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
               facts: state.facts,
               product,
               cadence,
-              answers: {
-                yearlyIncome: Number(enrollment.yearly_income),
-                employmentStatus: enrollment.employment_status as EmploymentStatus,
-                hasSsn: enrollment.has_ssn === true,
-              },
+              answers: answersOf(enrollment)!,
               today: state.today,
             })
             yield* repo.setApplication(state.facts.prospect.id, application.id)
+            if (application.outcome === "declined") {
+              // A rule the answers could not show (the prospect changed since they were given): the renter goes
+              // back to the products still open, and the journey is `declined` only when none is.
+              const open = state.offers.filter((o) => o.product !== product)
+              yield* repo.setOffers(state.facts.prospect.id, open)
+              yield* publishOffers(state.facts, open)
+            }
             return undefined
           }),
         )

@@ -224,6 +224,46 @@ export const parseChoice = (value: string | null): { product: string; cadence: s
   return { product, cadence: cadence === "" ? undefined : cadence }
 }
 
+/**
+ * Why underwriting refused a product the page had offered, in the renter's words: only rules the renter's answers
+ * could not show get here (the prospect, the home or the lease changed since they answered).
+ */
+const refusalReasons: Record<string, string> = {
+  property_present: "we no longer have the details of the home you are renting",
+  property_on_roster: "the home you are renting is no longer covered by this service",
+  unit_present: "we no longer have the details of the home you are renting",
+  owner_active: "your landlord is not taking new protections at the moment",
+  lease_dates_in_order: "the dates of your lease have changed",
+  lease_not_ended: "your lease has ended",
+  monthly_rent_present: "your rent has changed",
+  coverage_above_zero: "it would cover nothing for this home",
+  screening_not_denied: "the result of your rental screening does not allow it",
+  deposit_within_limit: "your deposit is now more than it can cover",
+  sdi_income_covers_rent: "your rent has changed and your income no longer meets its limit",
+  income_covers_rent: "your rent has changed and your income no longer meets its limit",
+  deposit_present: "your deposit has changed",
+  renter_guarantee_offered: "it is no longer offered for this home",
+  renter_of_age: "it is only for renters aged 18 or over",
+  social_security_number: "it needs a Social Security number",
+}
+
+const refusalNotice = (refused: NonNullable<JourneyView["refused"]>) => {
+  const name = productNames[refused.product].toLowerCase()
+  const reasons = [...new Set(refused.rules.map((rule) => refusalReasons[rule]))]
+  const because = reasons.includes(undefined) || reasons.length === 0 ? undefined : reasons.join(", and ")
+  return html`<div class="inset" id="refused">
+    <p><strong>We cannot offer you ${name} after all.</strong></p>
+    <p>
+      ${
+        because === undefined
+          ? "Something about your lease or your home changed since you answered, so it no longer qualifies."
+          : `This is because ${because}.`
+      }
+      You have not been charged. You can choose one of the other options below.
+    </p>
+  </div>`
+}
+
 const choosePage = (view: JourneyView, context: PageContext, errors: ReadonlyArray<FieldError>) => {
   const sent = context.submitted?.get("choice")
   const current = view.quote ? `${view.quote.product}:${view.quote.cadence}` : undefined
@@ -231,7 +271,7 @@ const choosePage = (view: JourneyView, context: PageContext, errors: ReadonlyArr
   return page({
     title: "How do you want to protect your deposit?",
     errors,
-    body: form({
+    body: html`${view.refused === undefined ? undefined : refusalNotice(view.refused)}${form({
       token: context.formToken,
       step: "choose",
       body: [
@@ -247,7 +287,7 @@ const choosePage = (view: JourneyView, context: PageContext, errors: ReadonlyArr
         }),
         button("Continue"),
       ],
-    }),
+    })}`,
   })
 }
 
@@ -399,7 +439,10 @@ const declinedPage = (view: JourneyView, context: PageContext) =>
     title: "We cannot offer this protection",
     body: html`<h1>We cannot offer this protection</h1>
       ${outcomeOf("declined", context)}
-      <p>Your application was not accepted, so you have not been charged.</p>
+      <p>
+        None of the ways of protecting your deposit online can be offered to you, so you have not been
+        charged.
+      </p>
       <p>Contact ${view.owner.name} to agree another way to pay your security deposit.</p>
       ${continueLink(context)}`,
   })

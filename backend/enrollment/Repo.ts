@@ -62,6 +62,13 @@ export class EnrollmentRepo extends Context.Service<EnrollmentRepo>()(
                   offers = ${sql.json(inputs.offers as never)}, updated_at = now()
               where prospect_id = ${prospectId}`,
           ),
+        /** The offers still open after underwriting refused one. */
+        setOffers: (prospectId: string, offers: ReadonlyArray<Offer>) =>
+          db.query(
+            (sql) => sql`
+              update enrollments set offers = ${sql.json(offers as never)}, updated_at = now()
+              where prospect_id = ${prospectId}`,
+          ),
         setApplication: (prospectId: string, applicationId: string | null) =>
           db.query(
             (sql) => sql`

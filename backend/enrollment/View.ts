@@ -18,7 +18,10 @@ export interface JourneyState {
   readonly application: ApplicationRow | undefined
   readonly policy: PolicyRow | undefined
   readonly today: string
-  /** What the prospect can be offered today, before the renter's answers (underwriting's, by the policies service). */
+  /**
+   * What the prospect can be offered today (underwriting's, by the policies service): on the renter's answers once
+   * given, else on the partner's data.
+   */
   readonly offers: ReadonlyArray<Offer>
   /** Why nothing can be offered, each product's reasons; read only when `offers` is empty. */
   readonly ineligibility: () => ReadonlyArray<string>
@@ -57,11 +60,16 @@ export const offeredProducts = (
 const blockedReasonOf = (state: JourneyState) =>
   `No product can be offered: ${state.ineligibility().join("; ") || "the prospect is not eligible"}`
 
-/** Where the renter is, from the state (a journey that began but can offer nothing any more is `blocked`). */
+/**
+ * Where the renter is, from the state. The offers kept on the journey are those the renter's answers passed, less
+ * any underwriting refused since: `declined` once none is left. A journey that began but can offer nothing any
+ * more on the prospect as it is now (the building left the roster) is `blocked`. A refused product alone returns
+ * the renter to `choose`.
+ */
 export const stepOf = (state: JourneyState): JourneyStep => {
   const { enrollment, application } = state
   if (application?.outcome === "submitted") return "completed"
-  if (application?.outcome === "declined") return "declined"
+  if (enrollment?.inputs_supplied_at != null && (enrollment.offers ?? []).length === 0) return "declined"
   if (enrollment?.details_confirmed_at == null) return "details"
   if (state.offers.length === 0) return "blocked"
   if (enrollment.inputs_supplied_at === null) return "underwriting"
@@ -167,6 +175,9 @@ export const journeyView = (
           },
         }),
     ...(quote === undefined ? {} : { quote }),
+    ...(step === "choose" && application?.outcome === "declined" && application.status === "created"
+      ? { refused: { product: application.product_type, rules: application.declined_rules ?? [] } }
+      : {}),
     ...(policy === undefined
       ? {}
       : {

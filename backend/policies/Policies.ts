@@ -364,7 +364,7 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
     }
 
     return {
-      /** The products and prices the prospect can be offered `today`, before the renter's answers. */
+      /** The products and prices the prospect can be offered `today`, on the renter's answers once given. */
       offersFor,
       ineligibility,
       percentSavings,

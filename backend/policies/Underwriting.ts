@@ -73,9 +73,16 @@ export interface PricedProduct {
 const versionOf = (product: ProductType) =>
   product === "renter_guarantee_insurance" ? { productVersion: RENTER_GUARANTEE_VERSION } : {}
 
-/** The products the prospect is eligible for now (on the partner's data), each priced on every cadence. */
-export const offersFor = (facts: EnrollmentFacts, today: string): ReadonlyArray<PricedProduct> => {
-  const rules = ruleFacts(facts, today)
+/**
+ * The products that pass the rules now, each priced on every cadence: on the partner's data, or, once the renter
+ * answered, with their answers in its place (what the choose page offers and `offered_products` publishes).
+ */
+export const offersFor = (
+  facts: EnrollmentFacts,
+  today: string,
+  answers?: RenterAnswers,
+): ReadonlyArray<PricedProduct> => {
+  const rules = ruleFacts(facts, today, answers)
   const lease = { start: facts.prospect.leaseStartDate ?? today, end: facts.prospect.leaseEndDate ?? today }
   return ProductTypes.filter(
     (product) => considered(product, facts) && failingRules(product as Product, rules).length === 0,

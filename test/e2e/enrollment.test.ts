@@ -192,19 +192,19 @@ describe("the renter's enrollment in headless Chromium", () => {
         }),
       )
 
-      it.effect("tells the partner's page `declined` when underwriting declines the application", () =>
+      it.effect("tells the partner's page `declined` when the renter's answers leave nothing to offer", () =>
         Effect.gen(function* () {
           const { browser, sites } = yield* E2e
-          const { enrollmentUrl } = yield* renter("p-e2e-declined")
+          // No deposit to pay in cash: deposit insurance is the only product this renter could be offered.
+          const { enrollmentUrl } = yield* renter("p-e2e-declined", { deposit_amount_cents: 0 })
           const page = yield* promise(() => browser.newPage())
           const shot = screenshots(page, "declined")
           yield* promise(() => page.goto(framed(sites, PARTNER, enrollmentUrl)))
           const frame = page.frameLocator("#enrollment")
           yield* promise(async () => {
             await confirmDetails(frame, shot)
-            // Less than deposit insurance asks of the rent ($2,000 a month): the application is declined.
-            await answerUnderwriting(frame, shot, "30000")
-            await choose(frame, shot, OPTION)
+            // Less than deposit insurance asks of the rent ($2,000 a month): nothing is left to offer.
+            await answerUnderwriting(frame, shot, "10000")
             await heading(frame, "We cannot offer this protection")
             await shot("declined")
           })

@@ -76,14 +76,9 @@ const WALKS: ReadonlyArray<Walk & { readonly id: string; readonly expect: Journe
   { id: "sdi-upfront", product: "security_deposit_insurance", cadence: "upfront", expect: "completed" },
   { id: "cash-deposit", product: "cash_deposit", expect: "completed" },
   { id: "rg-monthly", product: "renter_guarantee_insurance", cadence: "monthly", expect: "completed" },
-  // The renter's own answer fails the deposit insurance's income rule (24 times the monthly rent).
-  {
-    id: "sdi-declined",
-    product: "security_deposit_insurance",
-    cadence: "monthly",
-    yearlyIncome: 30_000,
-    expect: "declined",
-  },
+  // The partner's screening result turns to denied after the renter answered: deposit insurance is refused, and
+  // the renter is back on the choice with the cash deposit.
+  { id: "sdi-refused", product: "security_deposit_insurance", cadence: "monthly", expect: "choose" },
 ]
 
 layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
@@ -124,12 +119,36 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
           const finals = new Map<string, JourneyView>()
           for (const walk of WALKS) {
             const link = linkOf(ready.get(walk.id)!.enrollment_url as string)
-            const views = yield* walkJourney({ ...link, email: link.email.toUpperCase() }, walk)
+            const beforeChoosing =
+              walk.expect === "completed"
+                ? undefined
+                : postProspect(
+                    partner,
+                    slug,
+                    completeProspect("journey", walk.id, {
+                      email: `${walk.id}@Example.com`,
+                      screening_result: "denied",
+                    }),
+                  ).pipe(
+                    Effect.andThen(
+                      awaitProspect(
+                        partner,
+                        slug,
+                        "journey",
+                        walk.id,
+                        (p) => ((p.sdi_ineligibility_reasons as Array<string> | undefined) ?? []).length > 0,
+                      ),
+                    ),
+                  )
+            const views = yield* walkJourney(
+              { ...link, email: link.email.toUpperCase() },
+              { ...walk, ...(beforeChoosing === undefined ? {} : { beforeChoosing }) },
+            )
             assert.deepStrictEqual(
               views.map((v) => v.step),
               walk.expect === "completed"
                 ? ["details", "underwriting", "choose", "quote", "completed"]
-                : ["details", "underwriting", "choose", "declined"],
+                : ["details", "underwriting", "choose", "choose"],
               walk.id,
             )
             finals.set(walk.id, views.at(-1)!)
@@ -180,8 +199,9 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
           const first = yield* archiveAt(firstUrl)
           yield* Policies.use((policies) => policies.regenerateDocuments(rowIdOf("policy_", sdi.id)!))
 
-          // 7 events per completed journey (4 with the CLI's), 4 for the declined one, 1 for the regeneration.
-          const expected = 4 * 7 + 4 + 1
+          // 7 events per completed journey (4 with the CLI's), 5 for the refused one (its prospect is ready again
+          // after the partner's change), 1 for the regeneration.
+          const expected = 4 * 7 + 5 + 1
           for (const path of ["/a", "/b"]) {
             yield* eventually(
               Effect.sync(() => receiver.received(path).length),
@@ -192,7 +212,12 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
           for (const [i, deliveries] of perEndpoint.entries()) {
             assert.strictEqual(deliveries.length, expected, `endpoint ${i}`)
             const keys = deliveries.map(emissionKey)
-            assert.strictEqual(new Set(keys).size, keys.length, `a repeated emission at endpoint ${i}`)
+            // Only the refused renter's prospect is ready twice: again once the partner changed it.
+            assert.deepStrictEqual(
+              keys.filter((key, n) => keys.indexOf(key) !== n),
+              [`prospect.ready|tpp_${String(ready.get("sdi-refused")!.id)}|`],
+              `a repeated emission at endpoint ${i}`,
+            )
             for (const d of deliveries) {
               assert.isTrue(isEventName(d.event), d.event)
               assert.strictEqual(d.body.property_owner_slug, slug)

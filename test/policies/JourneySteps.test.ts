@@ -317,6 +317,118 @@ layer(service.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
       }),
     )
 
+    it.effect("offers only the products the renter's own answers pass, each of which can be bought", () =>
+      Effect.gen(function* () {
+        const journey = yield* Journey
+        const { partner, slug } = yield* shared
+        const link = yield* readyLink("low-income-1")
+        yield* journey.confirmDetails(link, {})
+        // $10,000 a year is less than deposit insurance asks of $2,000 rent (24 times): a cash deposit is left.
+        const offered = yield* journey.supplyUnderwritingInputs(link, { ...ANSWERS, yearlyIncome: "10000" })
+        assert.strictEqual(offered.step, "choose")
+        assert.deepStrictEqual(
+          offered.offers.map((o) => o.product),
+          ["cash_deposit"],
+        )
+        const prospect = (yield* getProspect(partner, slug, SOURCE, "low-income-1")).body.prospect
+        assert.deepStrictEqual(
+          (prospect.offered_products as Array<{ product_type: string }>).map((o) => o.product_type),
+          ["cash_deposit"],
+        )
+        assert.isNull(prospect.percent_savings)
+        const quoted = yield* journey.choose(link, { product: "cash_deposit" })
+        assert.strictEqual(quoted.step, "quote")
+        const paid = yield* journey.pay(link, { cardNumber: TEST_CARDS.ok, ...CARD })
+        assert.strictEqual(paid.step, "completed")
+      }),
+    )
+
+    it.effect(
+      "returns the renter to the choice, with the other offers, when underwriting refuses a product",
+      () =>
+        Effect.gen(function* () {
+          const journey = yield* Journey
+          const { partner, slug } = yield* shared
+          const link = yield* readyLink("refused-1")
+          yield* journey.confirmDetails(link, {})
+          const offered = yield* journey.supplyUnderwritingInputs(link, ANSWERS)
+          assert.deepStrictEqual(
+            offered.offers.map((o) => o.product),
+            ["security_deposit_insurance", "cash_deposit"],
+          )
+          // The partner's screening result changes after the renter answered: a rule their answers could not show.
+          yield* postProspect(
+            partner,
+            slug,
+            completeProspect(SOURCE, "refused-1", {
+              email: "refused-1@example.com",
+              screening_result: "denied",
+            }),
+          )
+          yield* awaitProspect(partner, slug, SOURCE, "refused-1", (p) =>
+            ((p.sdi_ineligibility_reasons as Array<string> | undefined) ?? []).includes(
+              "Screening result is denied",
+            ),
+          )
+          const refused = yield* journey.choose(link, {
+            product: "security_deposit_insurance",
+            cadence: "upfront",
+          })
+          assert.strictEqual(refused.step, "choose")
+          assert.deepStrictEqual(refused.refused, {
+            product: "security_deposit_insurance",
+            rules: ["screening_not_denied"],
+          })
+          assert.deepStrictEqual(
+            refused.offers.map((o) => o.product),
+            ["cash_deposit"],
+          )
+          const prospect = (yield* getProspect(partner, slug, SOURCE, "refused-1")).body.prospect
+          assert.deepStrictEqual(
+            (prospect.offered_products as Array<{ product_type: string }>).map((o) => o.product_type),
+            ["cash_deposit"],
+          )
+          assert.deepStrictEqual((yield* journey.open(link)).refused, refused.refused, "kept when reopened")
+          const quoted = yield* journey.choose(link, { product: "cash_deposit" })
+          assert.strictEqual(quoted.step, "quote")
+          assert.isUndefined(quoted.refused)
+        }),
+    )
+
+    it.effect("declines the renter only when their answers leave nothing to offer", () =>
+      Effect.gen(function* () {
+        const journey = yield* Journey
+        const { partner, slug } = yield* shared
+        // No deposit to pay in cash: deposit insurance is all this prospect can be offered.
+        const link = yield* readyLink("nothing-left-1", { deposit_amount_cents: 0 })
+        yield* journey.confirmDetails(link, {})
+        const declined = yield* journey.supplyUnderwritingInputs(link, { ...ANSWERS, yearlyIncome: "10000" })
+        assert.strictEqual(declined.step, "declined")
+        assert.isEmpty(declined.offers)
+        assert.strictEqual((yield* journey.open(link)).step, "declined")
+        const prospect = (yield* getProspect(partner, slug, SOURCE, "nothing-left-1")).body.prospect
+        assert.deepStrictEqual(prospect.offered_products, [])
+      }),
+    )
+
+    it.effect("keeps the quote when the same answers are sent again, and replaces it on new ones", () =>
+      Effect.gen(function* () {
+        const journey = yield* Journey
+        const link = yield* readyLink("same-answers-1")
+        const quoted = yield* toQuote(link)
+        assert.strictEqual(quoted.step, "quote")
+        const again = yield* journey.supplyUnderwritingInputs(link, ANSWERS)
+        assert.strictEqual(again.step, "quote")
+        assert.strictEqual(again.quote?.applicationId, quoted.quote?.applicationId)
+        const lower = yield* journey.supplyUnderwritingInputs(link, { ...ANSWERS, yearlyIncome: "10000" })
+        assert.strictEqual(lower.step, "choose")
+        assert.deepStrictEqual(
+          lower.offers.map((o) => o.product),
+          ["cash_deposit"],
+        )
+      }),
+    )
+
     it.effect("publishes the offers on the prospect with links preselecting product and cadence", () =>
       Effect.gen(function* () {
         const journey = yield* Journey

@@ -47,17 +47,19 @@ export const linkOf = (enrollmentUrl: string): JourneyLink => {
   }
 }
 
-export interface Walk {
+export interface Walk<R = never> {
   readonly product: string
   readonly cadence?: string
   readonly card?: keyof typeof TEST_CARDS
   /** The renter's yearly income, when it differs from what the partner sent. */
   readonly yearlyIncome?: number
   readonly hasSsn?: boolean
+  /** What happens between the renter's answers and their choice (the partner changing the prospect). */
+  readonly beforeChoosing?: Effect.Effect<unknown, never, R>
 }
 
 /** A renter walking the journey through the Journey service, step by step; every view on the way. */
-export const walkJourney = (link: JourneyLink, walk: Walk) =>
+export const walkJourney = <R = never>(link: JourneyLink, walk: Walk<R>) =>
   Effect.gen(function* () {
     const journey = yield* Journey
     const views: Array<JourneyView> = []
@@ -73,6 +75,7 @@ export const walkJourney = (link: JourneyLink, walk: Walk) =>
         termsAccepted: true,
       }),
     )
+    if (walk.beforeChoosing !== undefined) yield* walk.beforeChoosing
     const chosen = yield* step(journey.choose(link, { product: walk.product, cadence: walk.cadence }))
     if (chosen.step !== "quote") return views
     yield* step(
