@@ -2,7 +2,6 @@ import { Clock, Context, DateTime, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import type { EnrollmentFacts } from "../prospects/Domain.ts"
 import { Enrollments } from "../prospects/Enrollments.ts"
-import type { RenterAnswers } from "../policies/Underwriting.ts"
 import { Policies } from "../policies/Policies.ts"
 import {
   type ChoiceInput,
@@ -17,7 +16,7 @@ import {
   type Preselection,
   type UnderwritingInput,
 } from "./Domain.ts"
-import { parseCard, parseChoice, parseDetails, parseUnderwriting } from "./Inputs.ts"
+import { type Answers, parseCard, parseChoice, parseDetails, parseUnderwriting } from "./Inputs.ts"
 import { EnrollmentRepo, type EnrollmentRow } from "./Repo.ts"
 import { type JourneyState, journeyView, offeredProducts, stepOf } from "./View.ts"
 
@@ -93,7 +92,7 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
         })
 
       /** The renter's underwriting answers, once they gave them. */
-      const answersOf = (enrollment: EnrollmentRow | undefined): RenterAnswers | undefined =>
+      const answersOf = (enrollment: EnrollmentRow | undefined): Answers | undefined =>
         enrollment?.inputs_supplied_at == null
           ? undefined
           : {
