@@ -1,9 +1,10 @@
-import { Context, Effect, Layer, Queue, Schedule, Schema } from "effect"
+import { Context, Effect, Layer, Schedule, Schema } from "effect"
 import { Db } from "./Db.ts"
 import { Nats } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 import { OUTBOX_PARTITIONS, partitionOf } from "./Partition.ts"
 import { logFailedPass } from "./Unavailable.ts"
+import { wakeLoop } from "./WakeLoop.ts"
 
 export interface OutboxMessage {
   /**
@@ -173,20 +174,17 @@ export const relayLayer = (options: { readonly workers?: number } = {}) =>
   Layer.effectDiscard(
     Effect.gen(function* () {
       const db = yield* Db
-      const wake = yield* Queue.sliding<void>(1)
-      yield* db.listen(CHANNEL, () => Queue.offerUnsafe(wake, undefined))
-      const worker = Effect.gen(function* () {
-        yield* drain.pipe(
-          Effect.catchCause((cause) =>
-            logFailedPass("outbox relay pass failed; retrying", cause).pipe(
-              Effect.tap(() => Effect.sync(() => metrics.outboxRelayErrors.inc())),
-              Effect.andThen(Effect.sleep("1 second")),
-            ),
+      yield* wakeLoop({
+        channel: CHANNEL,
+        poll: POLL_INTERVAL,
+        workers: options.workers ?? 2,
+        drain,
+        onFailure: (cause) =>
+          logFailedPass("outbox relay pass failed; retrying", cause).pipe(
+            Effect.tap(() => Effect.sync(() => metrics.outboxRelayErrors.inc())),
+            Effect.andThen(Effect.sleep("1 second")),
           ),
-        )
-        yield* Queue.take(wake).pipe(Effect.timeoutOption(POLL_INTERVAL))
-      }).pipe(Effect.forever)
-      for (let i = 0; i < (options.workers ?? 2); i++) yield* Effect.forkScoped(worker)
+      })
       yield* Effect.forkScoped(
         db
           .query((sql) => sql`delete from outbox where sent_at < now() - ${RETENTION}::interval`)

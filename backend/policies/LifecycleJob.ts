@@ -1,7 +1,8 @@
-import { Clock, Duration, Effect, Layer, Queue } from "effect"
+import { Clock, Duration, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
 import { Db } from "../platform/Db.ts"
 import { Outbox } from "../platform/Outbox.ts"
+import { wakeLoop, warnFailedPass } from "../platform/WakeLoop.ts"
 import { Billing } from "./Billing.ts"
 import { policyEvent } from "./Events.ts"
 import { LIFECYCLE_CHANNEL, LifecycleRepo } from "./LifecycleRepo.ts"
@@ -73,25 +74,10 @@ export const lifecyclePass = Effect.gen(function* () {
  * share the work through row locks.
  */
 export const lifecycleJobLayer = Layer.effectDiscard(
-  Effect.gen(function* () {
-    const db = yield* Db
-    const context = yield* Effect.context<
-      Db | LifecycleRepo | PoliciesRepo | Outbox | Billing | TestClocks | AppConfig
-    >()
-    const wake = yield* Queue.sliding<void>(1)
-    const poke = () => void Queue.offerUnsafe(wake, undefined)
-    const loop = Effect.gen(function* () {
-      yield* lifecyclePass.pipe(
-        Effect.provideContext(context),
-        Effect.catchCause((cause) =>
-          Effect.logWarning("policy lifecycle pass failed; retried next pass").pipe(
-            Effect.annotateLogs({ cause: String(cause) }),
-          ),
-        ),
-      )
-      yield* Queue.take(wake).pipe(Effect.timeoutOption(POLL))
-    }).pipe(Effect.forever)
-    yield* db.listen(LIFECYCLE_CHANNEL, poke, poke)
-    yield* Effect.forkScoped(loop)
+  wakeLoop({
+    channel: LIFECYCLE_CHANNEL,
+    poll: POLL,
+    drain: lifecyclePass,
+    onFailure: warnFailedPass("policy lifecycle pass failed; retried next pass"),
   }),
 )

@@ -1,6 +1,6 @@
-import { Clock, Context, Duration, Effect, Layer, Queue } from "effect"
-import { Db } from "../platform/Db.ts"
+import { Clock, Context, Effect, Layer } from "effect"
 import { Nats } from "../platform/Nats.ts"
+import { wakeLoop, warnFailedPass } from "../platform/WakeLoop.ts"
 import { DeliveryRepo, type DueAttempt } from "./DeliveryRepo.ts"
 import { attemptSubject, encodeAttempt } from "./Messages.ts"
 
@@ -18,7 +18,7 @@ import { attemptSubject, encodeAttempt } from "./Messages.ts"
 export const DUE_CHANNEL = "webhook_due"
 const BATCH = 500
 /** The longest sleep: a safety net for wake-ups that went astray (another process's retry, a lost NOTIFY). */
-const POLL_MS = 2000
+const POLL = "2 seconds"
 /** How often held deliveries are checked against their endpoint's status. */
 const RELEASE_EVERY_MS = 1000
 /**
@@ -43,12 +43,8 @@ export class Scheduler extends Context.Service<
   static readonly layer = Layer.effect(
     Scheduler,
     Effect.gen(function* () {
-      const db = yield* Db
       const nats = yield* Nats
       const repo = yield* DeliveryRepo
-      const wake = yield* Queue.sliding<void>(1)
-      /** When the loop plans to look next (epoch ms); -Infinity while it is looking. */
-      let planned = Number.NEGATIVE_INFINITY
       let lastRelease = 0
       let waiting = 0
       const startedAt = yield* Clock.currentTimeMillis
@@ -83,32 +79,15 @@ export class Scheduler extends Context.Service<
         return yield* repo.nextDue(new Date(now))
       })
 
-      const loop = Effect.gen(function* () {
-        planned = Number.NEGATIVE_INFINITY
-        const next = yield* pass.pipe(
-          Effect.catchCause((cause) =>
-            Effect.logWarning("webhook scheduler pass failed; retrying").pipe(
-              Effect.annotateLogs({ cause: String(cause) }),
-              Effect.as(undefined),
-            ),
-          ),
-        )
-        const now = yield* Clock.currentTimeMillis
-        // One millisecond late rather than early: a timer may fire up to a millisecond before its time.
-        const sleep = Math.max(0, Math.min(next === undefined ? POLL_MS : next.getTime() - now + 1, POLL_MS))
-        planned = now + sleep
-        if (sleep > 0) yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.millis(sleep)))
-      }).pipe(Effect.forever)
-
-      const poke = () => void Queue.offerUnsafe(wake, undefined)
-      yield* db.listen(DUE_CHANNEL, poke, poke)
-      yield* Effect.forkScoped(loop)
+      const loop = yield* wakeLoop({
+        channel: DUE_CHANNEL,
+        poll: POLL,
+        drain: pass,
+        onFailure: warnFailedPass("webhook scheduler pass failed; retrying"),
+      })
 
       return Scheduler.of({
-        wakeBy: (at) =>
-          Effect.sync(() => {
-            if (at < planned) poke()
-          }),
+        wakeBy: loop.wakeBy,
         attemptsWaiting: (count) => {
           waiting = count
         },

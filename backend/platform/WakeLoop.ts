@@ -1,0 +1,74 @@
+import { type Cause, Clock, Duration, Effect, Queue, type Scope } from "effect"
+import { Db } from "./Db.ts"
+
+export interface WakeLoopOptions<E, R> {
+  /**
+   * The NOTIFY channel whose notifications wake the loop. A listener that (re)connects may have missed some, so
+   * it wakes the loop too.
+   */
+  readonly channel: string
+  /** The longest wait between passes: the safety net for a wake-up that went astray. */
+  readonly poll: Duration.Input
+  /**
+   * One pass: does the work there is. It may return when the next pass is due, if that is sooner than `poll`;
+   * the loop then looks again a millisecond after it, as a timer may fire up to a millisecond early.
+   */
+  readonly drain: Effect.Effect<Date | undefined | void, E, R>
+  /**
+   * What a failed pass does before the loop waits for the next one: log it, count it, back off. The loop itself
+   * goes on; the next pass comes with the next wake-up or after `poll`.
+   */
+  readonly onFailure: (cause: Cause.Cause<E>) => Effect.Effect<void>
+  /** Passes that run at once, each woken by its own notification; one unless said. */
+  readonly workers?: number
+}
+
+export interface WakeLoop {
+  /**
+   * Something falls due at `at` (epoch ms): wakes a worker unless one already plans a pass by then. A wake-up
+   * while every worker is in a pass is kept for the first to finish.
+   */
+  readonly wakeBy: (at: number) => Effect.Effect<void>
+}
+
+/** An `onFailure` that logs the failed pass as a warning with its cause. */
+export const warnFailedPass = (message: string) => (cause: Cause.Cause<unknown>) =>
+  Effect.logWarning(message).pipe(Effect.annotateLogs({ cause: String(cause) }))
+
+/**
+ * A background loop that wakes on a Postgres NOTIFY or a timer and drains: a pass at once, then one after every
+ * wake-up, until its scope closes (a pass in flight is interrupted with it). A pass's failure never ends the loop.
+ */
+export const wakeLoop = <E, R>(
+  options: WakeLoopOptions<E, R>,
+): Effect.Effect<WakeLoop, never, Db | Scope.Scope | R> =>
+  Effect.gen(function* () {
+    const db = yield* Db
+    const poll = Duration.toMillis(options.poll)
+    const wakeUps = yield* Queue.sliding<void>(1)
+    const poke = () => void Queue.offerUnsafe(wakeUps, undefined)
+    /** When each worker plans its next pass (epoch ms); -Infinity while it is in one. */
+    const planned = Array.from({ length: options.workers ?? 1 }, () => Number.NEGATIVE_INFINITY)
+
+    const worker = (index: number) =>
+      Effect.gen(function* () {
+        planned[index] = Number.NEGATIVE_INFINITY
+        const due = yield* options.drain.pipe(
+          Effect.catchCause((cause) => options.onFailure(cause).pipe(Effect.as(undefined))),
+        )
+        const now = yield* Clock.currentTimeMillis
+        const wait = Math.max(0, Math.min(due instanceof Date ? due.getTime() - now + 1 : poll, poll))
+        planned[index] = now + wait
+        if (wait > 0) yield* Queue.take(wakeUps).pipe(Effect.timeoutOption(Duration.millis(wait)))
+      }).pipe(Effect.forever)
+
+    yield* db.listen(options.channel, poke, poke)
+    for (let index = 0; index < planned.length; index++) yield* Effect.forkScoped(worker(index))
+
+    return {
+      wakeBy: (at) =>
+        Effect.sync(() => {
+          if (at < Math.min(...planned)) poke()
+        }),
+    }
+  })
