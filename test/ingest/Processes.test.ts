@@ -348,8 +348,11 @@ describe("ingest workers in two processes", () => {
           })
 
           // Whether a stopping worker drops a message delivered to it depends on when the stop lands, so the
-          // worker is started and stopped under load a few times.
-          for (let cycle = 0; cycle < 5; cycle++) {
+          // worker is started and stopped under load until three stops landed with messages given to it and not
+          // settled (about every other stop does).
+          const inFlight: Array<number> = []
+          const landedInFlight = () => inFlight.filter((held) => held > 0).length
+          for (let cycle = 0; cycle < 20 && landedInFlight() < 3; cycle++) {
             const worker = yield* serviceProcess(workerEnv)
             const sender = yield* Effect.forkChild(Effect.forever(sendRound))
             const floors = (yield* consumers).map((info) => info?.ack_floor.stream_seq ?? 0)
@@ -366,6 +369,7 @@ describe("ingest workers in two processes", () => {
             // seconds if it failed) or delivered to the stopped worker and dropped (nothing can be pulled from its
             // partition until the 30 s ack wait ends). A pull of 15 s, well inside the ack wait, tells them apart.
             const held = (yield* consumers).filter((info) => info !== undefined && info.num_ack_pending > 0)
+            inFlight.push(held.length)
             const stuck: Array<string> = []
             for (const info of held) {
               const consumer = yield* Effect.promise(() => client.js.consumers.get(stream, info!.name))
@@ -383,6 +387,8 @@ describe("ingest workers in two processes", () => {
                 `unacknowledged; its log ended:\n${worker.stdout().split("\n").slice(-15).join("\n")}\n${worker.stderr()}`,
             )
           }
+          // Else little above was checked: the stops landed with nothing given to the worker and unsettled.
+          assert.strictEqual(landedInFlight(), 3, `partitions holding messages after each stop: ${inFlight}`)
         }).pipe(Effect.scoped),
       240_000,
     )
