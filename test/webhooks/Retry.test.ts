@@ -9,6 +9,7 @@ import {
   publishEvent,
   query,
   receiverEndpoint,
+  verifySignature,
 } from "../support/WebhookEngine.ts"
 
 /** A quarter millisecond: the whole schedule (54,492 units) takes under 14 s. */
@@ -24,6 +25,7 @@ describe("retry schedule", () => {
           const {
             receiver,
             owner: acme,
+            subscriber: sub,
             endpointId: id,
           } = yield* receiverEndpoint("acme-schedule", "/down", ["policy.created"])
           receiver.respond("/down", () => ({ status: 500, body: "down" }))
@@ -38,8 +40,20 @@ describe("retry schedule", () => {
             attempts.map((a) => a.attempt_number),
             Array.from({ length: 25 }, (_, i) => i + 1),
           )
-          const arrivals = receiver.received("/down").map((r) => r.at)
+          const requests = receiver.received("/down")
+          const arrivals = requests.map((r) => r.at)
           assert.strictEqual(arrivals.length, 25)
+          // Every attempt is signed anew, with the second it started at, and verifies (by an HMAC of our own).
+          assert.deepStrictEqual(
+            requests.map((r) => {
+              const check = verifySignature(r.headers, r.body, [sub.secret])
+              return [check.timestamp, r.headers["x-webhook-timestamp"], check.verifiedBy]
+            }),
+            attempts.map((a) => {
+              const startedAt = String(Math.floor(a.started_at.getTime() / 1000))
+              return [startedAt, startedAt, [sub.secret]]
+            }),
+          )
           const late: Array<string> = []
           for (let k = 2; k <= 25; k++) {
             const expected = backoffUnits(k) * UNIT_MS
