@@ -20,8 +20,9 @@ import { startupLatencies } from "./Startup.ts"
 import { webhookBench } from "./Webhooks.ts"
 import { retentionBench } from "./Retention.ts"
 import { consoleBench } from "./Console.ts"
+import { tokenUnderFlood } from "./Token.ts"
 import { prospectService } from "../support/Prospects.ts"
-import { testPlatform } from "../support/TestPlatform.ts"
+import { isolatedEnv, isolationLayer, testPlatform } from "../support/TestPlatform.ts"
 
 interface Row {
   readonly name: string
@@ -34,7 +35,7 @@ interface Row {
 const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
 
 /**
- * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, roster, prospects, ingest,
+ * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, token, roster, prospects, ingest,
  * webhooks, retention, console, startup) runs only those benchmarks; unset runs all of them.
  */
 const only = process.env.BENCH_ONLY?.split(",")
@@ -294,6 +295,16 @@ const program = Effect.gen(function* () {
   }
   const latencies: Array<LatencyRow> = []
   const notes: Array<string> = []
+  if (selected("token")) {
+    // The partner gateway alone, hashing secrets at the production cost, on a database of its own.
+    const token = yield* Effect.scoped(
+      Layer.build(
+        isolationLayer(isolatedEnv({ ROLES: "partner-api", PARTNER_API_PORT: "0", SECRET_HASH_COST: "15" })),
+      ).pipe(Effect.flatMap((ctx) => Effect.provide(tokenUnderFlood, ctx))),
+    )
+    latencies.push(...token.rows)
+    notes.push(...token.notes)
+  }
   if (selected("roster")) {
     latencies.push(
       ...(yield* Effect.scoped(
