@@ -20,7 +20,6 @@ import { gatewayLayer, type Guard, ListeningPorts, metricsLayer, type Route } fr
 import { relayLayer } from "./platform/Outbox.ts"
 import { PlatformLayer } from "./Infrastructure.ts"
 import { documentActor } from "./policies/Consumer.ts"
-import { documentRoutes } from "./policies/Http.ts"
 import { lifecycleLayer } from "./policies/Lifecycle.ts"
 import { lifecycleJobLayer } from "./policies/LifecycleJob.ts"
 import type { MoveOuts } from "./policies/MoveOuts.ts"
@@ -32,7 +31,7 @@ import { Operators } from "./operator/Operators.ts"
 import { policyRoutes } from "./operator/http/PolicyRoutes.ts"
 import { Sessions } from "./operator/Sessions.ts"
 import type { Billing } from "./policies/Billing.ts"
-import { PaymentsConfig } from "./policies/Config.ts"
+import { IssuerConfig, PaymentsConfig } from "./policies/Config.ts"
 import { Policies } from "./policies/Policies.ts"
 import type { Revisions } from "./policies/Revisions.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
@@ -62,6 +61,7 @@ type AppServices =
   | Auth
   | AppConfig
   | PaymentsConfig
+  | IssuerConfig
   | Roster
   | Sources
   | Prospects
@@ -112,7 +112,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
       // client without them gets 403.
       return [...authRoutes("ingest"), ...ingestRoutes, ...prospectRoutes]
     case "enrollment":
-      return [...enrollmentRoutes, ...documentRoutes]
+      return enrollmentRoutes
     case "console":
       // The operator API's routes go before the site, whose catch-all answers every other GET with the app.
       return [...policyRoutes, ...operatorApiRoutes, ...consoleSiteRoutes(CONSOLE_DIST)]
@@ -169,7 +169,9 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer, Sources.layer, Crypto.layer)),
     Layer.provideMerge(PlatformLayer),
     // The contexts' settings first, so a bad one fails the start before anything connects.
-    Layer.provideMerge(Layer.mergeAll(WebhookConfig.layer, PaymentsConfig.layer, IngestConfig.layer)),
+    Layer.provideMerge(
+      Layer.mergeAll(WebhookConfig.layer, PaymentsConfig.layer, IssuerConfig.layer, IngestConfig.layer),
+    ),
     Layer.provide(Layer.succeed(AppConfig, config)),
   )
 }

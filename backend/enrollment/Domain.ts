@@ -84,6 +84,8 @@ export interface OfferedCadence {
   readonly cadence: Cadence
   /** The premium per payment (the whole premium upfront, or one month's); a cash deposit's amount. */
   readonly premiumCents: number
+  /** How many payments: 1 upfront, the months of coverage monthly; absent on offers stored before it was kept. */
+  readonly payments?: number
 }
 
 /** A product offered to the renter, priced by the pricing table. */
@@ -127,6 +129,8 @@ export interface IssuedPolicy {
   readonly coverageEndDate: string
   readonly paidCents: number
   readonly cardLast4: string
+  /** The next monthly premium's due date (`YYYY-MM-DD`); absent when nothing more is due. */
+  readonly nextChargeOn?: string
   /** The latest document archive (`policy_url`); absent until the first one is generated. */
   readonly documentsUrl?: string
 }
@@ -182,7 +186,7 @@ export interface JourneyView {
 }
 
 export interface DetailsInput {
-  /** A corrected phone, exactly 10 digits; omitted keeps the one shown. */
+  /** A corrected phone, exactly 10 digits; omitted keeps the one shown, empty is refused (it was cleared). */
   readonly phone?: string | undefined
 }
 
@@ -205,7 +209,7 @@ export interface ChoiceInput {
 /** The card, as typed; never stored or logged (only the provider's reference and the last four digits). */
 export interface PaymentInput {
   readonly cardNumber: string
-  /** `MM/YY` or `MM/YYYY` */
+  /** `MM/YY`, `MMYY`, `MM / YY` or `MM/YYYY` */
   readonly expiry: string
   readonly cvc: string
   readonly nameOnCard: string

@@ -11,19 +11,29 @@ import { type Asset, assets } from "./Assets.ts"
 import type { JourneyLink, JourneyView, Preselection } from "./Domain.ts"
 import { formTokenValid, issueFormToken, postedFromThisHost } from "./FormToken.ts"
 import { Journey, type JourneyShape } from "./Journey.ts"
+import { Policies } from "../policies/Policies.ts"
+import { privacyPage, termsIndexPage, termsPage } from "./Terms.ts"
 import { type EnrollmentLink, followedRedirect, linkPath, parseLink } from "./Link.ts"
-import { badRequestPage, formRefusedPage, NEUTRAL_STATUS, neutralPage, unavailablePage } from "./Notices.ts"
+import {
+  badRequestPage,
+  formRefusedPage,
+  NEUTRAL_STATUS,
+  neutralPage,
+  notFoundPage,
+  unavailablePage,
+} from "./Notices.ts"
 import { journeyPage, parseChoice } from "./Pages.ts"
 import { assetHeaders, type Framing, pageHeaders } from "./SecurityHeaders.ts"
-import { PaymentsConfig } from "../policies/Config.ts"
+import { IssuerConfig, type IssuerConfigShape, PaymentsConfig } from "../policies/Config.ts"
 
 /**
  * The enrollment host's routes: the renter's pages of an enrollment link (GET shows the step the renter is on,
- * POST answers it and redirects back), the pages' own CSS and script, and the neutral page for anything else
- * under `/enrollment/`.
+ * POST answers it and redirects back), the pages' own CSS and script, the terms and the privacy notice, the
+ * policy documents, the neutral page for anything else under `/enrollment/` and a "not found" page for the
+ * rest of the host.
  */
 
-type Services = Journey | Roster | AppConfig | PaymentsConfig | Crypto
+type Services = Journey | Policies | Roster | AppConfig | PaymentsConfig | IssuerConfig | Crypto
 
 const LINK_PATH = "/enrollment/:flow/:owner_slug/:source/:source_prospect_id"
 
@@ -49,10 +59,24 @@ const framingOf = (params: Readonly<Record<string, string | undefined>>) =>
     return { flow, frameAncestors: owner?.embedded_frame_ancestors ?? [] } satisfies Framing
   })
 
+const noFraming: Framing = { flow: undefined, frameAncestors: [] }
+
 const isHttps = Effect.map(Effect.service(AppConfig), (config) => config.enrollmentHost.startsWith("https:"))
 
-const neutral = (framing: Framing) =>
-  Effect.map(isHttps, (https) => htmlResponse(NEUTRAL_STATUS, neutralPage, pageHeaders(framing, { https })))
+/** A page that shows no journey, with the headers of every renter page. */
+export const noticeResponse = (
+  status: number,
+  render: (issuer: IssuerConfigShape) => string,
+  framing: Framing = noFraming,
+  extraHeaders: Record<string, string> = {},
+) =>
+  Effect.gen(function* () {
+    const https = yield* isHttps
+    const issuer = yield* IssuerConfig
+    return htmlResponse(status, render(issuer), { ...pageHeaders(framing, { https }), ...extraHeaders })
+  })
+
+const neutral = (framing: Framing) => noticeResponse(NEUTRAL_STATUS, neutralPage, framing)
 
 const journeyLink = (link: EnrollmentLink): JourneyLink => ({
   flow: link.flow,
@@ -102,6 +126,7 @@ const renderView = (
       parentOrigins: framing.flow === "embedded" ? framing.frameAncestors : [],
       continueUrl,
       testCards: (yield* PaymentsConfig).provider === "test" ? testCards : [],
+      issuer: yield* IssuerConfig,
       changingChoice: options.changingChoice,
       submitted: options.submitted,
     })
@@ -112,8 +137,6 @@ const renderView = (
     return htmlResponse(options.status, body, headers)
   })
 
-const noFraming: Framing = { flow: undefined, frameAncestors: [] }
-
 /**
  * A body that could not be read, or a failure of ours, becomes a page a renter can read (framed by nobody: the
  * owner is not looked up again). What they had sent and was accepted stays accepted.
@@ -121,13 +144,10 @@ const noFraming: Framing = { flow: undefined, frameAncestors: [] }
 const asRenterPage = <R>(effect: Effect.Effect<Response, PayloadTooLarge | BadRequest, R>) =>
   effect.pipe(
     Effect.catch((error) =>
-      Effect.map(isHttps, (https) => {
-        const headers = pageHeaders(noFraming, { https })
-        // The rest of an oversized body is left unread, so the connection cannot carry another request.
-        return error._tag === "PayloadTooLarge"
-          ? htmlResponse(413, badRequestPage, { ...headers, connection: "close" })
-          : htmlResponse(400, badRequestPage, headers)
-      }),
+      // The rest of an oversized body is left unread, so the connection cannot carry another request.
+      error._tag === "PayloadTooLarge"
+        ? noticeResponse(413, badRequestPage, noFraming, { connection: "close" })
+        : noticeResponse(400, badRequestPage),
     ),
     Effect.catchCause((cause) => {
       // A dependency that did not answer is a 503 the renter may retry, and only a warning for on-call.
@@ -138,14 +158,12 @@ const asRenterPage = <R>(effect: Effect.Effect<Response, PayloadTooLarge | BadRe
           )
         : Effect.logError("enrollment page failed").pipe(Effect.annotateLogs({ cause: Cause.pretty(cause) }))
       return logged.pipe(
-        Effect.andThen(isHttps),
-        Effect.map((https) =>
-          htmlResponse(
+        Effect.andThen(
+          noticeResponse(
             unavailable ? 503 : 500,
             unavailablePage,
-            unavailable
-              ? { ...pageHeaders(noFraming, { https }), "retry-after": "2" }
-              : pageHeaders(noFraming, { https }),
+            noFraming,
+            unavailable ? { "retry-after": "2" } : {},
           ),
         ),
       )
@@ -211,16 +229,15 @@ const submit = (request: HttpRequest) =>
     const config = yield* AppConfig
     const crypto = yield* Crypto
     const now = yield* Clock.currentTimeMillis
-    const https = config.enrollmentHost.startsWith("https:")
     const contentType = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase()
-    if (contentType !== FORM_TYPE) return htmlResponse(400, badRequestPage, pageHeaders(framing, { https }))
+    if (contentType !== FORM_TYPE) return yield* noticeResponse(400, badRequestPage, framing)
     const form = new URLSearchParams(decoder.decode(yield* request.bytes))
     // The token depends on the link's parts alone, so this answer says nothing about the prospect.
     if (
       !postedFromThisHost(request.headers, new URL(config.enrollmentHost).origin) ||
       !formTokenValid(crypto.mac, link, form.get("csrf_token"), now)
     ) {
-      return htmlResponse(403, formRefusedPage(linkPath(link)), pageHeaders(framing, { https }))
+      return yield* noticeResponse(403, (issuer) => formRefusedPage(issuer, linkPath(link)), framing)
     }
     const step = form.get("step")
     return yield* Journey.use((journey) => answer(journey, journeyLink(link), step, form)).pipe(
@@ -251,6 +268,68 @@ const serveAsset = (request: HttpRequest, asset: Asset) => {
   })
 }
 
+/** A page of the host that depends on no link: the terms, the privacy notice; "not found" for the rest. */
+const staticPage = (render: (issuer: IssuerConfigShape) => string | undefined) =>
+  Effect.flatMap(Effect.service(IssuerConfig), (issuer) => {
+    const body = render(issuer)
+    return body === undefined ? noticeResponse(404, notFoundPage) : noticeResponse(200, () => body)
+  })
+
+const pdfHeaders = (file: string) => ({
+  "content-type": "application/pdf",
+  "content-disposition": `inline; filename="${file}"`,
+  "cache-control": "public, max-age=31536000, immutable",
+  "x-content-type-options": "nosniff",
+})
+
+/**
+ * `GET /documents/<name>.zip`: a policy's document archive, the `policy_url` of `policy.documents_updated`;
+ * `GET /documents/<name>/<file>.pdf`: one PDF of it, which the renter's page links. The unguessable name is the
+ * only key (the spec leaves the link open); an unknown name is the host's "not found" page, which says nothing
+ * more. Archives never change, so they may be cached for ever.
+ */
+const documentRoutes: ReadonlyArray<Route<Services>> = [
+  {
+    method: "GET",
+    path: "/documents/:name",
+    access: "public",
+    handle: (request) =>
+      asRenterPage(
+        Effect.gen(function* () {
+          const bytes = yield* Policies.use((policies) => policies.archive(request.params.name ?? ""))
+          if (bytes === undefined) return yield* noticeResponse(404, notFoundPage)
+          return new FastResponse(bytes, {
+            status: 200,
+            headers: {
+              "content-type": "application/zip",
+              "content-disposition": `attachment; filename="policy-documents.zip"`,
+              "cache-control": "public, max-age=31536000, immutable",
+              "x-content-type-options": "nosniff",
+            },
+          })
+        }),
+      ),
+  },
+  {
+    method: "GET",
+    path: "/documents/:name/:file",
+    access: "public",
+    handle: (request) =>
+      asRenterPage(
+        Effect.gen(function* () {
+          const file = request.params.file ?? ""
+          const bytes = /^[A-Za-z0-9-]+\.pdf$/.test(file)
+            ? yield* Policies.use((policies) =>
+                policies.documentFile(`${request.params.name ?? ""}.zip`, file),
+              )
+            : undefined
+          if (bytes === undefined) return yield* noticeResponse(404, notFoundPage)
+          return new FastResponse(bytes, { status: 200, headers: pdfHeaders(file) })
+        }),
+      ),
+  },
+]
+
 export const enrollmentRoutes: ReadonlyArray<Route<Services>> = [
   ...assets.map((asset): Route<Services> => ({
     method: "GET",
@@ -258,6 +337,29 @@ export const enrollmentRoutes: ReadonlyArray<Route<Services>> = [
     access: "public",
     handle: (request) => Effect.succeed(serveAsset(request, asset)),
   })),
+  ...(
+    [
+      ["/enrollment/privacy", () => privacyPage],
+      ["/enrollment/terms", () => termsIndexPage],
+      [
+        "/enrollment/terms/:product",
+        (request: HttpRequest) => (issuer: IssuerConfigShape) =>
+          termsPage(issuer, request.params.product ?? "", undefined),
+      ],
+      [
+        "/enrollment/terms/:product/:version",
+        (request: HttpRequest) => (issuer: IssuerConfigShape) =>
+          termsPage(issuer, request.params.product ?? "", request.params.version),
+      ],
+    ] as const
+  ).map(([path, render]): Route<Services> => ({
+    method: "GET",
+    path,
+    access: "public",
+    answerRefusedAddress: () => asRenterPage(neutral(noFraming)),
+    handle: (request) => asRenterPage(staticPage(render(request))),
+  })),
+  ...documentRoutes,
   ...(
     [
       ["GET", show],
@@ -276,5 +378,12 @@ export const enrollmentRoutes: ReadonlyArray<Route<Services>> = [
     access: "public",
     answerRefusedAddress: () => asRenterPage(neutral(noFraming)),
     handle: () => asRenterPage(neutral(noFraming)),
+  })),
+  // The host's root and any other address: a page in the renter's pages' style, not the gateway's JSON.
+  ...(["/", "/**"] as const).map((path): Route<Services> => ({
+    method: "GET",
+    path,
+    access: "public",
+    handle: () => asRenterPage(noticeResponse(404, notFoundPage)),
   })),
 ]

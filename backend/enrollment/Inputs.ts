@@ -19,12 +19,19 @@ export type Parsed<A> = { readonly ok: A } | { readonly fields: Readonly<Record<
 
 const isBlank = (value: string | undefined) => value === undefined || value.trim() === ""
 
+/** The phone's example, in its hint and its errors alike. */
+export const PHONE_EXAMPLE = "5551234567"
+
+/** The phone field omitted keeps the one shown; sent empty, it was cleared, and a phone is needed. */
 export const parseDetails = (input: DetailsInput): Parsed<{ readonly phone: string | null }> => {
-  if (isBlank(input.phone)) return { ok: { phone: null } }
-  const phone = input.phone!.replace(/[\s().-]/g, "")
+  if (input.phone === undefined) return { ok: { phone: null } }
+  if (isBlank(input.phone)) {
+    return { fields: { phone: `Enter your phone number, 10 digits like ${PHONE_EXAMPLE}` } }
+  }
+  const phone = input.phone.replace(/[\s().-]/g, "")
   return /^\d{10}$/.test(phone)
     ? { ok: { phone } }
-    : { fields: { phone: "Enter a phone number of exactly 10 digits, like 5551234567" } }
+    : { fields: { phone: `Enter a phone number of exactly 10 digits, like ${PHONE_EXAMPLE}` } }
 }
 
 export interface Answers {
@@ -33,11 +40,14 @@ export interface Answers {
   readonly hasSsn: boolean
 }
 
+/** The income's example, in its hint and its error alike. */
+export const INCOME_EXAMPLE = "45000"
+
 export const parseUnderwriting = (input: UnderwritingInput): Parsed<Answers> => {
   const fields: Record<string, string> = {}
   const income = (input.yearlyIncome ?? "").replace(/[\s$,]/g, "")
   if (!/^\d{1,12}$/.test(income) || Number(income) > MAX_AMOUNT / 100) {
-    fields.yearly_income = "Enter your yearly income in whole dollars, like 65000"
+    fields.yearly_income = `Enter your yearly income in whole dollars, like ${INCOME_EXAMPLE}`
   }
   const employment = (EmploymentStatuses as ReadonlyArray<string>).includes(input.employmentStatus)
     ? (input.employmentStatus as EmploymentStatus)
@@ -86,25 +96,41 @@ export const luhn = (digits: string) => {
   return sum % 10 === 0
 }
 
+/** The expiry's example, in its hint and its errors alike. */
+export const EXPIRY_EXAMPLE = "08/29"
+
+/**
+ * An expiry as renters type it, `MM/YY`, `MMYY`, `MM / YY`, `M/YY` or `MM/YYYY` (a phone's numeric keypad has no
+ * "/"): its month and four-digit year, or undefined.
+ */
+export const parseExpiry = (typed: string): { readonly month: number; readonly year: number } | undefined => {
+  const text = typed.replace(/\s/g, "")
+  const parts = /^(\d{1,2})\/(\d{2}|\d{4})$/.exec(text) ?? /^(\d{2})(\d{2}|\d{4})$/.exec(text)
+  if (parts === null) return undefined
+  const month = Number(parts[1])
+  const year = parts[2]!.length === 2 ? 2000 + Number(parts[2]) : Number(parts[2])
+  return month >= 1 && month <= 12 ? { month, year } : undefined
+}
+
 /** The card as typed; `today` (`YYYY-MM-DD`) decides whether the expiry month is still to come. */
 export const parseCard = (input: PaymentInput, today: string): Parsed<Card> => {
   const fields: Record<string, string> = {}
   const number = (input.cardNumber ?? "").replace(/[\s-]/g, "")
-  if (!/^\d{12,19}$/.test(number) || !luhn(number)) fields.card_number = "Enter a valid card number"
-  const expiry = /^\s*(\d{1,2})\s*\/\s*(\d{2}|\d{4})\s*$/.exec(input.expiry ?? "")
-  const month = expiry === null ? 0 : Number(expiry[1])
-  const year = expiry === null ? 0 : expiry[2]!.length === 2 ? 2000 + Number(expiry[2]) : Number(expiry[2])
-  const thisMonth = today.slice(0, 7)
-  if (
-    expiry === null ||
-    month < 1 ||
-    month > 12 ||
-    `${String(year).padStart(4, "0")}-${String(month).padStart(2, "0")}` < thisMonth
+  if (number === "") fields.card_number = "Enter your card number"
+  else if (!/^\d{12,19}$/.test(number) || !luhn(number)) {
+    fields.card_number = "Enter the card number as it is shown on your card"
+  }
+  const expiry = parseExpiry(input.expiry ?? "")
+  if (isBlank(input.expiry)) fields.expiry = `Enter the expiry date on the card, like ${EXPIRY_EXAMPLE}`
+  else if (expiry === undefined) {
+    fields.expiry = `Enter the expiry date as a month and year, like ${EXPIRY_EXAMPLE}`
+  } else if (
+    `${String(expiry.year).padStart(4, "0")}-${String(expiry.month).padStart(2, "0")}` < today.slice(0, 7)
   ) {
-    fields.expiry = "Enter the card's expiry date, in the future, as MM/YY"
+    fields.expiry = "The card has expired: enter a card whose expiry date is in the future"
   }
   const cvc = (input.cvc ?? "").trim()
-  if (!/^\d{3,4}$/.test(cvc)) fields.cvc = "Enter the 3 or 4 digit security code on the card"
+  if (!/^\d{3,4}$/.test(cvc)) fields.cvc = "Enter the security code, 3 or 4 digits"
   const name = (input.nameOnCard ?? "").trim()
   if (name === "" || textProblem("name", name) !== undefined)
     fields.name_on_card = "Enter the name on the card"
@@ -112,13 +138,13 @@ export const parseCard = (input: PaymentInput, today: string): Parsed<Card> => {
   if (postal !== "" && !/^\d{5}(-\d{4})?$/.test(postal)) {
     fields.postal_code = "Enter a ZIP code of 5 digits, like 62701"
   }
-  return Object.keys(fields).length > 0
+  return Object.keys(fields).length > 0 || expiry === undefined
     ? { fields }
     : {
         ok: {
           number,
-          expMonth: month,
-          expYear: year,
+          expMonth: expiry.month,
+          expYear: expiry.year,
           cvc,
           name,
           ...(postal === "" ? {} : { postalCode: postal }),

@@ -1,3 +1,4 @@
+import type { IssuerConfigShape } from "../policies/Config.ts"
 import { script, stylesheet } from "./Assets.ts"
 import { type Fragment, html, type SafeHtml } from "./Html.ts"
 
@@ -16,15 +17,52 @@ export interface FieldError {
   readonly message: string
 }
 
+/** The notice of how the service uses the renter's data, served by the enrollment host. */
+export const PRIVACY_PATH = "/enrollment/privacy"
+
+/** The terms of every product, served by the enrollment host; each product's terms are under it. */
+export const TERMS_PATH = "/enrollment/terms"
+
+/** A link that opens beside the form, so a renter who reads the terms keeps what they typed. */
+export const newTabLink = (href: string, text: string) =>
+  html`<a href="${href}" target="_blank" rel="noopener">${text} (opens in new tab)</a>`
+
 export interface PageContent {
   readonly title: string
   readonly errors?: ReadonlyArray<FieldError>
   readonly body: SafeHtml
+  /** Who stands behind the service: the footer names the insurer and a contact. */
+  readonly issuer: IssuerConfigShape
+  /** Where the renter is in the journey, shown above the heading ("Step 2 of 4"). */
+  readonly progress?: { readonly step: number; readonly of: number }
+  /** The HTTPS origins the page's script may tell its height and outcome (embedded flow only). */
+  readonly parentOrigins?: ReadonlyArray<string>
 }
+
+const footer = (issuer: IssuerConfigShape) =>
+  html`<footer class="footer">
+    <div class="footer__inner">
+      <p>
+        Questions about your deposit protection? Email
+        <a href="mailto:${issuer.supportEmail}">${issuer.supportEmail}</a>${
+          issuer.supportPhone === undefined
+            ? undefined
+            : html` or call
+                <a href="tel:${issuer.supportPhone.replace(/[^\d+]/g, "")}">${issuer.supportPhone}</a>`
+        }.
+      </p>
+      <p>Deposit insurance and the renter guarantee are issued by ${issuer.insurerName}.</p>
+      <ul class="footer__links">
+        <li><a href="${PRIVACY_PATH}">Privacy notice</a></li>
+        <li><a href="${TERMS_PATH}">Terms</a></li>
+      </ul>
+    </div>
+  </footer>`
 
 export const page = (content: PageContent): string => {
   const errors = content.errors ?? []
   const title = `${errors.length > 0 ? "Error: " : ""}${content.title} - ${SERVICE_NAME}`
+  const progress = content.progress
   return html`<!doctype html>
     <html lang="en">
       <head>
@@ -35,10 +73,15 @@ export const page = (content: PageContent): string => {
         <link rel="stylesheet" href="${stylesheet.href}" />
         <script src="${script.href}" defer></script>
       </head>
-      <body>
+      <body data-parent-origins="${(content.parentOrigins ?? []).join(" ")}">
         <a class="skip-link" href="#main">Skip to main content</a>
         <header class="header">${SERVICE_NAME}</header>
-        <main class="main" id="main">${errorSummary(errors)} ${content.body}</main>
+        <main class="main" id="main">
+          ${errorSummary(errors)}
+          ${progress === undefined ? undefined : html`<p class="caption">Step ${progress.step} of ${progress.of}</p>`}
+          ${content.body}
+        </main>
+        ${footer(content.issuer)}
       </body>
     </html> `.markup
 }
@@ -156,10 +199,15 @@ export const radios = (input: Radios) => {
             value="${choice.value}"
             ${
               choice.value === input.checked ? html` checked` : undefined
-            }${choice.hint === undefined ? undefined : html` aria-describedby="${id}-hint"`}
+            }${choice.hint === undefined ? undefined : html` aria-describedby="${id}-item-hint"`}
           />
           <label class="radio__label" for="${id}">${choice.label}</label>
-          ${choice.hint === undefined ? undefined : html`<span class="radio__hint" id="${id}-hint">${choice.hint}</span>`}
+          ${
+            // Not `${id}-hint`: the first radio's id is the group's, whose hint has that id.
+            choice.hint === undefined
+              ? undefined
+              : html`<span class="radio__hint" id="${id}-item-hint">${choice.hint}</span>`
+          }
         </div>`
       })}
     </fieldset>

@@ -1,25 +1,33 @@
 import type { EmploymentStatuses } from "../prospects/Domain.ts"
-import type { ProductType } from "../policies/Domain.ts"
+import type { IssuerConfigShape } from "../policies/Config.ts"
+import { documentFileNames, type ProductType } from "../policies/Domain.ts"
 import type { JourneyStep, JourneyView, Offer } from "./Domain.ts"
 import { html, type SafeHtml } from "./Html.ts"
+import { EXPIRY_EXAMPLE, INCOME_EXAMPLE, PHONE_EXAMPLE } from "./Inputs.ts"
 import {
   button,
   checkbox,
   type Choice,
   type FieldError,
   form,
+  newTabLink,
   page,
+  type PageContent,
+  PRIVACY_PATH,
   radios,
+  SERVICE_NAME,
   summaryList,
+  TERMS_PATH,
   textInput,
 } from "./Layout.ts"
+import { termsPath } from "./Terms.ts"
 
 /** What a page needs besides the journey: where its forms come back to and what it may show. */
 export interface PageContext {
   /** The link's own path and query. */
   readonly linkPath: string
   readonly formToken: string
-  /** The HTTPS origins that may receive the terminal page's message (embedded flow only). */
+  /** The HTTPS origins that may receive the page's height and terminal message (embedded flow only). */
   readonly parentOrigins: ReadonlyArray<string>
   /** Where "continue" leads at the end of an expedited flow, when the partner's `redirect_url` is allowed. */
   readonly continueUrl: string | undefined
@@ -29,6 +37,32 @@ export interface PageContext {
   readonly changingChoice: boolean
   /** What the renter just sent, shown again beside the errors. */
   readonly submitted: URLSearchParams | undefined
+  /** The insurer and the contact the pages name. */
+  readonly issuer: IssuerConfigShape
+}
+
+/** The steps before the policy, numbered for the renter ("Step 2 of 4"). */
+const STEP_NUMBERS: Partial<Record<JourneyStep, number>> = {
+  details: 1,
+  underwriting: 2,
+  choose: 3,
+  quote: 4,
+}
+const STEP_COUNT = 4
+
+/** A journey page: the issuer's footer, and the step's number while there are steps to go. */
+const journeyPageOf = (
+  context: PageContext,
+  step: JourneyStep,
+  content: Omit<PageContent, "issuer" | "progress">,
+) => {
+  const number = STEP_NUMBERS[step]
+  return page({
+    ...content,
+    issuer: context.issuer,
+    parentOrigins: context.parentOrigins,
+    ...(number === undefined ? {} : { progress: { step: number, of: STEP_COUNT } }),
+  })
 }
 
 const money = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD" })
@@ -42,9 +76,24 @@ const longDate = (isoDate: string) => {
 
 const productNames: Record<ProductType, string> = {
   security_deposit_insurance: "Deposit insurance",
-  cash_deposit: "Cash deposit",
+  cash_deposit: "Refundable cash deposit",
   renter_guarantee_insurance: "Renter guarantee",
 }
+
+/** A policy's product as the renter bought it (a cash deposit the service holds is `service_deposit`). */
+const productOfPolicy = (product: NonNullable<JourneyView["policy"]>["productType"]): ProductType =>
+  product === "service_deposit" ? "cash_deposit" : product
+
+/** What the coverage covers of the deposit, in the renter's words. */
+const coverageOfDeposit = (coverageCents: number, depositCents: number) =>
+  coverageCents < depositCents
+    ? `Covers up to ${dollars(coverageCents)} of your ${dollars(depositCents)} deposit.`
+    : `Covers up to ${dollars(coverageCents)}, your whole ${dollars(depositCents)} deposit.`
+
+/** Insurance is not a deposit: what the renter owes when the landlord claims. */
+const stillOwed = (issuer: IssuerConfigShape) =>
+  html`If your landlord claims for damage or unpaid rent, ${issuer.insurerName} pays them and you must pay the
+  insurer back. Insurance is not a deposit: the premium is not returned.`
 
 const employmentLabels: Record<(typeof EmploymentStatuses)[number], string> = {
   employed: "Employed",
@@ -77,7 +126,14 @@ const fieldOrder = Object.keys(fieldIds)
 const errorsOf = (view: JourneyView): ReadonlyArray<FieldError> => {
   const error = view.error
   if (error === undefined) return []
-  if (error.kind === "payment_declined") return [{ field: "card-number", message: error.message }]
+  if (error.kind === "payment_declined") {
+    return [
+      {
+        field: "card-number",
+        message: `${error.message} You have not been charged. Check the card's details, or pay with another card.`,
+      },
+    ]
+  }
   // `product` and `cadence` are one radio group: its first message is the one shown.
   const byField = new Map<string, string>()
   for (const [key, message] of Object.entries(error.fields).sort(
@@ -99,7 +155,7 @@ const addressOf = (view: JourneyView): SafeHtml => {
 }
 
 const detailsPage = (view: JourneyView, context: PageContext, errors: ReadonlyArray<FieldError>) =>
-  page({
+  journeyPageOf(context, "details", {
     title: "Check your details",
     errors,
     body: html`<h1>Check your details</h1>
@@ -127,7 +183,7 @@ const detailsPage = (view: JourneyView, context: PageContext, errors: ReadonlyAr
             id: "phone",
             name: "phone",
             label: "Phone number",
-            hint: "10 digits, without the country code. Change it if it is wrong.",
+            hint: `10 digits without the country code, like ${PHONE_EXAMPLE}. Change it if it is wrong.`,
             type: "tel",
             autocomplete: "tel-national",
             value: context.submitted?.get("phone") ?? view.renter.phone,
@@ -142,7 +198,7 @@ const yesNo = (value: boolean | null) => (value === null ? undefined : value ? "
 
 const underwritingPage = (view: JourneyView, context: PageContext, errors: ReadonlyArray<FieldError>) => {
   const sent = context.submitted
-  return page({
+  return journeyPageOf(context, "underwriting", {
     title: "Your income and employment",
     errors,
     body: html`<h1>Your income and employment</h1>
@@ -155,7 +211,7 @@ const underwritingPage = (view: JourneyView, context: PageContext, errors: Reado
             id: "yearly-income",
             name: "yearly_income",
             label: "What is your yearly income before tax?",
-            hint: "In whole dollars, for example 45000.",
+            hint: `In whole dollars, for example ${INCOME_EXAMPLE}.`,
             prefix: "$",
             inputmode: "numeric",
             spellcheck: false,
@@ -181,6 +237,10 @@ const underwritingPage = (view: JourneyView, context: PageContext, errors: Reado
             checked: sent?.get("has_ssn") ?? yesNo(view.answers.hasSsn),
             error: messageFor(errors, "has-ssn"),
           }),
+          html`<p>
+            Read the ${newTabLink(TERMS_PATH, "terms of each product")} and the
+            ${newTabLink(PRIVACY_PATH, "privacy notice")}.
+          </p>`,
           checkbox({
             id: "terms-accepted",
             name: "terms_accepted",
@@ -194,27 +254,33 @@ const underwritingPage = (view: JourneyView, context: PageContext, errors: Reado
   })
 }
 
+/** The price of one way to pay, with a monthly plan's total beside it. */
+const priceOf = (premiumCents: number, cadence: string, payments: number | undefined) =>
+  cadence === "monthly"
+    ? payments === undefined
+      ? `${dollars(premiumCents)} a month`
+      : `${dollars(premiumCents)} a month for ${payments} months (${dollars(premiumCents * payments)} in total)`
+    : `${dollars(premiumCents)}, paid once`
+
 /** One radio per product and cadence, valued `<product>:<cadence>`. */
-const offerChoices = (offers: ReadonlyArray<Offer>): ReadonlyArray<Choice> =>
+const offerChoices = (offers: ReadonlyArray<Offer>, depositCents: number): ReadonlyArray<Choice> =>
   offers.flatMap((offer) =>
     offer.cadences.map((option): Choice => {
       const value = `${offer.product}:${option.cadence}`
-      const coverage = dollars(offer.coverageAmountCents)
       if (offer.product === "cash_deposit") {
-        return { value, label: "Pay a cash deposit", hint: `${dollars(option.premiumCents)}, paid now.` }
+        return {
+          value,
+          label: "Pay a refundable cash deposit",
+          hint: `${dollars(option.premiumCents)}, paid now. Not insurance: it is returned to you when the lease ends, less what your landlord claims.`,
+        }
       }
       const name = productNames[offer.product]
-      return option.cadence === "monthly"
-        ? {
-            value,
-            label: `${name}, paid monthly`,
-            hint: `${dollars(option.premiumCents)} a month. Covers up to ${coverage}.`,
-          }
-        : {
-            value,
-            label: `${name}, paid once`,
-            hint: `${dollars(option.premiumCents)}, paid now. Covers up to ${coverage}.`,
-          }
+      const covers = coverageOfDeposit(offer.coverageAmountCents, depositCents)
+      return {
+        value,
+        label: option.cadence === "monthly" ? `${name}, paid monthly` : `${name}, paid once`,
+        hint: `${priceOf(option.premiumCents, option.cadence, option.payments)}. ${covers}`,
+      }
     }),
   )
 
@@ -268,7 +334,8 @@ const choosePage = (view: JourneyView, context: PageContext, errors: ReadonlyArr
   const sent = context.submitted?.get("choice")
   const current = view.quote ? `${view.quote.product}:${view.quote.cadence}` : undefined
   const preselected = view.preselected ? `${view.preselected.product}:${view.preselected.cadence}` : undefined
-  return page({
+  const insurance = view.offers.filter((offer) => offer.product !== "cash_deposit")
+  return journeyPageOf(context, "choose", {
     title: "How do you want to protect your deposit?",
     errors,
     body: html`${view.refused === undefined ? undefined : refusalNotice(view.refused)}${form({
@@ -281,41 +348,74 @@ const choosePage = (view: JourneyView, context: PageContext, errors: ReadonlyArr
           legend: "How do you want to protect your deposit?",
           legendIsHeading: true,
           hint: `Your security deposit is ${dollars(view.lease.depositAmountCents)}.`,
-          choices: offerChoices(view.offers),
+          choices: offerChoices(view.offers, view.lease.depositAmountCents),
           checked: sent ?? current ?? preselected,
           error: messageFor(errors, "choice"),
         }),
+        insurance.length === 0
+          ? undefined
+          : html`<div class="inset">
+              <p>
+                ${insurance.map((offer) => productNames[offer.product]).join(" and ")}
+                ${insurance.length === 1 ? "is" : "are"} insurance issued by ${context.issuer.insurerName}.
+                ${stillOwed(context.issuer)}
+              </p>
+              <p>
+                ${insurance.map((offer, index) => [
+                  index === 0 ? undefined : " ",
+                  newTabLink(
+                    termsPath(offer.product, offer.productVersion),
+                    `${productNames[offer.product]}: terms`,
+                  ),
+                ])}
+              </p>
+            </div>`,
         button("Continue"),
       ],
     })}`,
   })
 }
 
-const quoteRows = (quote: NonNullable<JourneyView["quote"]>) => [
+const quoteRows = (
+  view: JourneyView,
+  quote: NonNullable<JourneyView["quote"]>,
+  issuer: IssuerConfigShape,
+) => [
   { key: "Product", value: productNames[quote.product] },
-  { key: "Covers up to", value: dollars(quote.coverageAmountCents) },
-  { key: "Cover", value: `${longDate(quote.coverageStartDate)} to ${longDate(quote.coverageEndDate)}` },
-  {
-    key: "Price",
-    value:
-      quote.cadence === "monthly"
-        ? `${dollars(quote.premiumCents)} a month, ${quote.payments} payments`
-        : `${dollars(quote.premiumCents)}, paid once`,
-  },
+  quote.product === "cash_deposit"
+    ? { key: "Held by", value: `${SERVICE_NAME}, returned to you when the lease ends` }
+    : { key: "Issued by", value: issuer.insurerName },
+  quote.product === "cash_deposit"
+    ? { key: "Deposit", value: dollars(quote.coverageAmountCents) }
+    : {
+        key: "Covers",
+        value: coverageOfDeposit(quote.coverageAmountCents, view.lease.depositAmountCents),
+      },
+  { key: "Dates", value: `${longDate(quote.coverageStartDate)} to ${longDate(quote.coverageEndDate)}` },
+  { key: "Price", value: priceOf(quote.premiumCents, quote.cadence, quote.payments) },
 ]
+
+/** The terms the renter agrees to by paying: the chosen product's, at its version. */
+const agreement = (quote: NonNullable<JourneyView["quote"]>, issuer: IssuerConfigShape) =>
+  html`<p>
+    By paying you agree to the
+    ${newTabLink(termsPath(quote.product, quote.productVersion), `terms of ${productNames[quote.product]}`)}.
+    ${quote.product === "cash_deposit" ? undefined : stillOwed(issuer)}
+  </p>`
 
 const quotePage = (view: JourneyView, context: PageContext, errors: ReadonlyArray<FieldError>) => {
   const quote = view.quote!
   const sent = context.submitted
   const due = dollars(quote.dueNowCents)
   const cards = context.testCards
-  return page({
+  return journeyPageOf(context, "quote", {
     title: "Your quote",
     errors,
     body: html`<h1>Your quote</h1>
-      ${summaryList(quoteRows(quote))}
+      ${summaryList(quoteRows(view, quote, context.issuer))}
       <p><a href="${context.linkPath}&amp;change=choice">Choose a different option</a></p>
       <h2>Pay ${due} now</h2>
+      ${agreement(quote, context.issuer)}
       ${
         cards.length === 0
           ? undefined
@@ -345,10 +445,11 @@ const quotePage = (view: JourneyView, context: PageContext, errors: ReadonlyArra
             id: "expiry",
             name: "expiry",
             label: "Expiry date",
-            hint: "For example, 08/29",
+            hint: `Month and year, for example ${EXPIRY_EXAMPLE}`,
             inputmode: "numeric",
             autocomplete: "cc-exp",
             short: true,
+            spellcheck: false,
             value: sent?.get("expiry") ?? "",
             error: messageFor(errors, "expiry"),
           }),
@@ -356,10 +457,11 @@ const quotePage = (view: JourneyView, context: PageContext, errors: ReadonlyArra
             id: "cvc",
             name: "cvc",
             label: "Security code",
-            hint: "The last 3 digits on the back of the card",
+            hint: "3 or 4 digits, on the back of the card (on the front of an American Express card)",
             inputmode: "numeric",
             autocomplete: "cc-csc",
             short: true,
+            spellcheck: false,
             value: "",
             error: messageFor(errors, "cvc"),
           }),
@@ -388,9 +490,8 @@ const quotePage = (view: JourneyView, context: PageContext, errors: ReadonlyArra
   })
 }
 
-/** The element the script reads on a terminal page: the outcome and who may be told it. */
-const outcomeOf = (step: JourneyStep, context: PageContext) =>
-  html`<div hidden data-outcome="${step}" data-parent-origins="${context.parentOrigins.join(" ")}"></div>`
+/** The element the script reads on a terminal page: the outcome it tells the parent window (`journeyPageOf`: who). */
+const outcomeOf = (step: JourneyStep) => html`<div hidden data-outcome="${step}"></div>`
 
 const continueLink = (context: PageContext) =>
   context.continueUrl === undefined
@@ -399,46 +500,70 @@ const continueLink = (context: PageContext) =>
         <a class="button" href="${context.continueUrl}">Continue to ${new URL(context.continueUrl).host}</a>
       </p>`
 
+/** Each PDF of the archive on its own (a renter keeps documents, not zips), then the zip partners get. */
+const documentLinks = (documentsUrl: string, policyNumber: string) => {
+  const folder = documentsUrl.replace(/\.zip$/, "")
+  const files = documentFileNames(policyNumber)
+  return html`<h2>Your documents</h2>
+    <ul class="list">
+      <li><a href="${folder}/${files.declaration}">Policy declaration (PDF)</a></li>
+      <li><a href="${folder}/${files.certificate}">Certificate of coverage (PDF)</a></li>
+      <li><a href="${documentsUrl}" download>Both documents (ZIP file)</a></li>
+    </ul>`
+}
+
 const completedPage = (view: JourneyView, context: PageContext) => {
   const policy = view.policy
   if (policy === undefined) {
-    return page({
+    return journeyPageOf(context, "completed", {
       title: "Your deposit is protected",
       body: html`<h1>Your deposit is protected</h1>
-        ${outcomeOf("completed", context)}
+        ${outcomeOf("completed")}
         <p>Your policy is being issued. Reload this page in a minute to see its number and documents.</p>
         ${continueLink(context)}`,
     })
   }
-  return page({
+  const product = productOfPolicy(policy.productType)
+  const nextCharge =
+    policy.cadence === "monthly" && policy.nextChargeOn !== undefined
+      ? `${dollars(view.quote?.premiumCents ?? policy.paidCents)} on ${longDate(policy.nextChargeOn)}, from the card ending ${policy.cardLast4}`
+      : undefined
+  return journeyPageOf(context, "completed", {
     title: "Your deposit is protected",
     body: html`<div class="panel">
         <h1>Your deposit is protected</h1>
         <div class="panel__body">Your policy number<br /><strong>${policy.policyNumber}</strong></div>
       </div>
-      ${outcomeOf("completed", context)}
+      ${outcomeOf("completed")}
       ${summaryList([
-        ...(view.quote ? quoteRows(view.quote) : []),
+        ...(view.quote ? quoteRows(view, view.quote, context.issuer) : []),
         { key: "Paid", value: `${dollars(policy.paidCents)} with the card ending ${policy.cardLast4}` },
+        ...(nextCharge === undefined ? [] : [{ key: "Next payment", value: nextCharge }]),
       ])}
+      <p>
+        ${
+          product === "cash_deposit"
+            ? "Your deposit is returned to you when the lease ends, less what your landlord claims."
+            : stillOwed(context.issuer)
+        }
+        ${newTabLink(termsPath(product, view.quote?.productVersion), `Terms of ${productNames[product]}`)}
+      </p>
       ${
         policy.documentsUrl === undefined
           ? html`<p>
               Your policy documents are being prepared. Reload this page in a minute to download them.
             </p>`
-          : html`<p>
-              <a href="${policy.documentsUrl}" download>Download your policy documents (ZIP file)</a>
-            </p>`
+          : documentLinks(policy.documentsUrl, policy.policyNumber)
       }
       ${continueLink(context)}`,
   })
 }
 
 const declinedPage = (view: JourneyView, context: PageContext) =>
-  page({
+  journeyPageOf(context, "declined", {
     title: "We cannot offer this protection",
     body: html`<h1>We cannot offer this protection</h1>
-      ${outcomeOf("declined", context)}
+      ${outcomeOf("declined")}
       <p>
         None of the ways of protecting your deposit online can be offered to you, so you have not been
         charged.
@@ -448,10 +573,10 @@ const declinedPage = (view: JourneyView, context: PageContext) =>
   })
 
 const blockedPage = (view: JourneyView, context: PageContext) =>
-  page({
+  journeyPageOf(context, "blocked", {
     title: "You cannot continue online",
     body: html`<h1>You cannot continue online</h1>
-      ${outcomeOf("blocked", context)}
+      ${outcomeOf("blocked")}
       <p>We cannot offer you deposit protection for this home online. You have not been charged.</p>
       <p>Contact ${view.owner.name} for help.</p>
       ${continueLink(context)}`,

@@ -192,6 +192,7 @@ export const journeyView = (
             coverageEndDate: policy.coverage_end_date,
             paidCents: Number(policy.premium_cents),
             cardLast4: policy.card_last4,
+            ...(policy.next_charge_on === null ? {} : { nextChargeOn: policy.next_charge_on }),
             ...(documentsUrl === undefined ? {} : { documentsUrl }),
           },
         }),

@@ -1,5 +1,6 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig, ConfigInvalid, oneOf, type ServiceEnv, setting, url } from "../platform/Config.ts"
+import { hasControlCharacter } from "../platform/Text.ts"
 
 /** Who charges renters' cards: the built-in test provider (development, staging) or Stripe (any environment). */
 export const PaymentProviders = ["test", "stripe"] as const
@@ -66,5 +67,68 @@ export class PaymentsConfig extends Context.Service<PaymentsConfig, PaymentsConf
   static readonly layer = Layer.effect(
     PaymentsConfig,
     Effect.flatMap(Effect.service(AppConfig), (config) => loadPaymentsConfig(config.serviceEnv)),
+  )
+}
+
+/**
+ * Who stands behind what the renter buys, as the renter's pages and policy documents name them (README:
+ * `INSURER_NAME`, `SUPPORT_EMAIL`, `SUPPORT_PHONE`). Production must name them; elsewhere an example stands in.
+ */
+export interface IssuerConfigShape {
+  /** The insurer that issues deposit insurance and the renter guarantee. */
+  readonly insurerName: string
+  /** Where renters write with questions about their enrollment or policy. */
+  readonly supportEmail: string
+  /** A phone number renters may call, as it is dialled and shown; absent when there is none. */
+  readonly supportPhone: string | undefined
+}
+
+const EXAMPLE_ISSUER = { insurerName: "Example Insurance Company", supportEmail: "support@example.com" }
+
+const plainText = (max: number) => (value: string) =>
+  value.length <= max && !hasControlCharacter(value) ? value : undefined
+
+export const loadIssuerConfig = (serviceEnv: ServiceEnv) =>
+  Effect.gen(function* () {
+    const example = (value: string) => () => (serviceEnv === "production" ? undefined : value)
+    const insurerName = yield* setting(
+      "INSURER_NAME",
+      "the insurer's name, at most 200 characters",
+      plainText(200),
+      example(EXAMPLE_ISSUER.insurerName),
+    )
+    const supportEmail = yield* setting(
+      "SUPPORT_EMAIL",
+      "an email address",
+      (v) => (/^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/.test(v) && v.length <= 254 ? v : undefined),
+      example(EXAMPLE_ISSUER.supportEmail),
+    )
+    const missing =
+      insurerName === undefined ? "INSURER_NAME" : supportEmail === undefined ? "SUPPORT_EMAIL" : undefined
+    if (missing !== undefined || insurerName === undefined || supportEmail === undefined) {
+      return yield* new ConfigInvalid({
+        variable: missing ?? "INSURER_NAME",
+        expected: "set in production: the renter's pages and policy documents name the insurer and a contact",
+      })
+    }
+    return {
+      insurerName,
+      supportEmail,
+      supportPhone: yield* setting(
+        "SUPPORT_PHONE",
+        "a phone number of digits, spaces, +, ( ) and -",
+        (v) => (/^\+?[\d\s()-]{7,30}$/.test(v) ? v : undefined),
+        () => undefined,
+      ),
+    } satisfies IssuerConfigShape
+  })
+
+export class IssuerConfig extends Context.Service<IssuerConfig, IssuerConfigShape>()(
+  "partner-service/policies/IssuerConfig",
+) {
+  /** Read from the settings `AppConfig` was read from, when it is built. */
+  static readonly layer = Layer.effect(
+    IssuerConfig,
+    Effect.flatMap(Effect.service(AppConfig), (config) => loadIssuerConfig(config.serviceEnv)),
   )
 }

@@ -1,9 +1,10 @@
 import type { PDFFont } from "pdf-lib"
+import { documentFileNames } from "./Domain.ts"
 
 /** The PDF and zip libraries, loaded on first use: only the document actor needs them, not every process. */
 const libraries = async () => {
   const [pdf, zip] = await Promise.all([import("pdf-lib"), import("fflate")])
-  return { ...pdf, zipSync: zip.zipSync }
+  return { ...pdf, zipSync: zip.zipSync, unzipSync: zip.unzipSync }
 }
 
 /** What a policy's documents state; amounts in cents, dates `YYYY-MM-DD`. */
@@ -11,7 +12,6 @@ export interface DocumentFacts {
   readonly policyNumber: string
   readonly productType: string
   readonly productVersion: string | null
-  readonly status: string
   readonly cadence: string
   readonly premiumCents: number
   readonly payments: number
@@ -23,10 +23,12 @@ export interface DocumentFacts {
   readonly unitName: string
   /** The landlord's legal entity: the property's policy holder name. */
   readonly policyHolderName: string
-  /** Which generation of the archive this is (1 at issue, then one more per revision). */
-  readonly generation: number
   /** When this generation was made; also the PDFs' creation date. */
   readonly issuedAt: Date
+  /** Who issues the insurance, and where the renter writes with questions. */
+  readonly insurerName: string
+  readonly supportEmail: string
+  readonly supportPhone: string | undefined
 }
 
 const PRODUCT_NAMES: Readonly<Record<string, string>> = {
@@ -37,6 +39,19 @@ const PRODUCT_NAMES: Readonly<Record<string, string>> = {
 
 const dollars = (cents: number) =>
   `$${(cents / 100).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`
+
+const dateFormat = new Intl.DateTimeFormat("en-US", { dateStyle: "long", timeZone: "UTC" })
+
+/** `2026-11-26` (or an instant) as a person writes it: November 26, 2026. */
+const humanDate = (date: string | Date) =>
+  dateFormat.format(typeof date === "string" ? new Date(`${date}T00:00:00Z`) : date)
+
+const period = (facts: DocumentFacts) =>
+  `${humanDate(facts.coverageStartDate)} to ${humanDate(facts.coverageEndDate)}`
+
+/** Who to ask, on every document: the support address, and the phone when there is one. */
+const contactLine = (facts: DocumentFacts) =>
+  `Questions: ${facts.supportEmail}${facts.supportPhone === undefined ? "" : ` or ${facts.supportPhone}`}.`
 
 const premiumLine = (facts: DocumentFacts) =>
   facts.productType === "service_deposit"
@@ -78,7 +93,9 @@ const page = async (
     y -= 20
   }
   y -= 16
-  write(note, regular, 9)
+  for (const line of [note, `Issued on ${humanDate(facts.issuedAt)}. ${contactLine(facts)}`]) {
+    write(line, regular, 9)
+  }
   return pdf.save({ useObjectStreams: false })
 }
 
@@ -87,19 +104,32 @@ export const declarationPdf = (facts: DocumentFacts) =>
   page(
     facts,
     "Policy declaration",
-    [
-      ["Policy number", facts.policyNumber],
-      ...(facts.productVersion === null ? [] : [["Product version", facts.productVersion] as const]),
-      ["Status", facts.status],
-      ["Insured renter", facts.renterName],
-      ["Premises", `${facts.address}, unit ${facts.unitName}`],
-      ["Landlord (beneficiary)", facts.policyHolderName],
-      ["Coverage amount", dollars(facts.coverageAmountCents)],
-      ["Coverage period", `${facts.coverageStartDate} to ${facts.coverageEndDate}`],
-      ["Payment", premiumLine(facts)],
-      ["Document generation", String(facts.generation)],
-    ],
-    "This declaration and the policy terms form the contract. A revision replaces this document.",
+    facts.productType === "service_deposit"
+      ? [
+          ["Reference", facts.policyNumber],
+          ["Renter", facts.renterName],
+          ["Home", `${facts.address}, unit ${facts.unitName}`],
+          ["Landlord", facts.policyHolderName],
+          ["Deposit held", dollars(facts.coverageAmountCents)],
+          ["Lease", period(facts)],
+          ["Payment", premiumLine(facts)],
+        ]
+      : [
+          ["Policy number", facts.policyNumber],
+          ["Issued by", facts.insurerName],
+          ...(facts.productVersion === null
+            ? []
+            : [["Policy terms", `Version ${facts.productVersion}`] as const]),
+          ["Insured renter", facts.renterName],
+          ["Home", `${facts.address}, unit ${facts.unitName}`],
+          ["Landlord (beneficiary)", facts.policyHolderName],
+          ["Coverage amount", dollars(facts.coverageAmountCents)],
+          ["Coverage period", period(facts)],
+          ["Payment", premiumLine(facts)],
+        ],
+    facts.productType === "service_deposit"
+      ? "A refundable deposit, not insurance: returned when the lease ends, less what the landlord claims."
+      : "The insurer pays the landlord's claims up to the coverage amount; the renter repays the insurer.",
   )
 
 /** The certificate of coverage: what the landlord keeps to show the deposit is covered. */
@@ -109,11 +139,15 @@ export const certificatePdf = (facts: DocumentFacts) =>
     "Certificate of coverage",
     [
       ["Certificate for", facts.policyHolderName],
-      ["Policy number", facts.policyNumber],
+      [facts.productType === "service_deposit" ? "Reference" : "Policy number", facts.policyNumber],
+      ...(facts.productType === "service_deposit" ? [] : [["Issued by", facts.insurerName] as const]),
       ["Renter", facts.renterName],
-      ["Premises", `${facts.address}, unit ${facts.unitName}`],
-      ["Coverage amount", dollars(facts.coverageAmountCents)],
-      ["Coverage period", `${facts.coverageStartDate} to ${facts.coverageEndDate}`],
+      ["Home", `${facts.address}, unit ${facts.unitName}`],
+      [
+        facts.productType === "service_deposit" ? "Deposit held" : "Coverage amount",
+        dollars(facts.coverageAmountCents),
+      ],
+      [facts.productType === "service_deposit" ? "Lease" : "Coverage period", period(facts)],
     ],
     "This certificate states coverage on the date it was issued; the policy declaration governs.",
   )
@@ -123,11 +157,18 @@ export const documentArchive = async (facts: DocumentFacts) => {
   const { zipSync } = await libraries()
   const [declaration, certificate] = await Promise.all([declarationPdf(facts), certificatePdf(facts)])
   const mtime = facts.issuedAt
+  const names = documentFileNames(facts.policyNumber)
   return zipSync(
     {
-      [`policy-declaration-${facts.policyNumber}.pdf`]: [declaration, { mtime }],
-      [`certificate-of-coverage-${facts.policyNumber}.pdf`]: [certificate, { mtime }],
+      [names.declaration]: [declaration, { mtime }],
+      [names.certificate]: [certificate, { mtime }],
     },
     { level: 6 },
   )
+}
+
+/** One file of an archive, by its name inside it; undefined when the archive holds no such file. */
+export const archiveEntry = async (archive: Uint8Array, name: string) => {
+  const { unzipSync } = await libraries()
+  return unzipSync(archive, { filter: (file) => file.name === name })[name]
 }

@@ -17,6 +17,12 @@ export type Cadence = typeof Cadence.Type
 /** `product_version` of the renter guarantee product (its first version); no other product has one. */
 export const RENTER_GUARANTEE_VERSION = "2025.12.01"
 
+/** The PDFs of a policy's document archive, by the names they have inside it (and on their own links). */
+export const documentFileNames = (policyNumber: string) => ({
+  declaration: `policy-declaration-${policyNumber}.pdf`,
+  certificate: `certificate-of-coverage-${policyNumber}.pdf`,
+})
+
 /**
  * What a policy's `product_type` says for a chosen product: a cash deposit the service holds is a
  * `service_deposit` policy (the spec's neutral word for the operator's deposit product).

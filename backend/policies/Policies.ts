@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
+import { IssuerConfig } from "./Config.ts"
 import { Db } from "../platform/Db.ts"
 import { ObjectStore } from "../platform/ObjectStore.ts"
 import { Outbox } from "../platform/Outbox.ts"
@@ -18,7 +19,7 @@ import {
   type ProductType,
   RENTER_GUARANTEE_VERSION,
 } from "./Domain.ts"
-import { documentArchive } from "./Documents.ts"
+import { archiveEntry, documentArchive } from "./Documents.ts"
 import {
   applicationEvent,
   documentsRequested,
@@ -85,6 +86,7 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
     const enrollments = yield* Enrollments
     const objects = yield* ObjectStore
     const config = yield* AppConfig
+    const issuer = yield* IssuerConfig
 
     const policyUrl = (objectName: string) =>
       `${config.enrollmentHost.replace(/\/+$/, "")}/documents/${objectName}`
@@ -283,7 +285,6 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
           policyNumber: policy.policy_number,
           productType: policy.product_type,
           productVersion: policy.product_version,
-          status: policy.status,
           cadence: policy.cadence,
           premiumCents: Number(policy.premium_cents),
           payments: policy.payments,
@@ -294,8 +295,10 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
           address: policy.premises,
           unitName: policy.unit_name,
           policyHolderName: policy.policy_holder_name,
-          generation: docs.generation,
           issuedAt,
+          insurerName: issuer.insurerName,
+          supportEmail: issuer.supportEmail,
+          supportPhone: issuer.supportPhone,
         }),
       )
       yield* objects.putOnce(
@@ -345,6 +348,12 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
       return yield* objects.get(DOCUMENTS_BUCKET, objectName)
     })
 
+    /** One PDF of a stored archive, by its name inside it (the renter's page links each); else undefined. */
+    const documentFile = Effect.fn("Policies.documentFile")(function* (objectName: string, file: string) {
+      const bytes = yield* archive(objectName)
+      return bytes === undefined ? undefined : yield* Effect.promise(() => archiveEntry(bytes, file))
+    })
+
     /** The newest stored archive's link of a policy, if any. */
     const documentsUrlOf = Effect.fn("Policies.documentsUrlOf")(function* (id: string) {
       const latest = yield* repo.latestDocuments(id)
@@ -375,6 +384,7 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
       generateDocuments,
       regenerateDocuments,
       archive,
+      documentFile,
       documentsUrlOf,
       findApplication: repo.findApplication,
       findPolicy: repo.findPolicy,
@@ -383,6 +393,8 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
   }),
 }) {
   static readonly layer = Layer.effect(Policies, Policies.make).pipe(
-    Layer.provide(Layer.mergeAll(PoliciesRepo.layer, PaymentProvider.layer, ObjectStore.layer)),
+    Layer.provide(
+      Layer.mergeAll(PoliciesRepo.layer, PaymentProvider.layer, ObjectStore.layer, IssuerConfig.layer),
+    ),
   )
 }

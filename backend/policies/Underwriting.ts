@@ -67,7 +67,11 @@ export interface PricedProduct {
   readonly product: ProductType
   readonly productVersion?: string
   readonly coverageAmountCents: number
-  readonly cadences: ReadonlyArray<{ readonly cadence: Cadence; readonly premiumCents: number }>
+  readonly cadences: ReadonlyArray<{
+    readonly cadence: Cadence
+    readonly premiumCents: number
+    readonly payments: number
+  }>
 }
 
 const versionOf = (product: ProductType) =>
@@ -92,10 +96,10 @@ export const offersFor = (
       product,
       ...versionOf(product),
       coverageAmountCents: coverage,
-      cadences: cadencesOf(product).map((cadence) => ({
-        cadence,
-        premiumCents: price(product, cadence, coverage, lease)!.premiumCents,
-      })),
+      cadences: cadencesOf(product).map((cadence) => {
+        const { premiumCents, payments } = price(product, cadence, coverage, lease)!
+        return { cadence, premiumCents, payments }
+      }),
     }
   })
 }

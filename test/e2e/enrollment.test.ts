@@ -135,11 +135,31 @@ interface PageDocument {
   readonly document: { readonly activeElement: { readonly id: string; readonly className: string } | null }
 }
 
-/** The messages the partner's page received from its frame, once there is one. */
+/** The messages the partner's page received from its frame, once the outcome is among them. */
 const messagesOf = async (page: Page) => {
-  await page.waitForFunction(() => (globalThis as unknown as ParentWindow).received.length > 0)
+  await page.waitForFunction(() =>
+    (globalThis as unknown as ParentWindow).received.some((message) => typeof message.data === "string"),
+  )
   return page.evaluate(() => (globalThis as unknown as ParentWindow).received)
 }
+
+/** The contract's plain-string outcomes (`completed`, `declined`, `blocked`) among the messages. */
+const outcomes = (messages: ReadonlyArray<Message>) =>
+  messages.filter((message) => typeof message.data === "string")
+
+interface Resize {
+  readonly origin: string
+  readonly data: { readonly type: "enrollment.resize"; readonly height: number }
+}
+
+/** The frame's `enrollment.resize` messages, each with the page's height. */
+const resizes = (messages: ReadonlyArray<Message>) =>
+  messages.filter(
+    (message): message is Resize =>
+      typeof message.data === "object" &&
+      message.data !== null &&
+      (message.data as { type?: unknown }).type === "enrollment.resize",
+  )
 
 const framed = (sites: ParentSites, host: string, url: string) =>
   `${sites.origin(host)}/frame?src=${encodeURIComponent(url)}`
@@ -187,7 +207,13 @@ describe("the renter's enrollment in headless Chromium", () => {
             await shot("completed")
           })
           const messages = yield* promise(() => messagesOf(page))
-          assert.deepStrictEqual(messages, [{ origin: ENROLLMENT_ORIGIN, data: "completed" }])
+          assert.deepStrictEqual(outcomes(messages), [{ origin: ENROLLMENT_ORIGIN, data: "completed" }])
+          const heights = resizes(messages)
+          assert.isNotEmpty(heights, "the frame's height was posted")
+          for (const message of heights) {
+            assert.strictEqual(message.origin, ENROLLMENT_ORIGIN)
+            assert.isAbove(message.data.height, 0)
+          }
           yield* promise(() => page.close())
         }),
       )
@@ -209,7 +235,7 @@ describe("the renter's enrollment in headless Chromium", () => {
             await shot("declined")
           })
           const messages = yield* promise(() => messagesOf(page))
-          assert.deepStrictEqual(messages, [{ origin: ENROLLMENT_ORIGIN, data: "declined" }])
+          assert.deepStrictEqual(outcomes(messages), [{ origin: ENROLLMENT_ORIGIN, data: "declined" }])
           yield* promise(() => page.close())
         }),
       )

@@ -186,10 +186,8 @@ describe("the renter's forms", () => {
           yield* postBatch(renter.partner, renter.slug, "properties", [{ ...PROPERTY, active: false }])
           const page = yield* getPage(link)
           assert.strictEqual(headingOf(page), "You cannot continue online")
-          assert.match(
-            page.text,
-            /data-outcome="blocked" data-parent-origins="https:\/\/pms\.partner\.example"/,
-          )
+          assert.match(page.text, /<body data-parent-origins="https:\/\/pms\.partner\.example">/)
+          assert.match(page.text, /data-outcome="blocked"/)
           assert.notInclude(page.text, "<form", "nothing more to answer")
         }),
     )
@@ -233,6 +231,63 @@ describe("the renter's forms", () => {
         )
         assert.strictEqual(answer.status, 404)
         assert.strictEqual(headingOf(answer), "This link is not valid")
+      }),
+    )
+
+    it.effect("refuse a phone the renter cleared, and keep them on their details", () =>
+      Effect.gen(function* () {
+        const renter = yield* enrollableRenter("forms-phone-cleared")
+        const link = pathOf(renter.enrollmentUrl)
+        const answer = yield* postForm(link, { step: "details", phone: "" })
+        assert.strictEqual(answer.status, 422)
+        assert.include(answer.text, "Enter your phone number")
+        assert.strictEqual(headingOf(yield* getPage(link)), "Check your details")
+      }),
+    )
+
+    it.effect("answer the host's root and an unknown document with an HTML page, not JSON", () =>
+      Effect.gen(function* () {
+        for (const path of [
+          "/",
+          `/documents/${"A".repeat(43)}.zip`,
+          `/documents/${"A".repeat(43)}/x.pdf`,
+          "/nope",
+        ]) {
+          const answer = yield* getPage(path)
+          assert.strictEqual(answer.status, 404, path)
+          assert.strictEqual(answer.headers.get("content-type"), "text/html; charset=utf-8", path)
+          assert.strictEqual(headingOf(answer), "Page not found", path)
+          assert.match(answer.text, /<html lang="en">/)
+          assert.match(answer.text, /<title>Page not found - /)
+          assert.match(answer.text, /<main class="main" id="main">/)
+        }
+      }),
+    )
+
+    it.effect("serve the terms of each product at its version, and the privacy notice", () =>
+      Effect.gen(function* () {
+        const pages = {
+          "/enrollment/terms": "Terms",
+          "/enrollment/terms/security_deposit_insurance": "Deposit insurance: terms",
+          "/enrollment/terms/renter_guarantee_insurance/2025.12.01":
+            "Renter guarantee: terms (version 2025.12.01)",
+          "/enrollment/terms/cash_deposit": "Refundable cash deposit: terms",
+          "/enrollment/privacy": "Privacy notice",
+        }
+        for (const [path, heading] of Object.entries(pages)) {
+          const answer = yield* getPage(path)
+          assert.strictEqual(answer.status, 200, path)
+          assert.strictEqual(headingOf(answer), heading, path)
+        }
+        for (const path of [
+          "/enrollment/terms/renter_guarantee_insurance",
+          "/enrollment/terms/renter_guarantee_insurance/1999.01.01",
+          "/enrollment/terms/nothing",
+        ]) {
+          const answer = yield* getPage(path)
+          assert.strictEqual(answer.status, 404, path)
+          assert.strictEqual(headingOf(answer), "Page not found", path)
+        }
       }),
     )
   })

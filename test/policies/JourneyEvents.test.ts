@@ -313,6 +313,11 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
             assert.match(name, /\.pdf$/)
             const pdf = yield* Effect.promise(() => PDFDocument.load(bytes))
             assert.strictEqual(pdf.getPageCount(), 1, name)
+            // Each PDF has a link of its own, which the renter's page shows.
+            const alone = yield* archiveAt(`${firstUrl.replace(/\.zip$/, "")}/${name}`)
+            assert.strictEqual(alone.status, 200, name)
+            assert.strictEqual(alone.type, "application/pdf", name)
+            assert.deepStrictEqual(alone.bytes, bytes, name)
           }
           const urls = byEvent("policy.documents_updated")
             .filter((d) => d.payload.id === sdi.id)
@@ -327,21 +332,23 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
         }).pipe(Effect.scoped),
     )
 
-    it.effect("answers an unknown documents link with a 404 that says nothing more", () =>
+    it.effect("answers an unknown documents link with a 404 page that says nothing more", () =>
       Effect.gen(function* () {
         const port = yield* gatewayPort("enrollment")
-        for (const path of [`/documents/${"a".repeat(43)}.zip`, "/documents/..%2F..%2Fetc", "/documents/x"]) {
+        const answers = []
+        for (const path of [
+          `/documents/${"a".repeat(43)}.zip`,
+          "/documents/..%2F..%2Fetc",
+          "/documents/x",
+          `/documents/${"a".repeat(43)}/policy-declaration-SDI-2026-000001.pdf`,
+        ]) {
           const answer = yield* httpRequest(port, path)
-          assert.deepStrictEqual(
-            { status: answer.status, type: answer.headers.get("content-type"), body: answer.text },
-            {
-              status: 404,
-              type: "application/json",
-              body: JSON.stringify({ status_code: 404, error: "Document not found." }),
-            },
-            path,
-          )
+          assert.strictEqual(answer.status, 404, path)
+          assert.strictEqual(answer.headers.get("content-type"), "text/html; charset=utf-8", path)
+          answers.push(answer.text)
         }
+        assert.strictEqual(new Set(answers).size, 1, "the same page for every unknown document")
+        assert.include(answers[0], "<h1>Page not found</h1>")
       }),
     )
   })

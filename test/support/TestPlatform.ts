@@ -12,13 +12,15 @@ export const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
 /**
  * The settings production requires beyond the base env: a real payment provider, whose key here is a test key
- * no call ever uses, and a full-cost secret hash.
+ * no call ever uses, a full-cost secret hash, and the insurer and contact the renter's pages name.
  */
 export const PRODUCTION = {
   SERVICE_ENV: "production",
   SECRET_HASH_COST: "15",
   PAYMENT_PROVIDER: "stripe",
   STRIPE_SECRET_KEY: "sk_test_production",
+  INSURER_NAME: "Production Test Insurance Company",
+  SUPPORT_EMAIL: "support@production.test",
 } as const
 
 /** A database name and subject prefix of this test's own, so test files run in parallel on one server. */
