@@ -229,8 +229,26 @@ describe("event router", () => {
         const rows = yield* deliveriesOf(id)
         assert.strictEqual(rows.length, 1)
         assert.strictEqual(rows[0]!.status, "delivered")
-        yield* Effect.sleep("300 millis")
-        assert.strictEqual(receiver.received("/again").length, 1)
+        // A control event routed the same way after them: once it is delivered, an attempt the repeats announced
+        // would have been made too.
+        const control = JSON.stringify(
+          makeEnvelope("move_out.initiated", acme.slug, examplePayload("move_out.initiated")),
+        )
+        yield* router.route(JSON.parse(control), {
+          ...delivery,
+          deliveryCount: 1,
+          headers: { "Nats-Msg-Id": `control-${event.eventId}` },
+          raw: new TextEncoder().encode(control),
+        })
+        const [, controlRow] = yield* awaitDeliveries(
+          id,
+          (found) => found.length === 2 && found[1]!.status === "delivered",
+        )
+        assert.strictEqual(controlRow!.event_id, `control-${event.eventId}`)
+        assert.deepStrictEqual(
+          receiver.received("/again").map((r) => r.headers["x-webhook-delivery"]),
+          [rows[0]!.id, controlRow!.id],
+        )
       }).pipe(Effect.scoped),
     )
 
@@ -291,13 +309,40 @@ describe("event router", () => {
             new Date(),
           )
           // Announced twice, as by two routings of its event: attempt messages carry no Nats-Msg-Id to dedupe them.
+          // A control delivery's announcement follows on the same subject: once it is delivered, a second attempt
+          // of the first would have been made too.
+          const [control] = yield* repo.route(
+            [
+              {
+                eventId: `announced-control-${id}`,
+                event: "move_out.initiated",
+                ownerSlug: acme.slug,
+                propertyId: null,
+                payload: new TextEncoder().encode(body),
+                redelivered: false,
+              },
+            ],
+            new Date(),
+          )
           const nats = yield* Nats
           const announcement = { subject: nats.subject(attemptSubject(id)), data: encodeAttempt(made!) }
-          yield* nats.publishAll([announcement, announcement])
-          const [row] = yield* awaitDeliveries(id, (rows) => rows[0]?.status === "delivered")
+          yield* nats.publishAll([
+            announcement,
+            announcement,
+            { subject: nats.subject(attemptSubject(id)), data: encodeAttempt(control!) },
+          ])
+          const [row] = yield* awaitDeliveries(
+            id,
+            (rows) => rows.length === 2 && rows.every((r) => r.status === "delivered"),
+          )
           assert.strictEqual(row!.id, String(made!.id))
-          yield* Effect.sleep("500 millis")
-          assert.strictEqual(receiver.received("/announced").length, 1)
+          assert.deepStrictEqual(
+            receiver
+              .received("/announced")
+              .map((r) => r.headers["x-webhook-delivery"])
+              .sort(),
+            [String(made!.id), String(control!.id)].sort(),
+          )
           const attempts = yield* query(
             (sql) => sql`select count(*)::int as n from webhook_attempts where delivery_id = ${made!.id}`,
           )
