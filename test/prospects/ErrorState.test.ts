@@ -1,5 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { partitionOf } from "../../backend/platform/Partition.ts"
+import { ELIGIBILITY_PARTITIONS, prospectKey } from "../../backend/prospects/Events.ts"
 import { Prospects } from "../../backend/prospects/Prospects.ts"
 import {
   awaitProspect,
@@ -121,10 +123,27 @@ describe("prospect status error", () => {
             error_reason: failed.error_reason,
           })
 
-          // It stays in error: nothing retries it on its own.
-          yield* Effect.sleep("500 millis")
+          // It stays in error: nothing retries it on its own. With the fault gone a retry would make it ready; a
+          // control prospect on its partition (whose requests are handled one at a time, in order) is decided after
+          // any retry of it, so once the control is ready, such a retry would have been made.
+          yield* repairDecisions
+          const partition = partitionOf(prospectKey(String(failed.id)), ELIGIBILITY_PARTITIONS)
+          let control: string | undefined
+          for (let i = 0; control === undefined; i++) {
+            const candidate = yield* postProspect(partner, slug, completeProspect(source, `control-${i}`))
+            assert.strictEqual(candidate.body.status_code, 201, candidate.text)
+            const id = String(candidate.body.prospect.id)
+            if (partitionOf(prospectKey(id), ELIGIBILITY_PARTITIONS) === partition) control = `control-${i}`
+          }
+          yield* awaitProspect(partner, slug, source, control)
           const later = yield* getProspect(partner, slug, source, "e-1")
           assert.strictEqual(later.body.prospect.status, "error")
+          assert.strictEqual(later.body.prospect.error_reason, failed.error_reason)
+          assert.deepInclude(yield* stored(source, "e-1"), {
+            status: "error",
+            version: 1,
+            decided_version: null,
+          })
         }).pipe(Effect.ensuring(repairDecisions)),
       TIMEOUT,
     )
