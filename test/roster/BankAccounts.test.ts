@@ -160,6 +160,40 @@ describe("POST /partners/{owner_slug}/bank_accounts", () => {
       }),
     )
 
+    it.effect(
+      "applies the same account sent in concurrent requests once: one account, created once, the default",
+      () =>
+        Effect.gen(function* () {
+          const { partner, slug } = yield* ownerWithPartner
+          const answers = yield* Effect.all(
+            Array.from({ length: 8 }, () =>
+              postJson<BatchBody>(partner, `/partners/${slug}/bank_accounts`, [
+                account("ba-1", "000123456789"),
+              ]),
+            ),
+            { concurrency: "unbounded" },
+          )
+          assert.deepStrictEqual(
+            answers.map((answer) => answer.status),
+            Array.from({ length: 8 }, () => 200),
+            answers.map((answer) => answer.text).join("\n"),
+          )
+          const actions = answers.map((answer) => answer.body.results[0]!.action)
+          assert.deepStrictEqual([...actions].sort(), [
+            "created",
+            ...Array.from({ length: 7 }, () => "updated"),
+          ])
+          assert.deepStrictEqual(
+            answers.map((answer) => answer.body.results),
+            actions.map((action) => [shown("ba-1", action as "created" | "updated", "6789", true)]),
+          )
+          assert.deepStrictEqual(yield* storedAccounts(slug), [
+            { external_system_id: "ba-1", display_name: "Operating ba-1", account_number_last4: "6789" },
+          ])
+          assert.strictEqual(yield* defaultAccountOf(partner, slug), "ba-1")
+        }),
+    )
+
     it.effect("updates the existing account when it is sent again (upsert on external_system_id)", () =>
       Effect.gen(function* () {
         const { partner, slug } = yield* ownerWithPartner

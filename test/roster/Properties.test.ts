@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { authService } from "../support/Auth.ts"
-import { postBatch, postJson, postOwner } from "../support/Roster.ts"
+import { type BatchBody, postBatch, postJson, postOwner } from "../support/Roster.ts"
 import {
   ownerWithPartner,
   MAIN_ADDRESS,
@@ -48,6 +48,33 @@ describe("POST /partners/{owner_slug}/properties", () => {
             results: [shown("prop-1", "updated")],
             meta: { created: 0, updated: 1, failed: 0 },
           })
+          assert.strictEqual((yield* stored(slug)).length, 1)
+        }),
+      )
+
+      it.effect("applies the same item sent in concurrent requests once: one building, created once", () =>
+        Effect.gen(function* () {
+          const { partner, slug } = yield* ownerWithPartner()
+          const answers = yield* Effect.all(
+            Array.from({ length: 8 }, () =>
+              postJson<BatchBody>(partner, `/partners/${slug}/properties`, [property("prop-1")]),
+            ),
+            { concurrency: "unbounded" },
+          )
+          assert.deepStrictEqual(
+            answers.map((answer) => answer.status),
+            Array.from({ length: 8 }, () => 200),
+            answers.map((answer) => answer.text).join("\n"),
+          )
+          const actions = answers.map((answer) => answer.body.results[0]!.action)
+          assert.deepStrictEqual([...actions].sort(), [
+            "created",
+            ...Array.from({ length: 7 }, () => "updated"),
+          ])
+          assert.deepStrictEqual(
+            answers.map((answer) => answer.body.results),
+            actions.map((action) => [shown("prop-1", action as "created" | "updated")]),
+          )
           assert.strictEqual((yield* stored(slug)).length, 1)
         }),
       )
