@@ -2,18 +2,24 @@ import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig, ConfigInvalid, oneOf, type ServiceEnv, setting, url } from "../platform/Config.ts"
 import { hasControlCharacter } from "../platform/Text.ts"
 
-/** Who charges renters' cards: the built-in test provider (development, staging) or Stripe (any environment). */
+/**
+ * Who charges renters' cards: the built-in test provider (development, staging) or Stripe (any environment; in
+ * staging only in test mode, since staging creates no real charges).
+ */
 export const PaymentProviders = ["test", "stripe"] as const
 export type PaymentProviderName = (typeof PaymentProviders)[number]
 
 /** How renters pay (README: `PAYMENT_PROVIDER`, `STRIPE_*`). */
 export interface PaymentsConfigShape {
   readonly provider: PaymentProviderName
-  /** Stripe's secret API key (`sk_live_...` / `sk_test_...`); required with the Stripe provider. */
+  /** Stripe's secret API key (`sk_live_...` / `sk_test_...`, only `sk_test_...` in staging); required with Stripe. */
   readonly stripeSecretKey: Option.Option<Redacted.Redacted<string>>
   /** Stripe's API base URL (a test double's in tests). */
   readonly stripeApiUrl: string
 }
+
+/** A key of Stripe's test mode, whose charges move no money. */
+const isTestModeKey = (key: Redacted.Redacted<string>) => Redacted.value(key).startsWith("sk_test_")
 
 export const loadPaymentsConfig = (serviceEnv: ServiceEnv) =>
   Effect.gen(function* () {
@@ -21,7 +27,9 @@ export const loadPaymentsConfig = (serviceEnv: ServiceEnv) =>
       "PAYMENT_PROVIDER",
       serviceEnv === "production"
         ? "stripe in production (the test provider charges no real card)"
-        : `one of ${PaymentProviders.join(", ")}`,
+        : serviceEnv === "staging"
+          ? "test, or stripe with a test-mode key (sk_test_...), in staging (it creates no real charges)"
+          : `one of ${PaymentProviders.join(", ")}`,
       (v) => (serviceEnv === "production" ? oneOf(["stripe"] as const)(v) : oneOf(PaymentProviders)(v)),
       () => (serviceEnv === "production" ? undefined : ("test" as const)),
     )
@@ -45,7 +53,18 @@ export const loadPaymentsConfig = (serviceEnv: ServiceEnv) =>
     if (provider === "stripe" && Option.isNone(stripeSecretKey)) {
       return yield* new ConfigInvalid({
         variable: "STRIPE_SECRET_KEY",
-        expected: "set when PAYMENT_PROVIDER is stripe: a Stripe secret key (sk_live_... or sk_test_...)",
+        expected:
+          serviceEnv === "staging"
+            ? "set when PAYMENT_PROVIDER is stripe: a Stripe test-mode key (sk_test_...) in staging"
+            : "set when PAYMENT_PROVIDER is stripe: a Stripe secret key (sk_live_... or sk_test_...)",
+      })
+    }
+    // Staging creates no real charges: a live key is refused even beside the test provider, which never uses it.
+    if (serviceEnv === "staging" && Option.exists(stripeSecretKey, (key) => !isTestModeKey(key))) {
+      return yield* new ConfigInvalid({
+        variable: "STRIPE_SECRET_KEY",
+        expected:
+          "a Stripe test-mode key (sk_test_...) in staging, which creates no real charges (a live key was given)",
       })
     }
     return {

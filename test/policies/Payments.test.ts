@@ -1,13 +1,17 @@
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"
+import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
 import postgres from "postgres"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { PaymentsConfig } from "../../backend/policies/Config.ts"
 import { stripeProvider, TEST_CARDS, testProvider } from "../../backend/policies/Payments.ts"
+import { spawnProcess } from "../support/ChildProcess.ts"
 import { runCli } from "../support/Cli.ts"
 import { baseDatabaseUrl, isolatedEnv, PRODUCTION } from "../support/TestPlatform.ts"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
 
 const card = (number: string) => ({ number, expMonth: 12, expYear: 2039, cvc: "123", name: "John Doe" })
 const charge = (reference: string, occasion: "enrollment" | "recurring") => ({
@@ -74,6 +78,20 @@ const databaseExists = (url: string) =>
     return rows.length > 0
   })
 
+/** The provider the settings in `env` name, or why they are refused. */
+const load = (env: Record<string, string>) =>
+  PaymentsConfig.use((config) => Effect.succeed(config.provider)).pipe(
+    Effect.provide(PaymentsConfig.layer.pipe(Layer.provide(AppConfig.layerFrom(env)))),
+    Effect.exit,
+  )
+
+const refused = (exit: Exit.Exit<unknown, unknown>, variable: string, expected?: string) => {
+  assert.isTrue(Exit.isFailure(exit))
+  const cause = String(Exit.isFailure(exit) ? exit.cause : "")
+  assert.include(cause, variable)
+  if (expected !== undefined) assert.include(cause, expected)
+}
+
 describe("payment providers", () => {
   it.effect("the test provider answers as each documented test card says", () =>
     Effect.gen(function* () {
@@ -137,16 +155,7 @@ describe("payment providers", () => {
 
   it.effect("production starts only with a real provider configured", () =>
     Effect.gen(function* () {
-      const load = (env: Record<string, string>) =>
-        PaymentsConfig.use((config) => Effect.succeed(config.provider)).pipe(
-          Effect.provide(PaymentsConfig.layer.pipe(Layer.provide(AppConfig.layerFrom(env)))),
-          Effect.exit,
-        )
       const production = { SERVICE_ENV: "production", MASTER_KEY: Buffer.alloc(32, 7).toString("base64") }
-      const refused = (exit: Exit.Exit<unknown, unknown>, variable: string) => {
-        assert.isTrue(Exit.isFailure(exit))
-        assert.include(String(Exit.isFailure(exit) ? exit.cause : ""), variable)
-      }
       refused(yield* load(production), "PAYMENT_PROVIDER")
       refused(yield* load({ ...production, PAYMENT_PROVIDER: "test" }), "PAYMENT_PROVIDER")
       refused(yield* load({ ...production, PAYMENT_PROVIDER: "stripe" }), "STRIPE_SECRET_KEY")
@@ -162,6 +171,60 @@ describe("payment providers", () => {
       )
       assert.deepStrictEqual(yield* load({}), Exit.succeed("test"))
     }),
+  )
+
+  it.effect("staging starts only with the test provider or a Stripe test-mode key", () =>
+    Effect.gen(function* () {
+      const staging = { SERVICE_ENV: "staging", MASTER_KEY: Buffer.alloc(32, 7).toString("base64") }
+      const live = "sk_live_abc123"
+      assert.deepStrictEqual(yield* load(staging), Exit.succeed("test"))
+      assert.deepStrictEqual(yield* load({ ...staging, PAYMENT_PROVIDER: "test" }), Exit.succeed("test"))
+      assert.deepStrictEqual(
+        yield* load({ ...staging, PAYMENT_PROVIDER: "stripe", STRIPE_SECRET_KEY: "sk_test_abc123" }),
+        Exit.succeed("stripe"),
+      )
+      const liveKey = yield* load({ ...staging, PAYMENT_PROVIDER: "stripe", STRIPE_SECRET_KEY: live })
+      refused(liveKey, "STRIPE_SECRET_KEY", "a Stripe test-mode key (sk_test_...) in staging")
+      assert.notInclude(String(Exit.isFailure(liveKey) ? liveKey.cause : ""), live)
+      // A live key is refused even where the test provider would never use it.
+      refused(yield* load({ ...staging, STRIPE_SECRET_KEY: live }), "STRIPE_SECRET_KEY", "test-mode")
+      refused(
+        yield* load({ ...staging, PAYMENT_PROVIDER: "adyen" }),
+        "PAYMENT_PROVIDER",
+        "test, or stripe with a test-mode key (sk_test_...), in staging",
+      )
+      refused(yield* load({ ...staging, PAYMENT_PROVIDER: "stripe" }), "STRIPE_SECRET_KEY", "sk_test_")
+      // Development keeps taking either kind of key.
+      assert.deepStrictEqual(
+        yield* load({ PAYMENT_PROVIDER: "stripe", STRIPE_SECRET_KEY: live }),
+        Exit.succeed("stripe"),
+      )
+    }),
+  )
+
+  it.live(
+    "a live Stripe key stops a staging start-up with a message naming the variable, before anything connects",
+    () =>
+      Effect.gen(function* () {
+        const live = "sk_live_0123456789abcdef"
+        const env = isolatedEnv({
+          SERVICE_ENV: "staging",
+          PAYMENT_PROVIDER: "stripe",
+          STRIPE_SECRET_KEY: live,
+          LOG_LEVEL: "info",
+        })
+        const service = yield* spawnProcess(process.execPath, ["backend/main.ts"], { cwd: root, env })
+        const exit = yield* service.exited
+        assert.strictEqual(exit.code, 1, service.stderr())
+        assert.include(
+          service.stderr(),
+          "Invalid configuration: STRIPE_SECRET_KEY must be a Stripe test-mode key (sk_test_...) in staging",
+        )
+        assert.notInclude(service.stderr(), live)
+        assert.strictEqual(service.stdout(), "", "the service logged as if it had started")
+        assert.isFalse(yield* databaseExists(env.DATABASE_URL!), "the service connected to the database")
+      }).pipe(Effect.scoped),
+    60_000,
   )
 
   it.live(
