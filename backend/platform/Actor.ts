@@ -1,9 +1,11 @@
 import { Cause, Data, Duration, Effect, Fiber, FiberSet, Layer, Schema, type Scope, Semaphore } from "effect"
-import { Db, type Sql } from "./Db.ts"
+import { Db } from "./Db.ts"
 import { type DurableConsumer, Nats, type PulledMessage, type StreamBase } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
-import { perTurnBatch } from "./PerTurnBatch.ts"
-import { type DependencyUnavailable, unavailableIn } from "./Unavailable.ts"
+import { dependencyPause } from "./DependencyPause.ts"
+import { type Leases, partitionLeases } from "./PartitionLeases.ts"
+import { makeSettlements } from "./Settlements.ts"
+import { unavailableIn } from "./Unavailable.ts"
 
 /** What a handler decided: exactly one of these settles every message. */
 export type Outcome = Data.TaggedEnum<{
@@ -94,37 +96,12 @@ export interface ActorDefinition<A, R> {
 /** How long one pull waits for a message; also how long stopping may wait for an idle partition. */
 const PULL_EXPIRES = 1000
 const DRAIN_TIMEOUT = "8 seconds"
-/** How often a process tries to take the partitions no process leads, and checks it still holds its own. */
-const LEASE_INTERVAL = "1 second"
 /** How long a partition loop waits before looking again whether its process leads the partition. */
 const LEASE_WAIT = "200 millis"
-/** Key spaces (first key of the two-key advisory locks) of the partition leases and of the processes' presence. */
-const ACTOR_LEASE_LOCK = 7_239_300
-const ACTOR_PRESENCE_LOCK = 7_239_301
 const decoder = new TextDecoder()
 
-/**
- * Acks and naks made in one turn of the event loop, sent together at its end (`perTurnBatch`): one socket write for
- * many settlements instead of one each. A nak's delay is in milliseconds; an ack has none (-1). `flush` sends what
- * is queued at once (an actor stopping does, before its connection may close).
- */
-const makeSettlements = () => {
-  const queue = perTurnBatch<readonly [PulledMessage, number | undefined]>((items) => {
-    for (const [msg, delay] of items) {
-      if (delay === -1) msg.ack()
-      else msg.nak(delay)
-    }
-  })
-  return {
-    ack: (msg: PulledMessage) => queue.add([msg, -1]),
-    nak: (msg: PulledMessage, delay?: number) => queue.add([msg, delay]),
-    flush: queue.flush,
-  }
-}
-
-/** How soon a message whose handler found a dependency unavailable comes back, and how often the actor checks it. */
+/** How soon a message whose handler found a dependency unavailable comes back. */
 const UNAVAILABLE_DELAY = Duration.seconds(1)
-const PROBE_INTERVAL = "500 millis"
 
 /** Backoff for a handler that died: 1 s, 2 s, 4 s ... capped at one minute. */
 const defectDelay = (deliveryCount: number) => Duration.seconds(Math.min(2 ** (deliveryCount - 1), 60))
@@ -134,125 +111,6 @@ const readHeaders = (msg: PulledMessage) => {
   for (const key of msg.headers?.keys() ?? []) out[key] = msg.headers?.get(key) ?? ""
   return out
 }
-
-type Reserved = Awaited<ReturnType<Sql["reserve"]>>
-
-/**
- * Which partitions of a batch actor this process leads: a session advisory lock per partition, all held by one
- * reserved connection, so a process that dies (its connection closes) lets another take its partitions within
- * `LEASE_INTERVAL`. Every process running the actor also holds a shared "presence" lock, so each knows how many
- * run it and leads at most its fair share, letting go of the rest between two batches: partitions spread over
- * the processes as they start and stop. A connection that fails (Postgres restarted, the backend killed) has lost
- * its session's locks: the process leads nothing until a renewal reserves a new connection and takes them again.
- * Unlocked when the scope closes, after the work in hand is settled.
- */
-const partitionLeases = (actor: string, partitions: number) =>
-  Effect.gen(function* () {
-    const db = yield* Db
-    const held = new Set<number>()
-    const leaving = new Set<number>()
-    const all = Array.from({ length: partitions }, (_, i) => i)
-    let connection: Reserved | undefined
-    let failing = false
-    /** Lets go of every lock and of the connection; a connection already gone is simply forgotten. */
-    const letGo = () => {
-      const reserved = connection
-      connection = undefined
-      held.clear()
-      leaving.clear()
-      if (reserved === undefined) return Promise.resolve()
-      return reserved
-        .unsafe("select pg_advisory_unlock_all()")
-        .catch(() => undefined)
-        .then(() => reserved.release())
-    }
-    const renew = Effect.gen(function* () {
-      if (connection === undefined) {
-        const reserved = yield* db.query<Reserved>((sql) => sql.reserve())
-        connection = reserved
-        yield* db.query(() =>
-          reserved.unsafe("select pg_advisory_lock_shared($1, hashtext($2))", [ACTOR_PRESENCE_LOCK, actor]),
-        )
-      }
-      const session = connection
-      const [row] = yield* db.query(() =>
-        session.unsafe<Array<{ processes: number }>>(
-          `select count(*)::int as processes from pg_locks
-           where locktype = 'advisory' and mode = 'ShareLock' and granted
-             and database = (select oid from pg_database where datname = current_database())
-             and classid = $1::oid and objid = hashtext($2)::oid and objsubid = 2`,
-          [ACTOR_PRESENCE_LOCK, actor],
-        ),
-      )
-      const fair = Math.ceil(partitions / Math.max(row!.processes, 1))
-      const leading = [...held].filter((p) => !leaving.has(p))
-      // Beyond the fair share: let go of the highest partitions (each once its batch in hand is settled).
-      for (const p of leading.sort((x, y) => y - x).slice(0, Math.max(0, leading.length - fair)))
-        leaving.add(p)
-      const room = fair - (held.size - leaving.size)
-      if (room > 0) {
-        const [taken] = yield* db.query(() =>
-          session.unsafe<Array<{ got: Array<number> }>>(
-            `select array(select p from unnest($3::int[]) p
-                          where pg_try_advisory_lock($1, hashtext($2 || '_p' || p)) limit $4) as got`,
-            [ACTOR_LEASE_LOCK, actor, all.filter((p) => !held.has(p)), room],
-          ),
-        )
-        for (const partition of taken!.got) held.add(partition)
-      }
-      if (failing) {
-        failing = false
-        yield* Effect.logInfo("actor leases renewed").pipe(Effect.annotateLogs({ actor }))
-      }
-    }).pipe(
-      Effect.catchCause((cause) =>
-        Effect.promise(letGo).pipe(
-          Effect.andThen(
-            failing
-              ? Effect.void
-              : Effect.logWarning("actor lease check failed; leading no partition until it succeeds").pipe(
-                  Effect.annotateLogs({ actor, cause: String(Cause.squash(cause)) }),
-                ),
-          ),
-          Effect.andThen(Effect.sync(() => void (failing = true))),
-        ),
-      ),
-    )
-    /** Called by a partition's loop between batches: lets the partition go if it is to be let go. */
-    const settle = (partition: number) => {
-      const session = connection
-      return leaving.has(partition) && session !== undefined
-        ? db
-            .query(() =>
-              session.unsafe("select pg_advisory_unlock($1, hashtext($2 || '_p' || $3::int))", [
-                ACTOR_LEASE_LOCK,
-                actor,
-                partition,
-              ]),
-            )
-            .pipe(
-              Effect.exit,
-              Effect.andThen(
-                Effect.sync(() => {
-                  held.delete(partition)
-                  leaving.delete(partition)
-                }),
-              ),
-            )
-        : Effect.void
-    }
-    yield* Effect.addFinalizer(() => Effect.promise(letGo))
-    yield* renew
-    // Uninterruptible: the connection's release must wait for a renewal under way, or a lock that renewal takes
-    // after `pg_advisory_unlock_all` would stay held by a pooled connection, and no process would lead the
-    // partition again.
-    yield* Effect.forkScoped(
-      Effect.forever(Effect.sleep(LEASE_INTERVAL).pipe(Effect.andThen(Effect.uninterruptible(renew)))),
-    )
-    return { leads: (partition: number) => held.has(partition) && !leaving.has(partition), settle }
-  })
-
-type Leases = Effect.Success<ReturnType<typeof partitionLeases>>
 
 /**
  * Runs an actor over one durable pull consumer per partition, each with `max_ack_pending` 1 unless the actor
@@ -275,6 +133,8 @@ export const runActor = <A, R>(
     const maxDefects = actor.maxDefects ?? 5
     let stopped = false
     const settlements = makeSettlements()
+    // A message whose handler found a dependency unavailable is nak'd with `UNAVAILABLE_DELAY`, never terminated.
+    const { pause, available } = yield* dependencyPause(actor.name, () => stopped)
 
     const handledCount = {
       Ack: metrics.actorHandled({ actor: actor.name, outcome: "ack" }),
@@ -382,41 +242,6 @@ export const runActor = <A, R>(
       }
       return { msg, message: decoded.success, delivery }
     }
-
-    /**
-     * A dependency a handler needed did not answer: the actor stops pulling until it answers again (`available`),
-     * and the message comes back soon. Expected, so logged once as a warning, counted apart from defects, and
-     * never terminated.
-     */
-    let waitingFor: DependencyUnavailable | undefined
-    const pause = (unavailable: DependencyUnavailable) =>
-      Effect.suspend(() => {
-        metrics.actorFailed.inc({ actor: actor.name, reason: "unavailable" })
-        if (waitingFor !== undefined) return Effect.void
-        waitingFor = unavailable
-        return Effect.logWarning("actor paused: a dependency is unavailable").pipe(
-          Effect.annotateLogs({
-            actor: actor.name,
-            dependency: unavailable.dependency,
-            reason: unavailable.reason,
-          }),
-        )
-      })
-    /** Returns at once unless paused; then once the dependency answers (or the actor stops). */
-    const available = Effect.gen(function* () {
-      // Every partition's loop may probe at once; the first to see the dependency back resumes the actor.
-      for (let waiting = waitingFor; waiting !== undefined && !stopped; waiting = waitingFor) {
-        const probe = waiting.dependency === "postgres" ? db.ping : nats.ping
-        const answered = yield* probe.pipe(Effect.timeout("2 seconds"), Effect.exit)
-        if (answered._tag === "Failure") yield* Effect.sleep(PROBE_INTERVAL)
-        else if (waitingFor === waiting) {
-          waitingFor = undefined
-          yield* Effect.logInfo("actor resumed").pipe(
-            Effect.annotateLogs({ actor: actor.name, dependency: waiting.dependency }),
-          )
-        }
-      }
-    })
 
     /** The single handler's outcome; a handler that dies is retried with backoff, then terminated. */
     const handleOne = (item: Delivered<A> & { readonly msg: PulledMessage }) =>
