@@ -3,11 +3,11 @@ import { Effect, Layer, Logger, References } from "effect"
 import postgres from "postgres"
 import { appLayer } from "../../backend/App.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
+import { gatewayLayer } from "../../backend/platform/Gateway.ts"
 import {
   type ApiError,
   Conflict,
   Forbidden,
-  gatewayLayer,
   json,
   ListeningPorts,
   type Route,

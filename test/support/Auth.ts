@@ -7,7 +7,8 @@ import { authGuard } from "../../backend/auth/Http.ts"
 import { AppConfig, type HttpRole } from "../../backend/platform/Config.ts"
 import { Crypto } from "../../backend/platform/Crypto.ts"
 import { Db } from "../../backend/platform/Db.ts"
-import { gatewayLayer, json, ListeningPorts, type Route } from "../../backend/platform/Http.ts"
+import { gatewayLayer } from "../../backend/platform/Gateway.ts"
+import { json, ListeningPorts, type Route } from "../../backend/platform/Http.ts"
 import { isolatedEnv, isolationLayer } from "./TestPlatform.ts"
 
 /** The contract's bodies, byte for byte. */
