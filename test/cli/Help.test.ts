@@ -1,7 +1,8 @@
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { COMMANDS, type CommandName, usageOf } from "../../backend/cli/CommandLine.ts"
+import { usageOf } from "../../backend/cli/CommandLine.ts"
+import { COMMANDS, type CommandName } from "../../backend/cli/Commands.ts"
 import { spawnProcess } from "../support/ChildProcess.ts"
 import { runCli } from "../support/Cli.ts"
 
