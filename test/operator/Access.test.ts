@@ -31,6 +31,8 @@ describe("every /api route of the console", () => {
         assert.isTrue(apiRoutes.some((route) => sends(route.method)))
         const sessions: Record<string, SignedIn> = {}
         for (const role of Roles) sessions[role] = yield* operatorSession(`${role}@access.test`, role)
+        const refusals: Array<[string, string, number, string]> = []
+        const neededBy = new Map<string, string>()
         for (const route of apiRoutes) {
           const path = concrete(route.path)
           const label = `${route.method} ${route.path}`
@@ -42,6 +44,7 @@ describe("every /api route of the console", () => {
           assert.strictEqual(stale.status, 401, label)
 
           const needed = roleOf(route.access)!
+          neededBy.set(label, needed)
           const entitled = sessions[needed]!
           if (sends(route.method)) {
             const without = yield* call(route.method, path, { cookie: entitled.cookie, body })
@@ -52,12 +55,11 @@ describe("every /api route of the console", () => {
             const wrong = yield* call(route.method, path, { cookie: entitled.cookie, csrf: other.csrf, body })
             assert.strictEqual(wrong.status, 403, label)
           }
-          const below = Roles.indexOf(needed) - 1
-          if (below >= 0) {
-            const low = sessions[Roles[below]!]!
+          // Every role below the one it needs, not only the next, is refused, with its own valid token.
+          for (const lower of Roles.slice(0, Roles.indexOf(needed))) {
+            const low = sessions[lower]!
             const refused = yield* call(route.method, path, { cookie: low.cookie, csrf: low.csrf, body })
-            assert.strictEqual(refused.status, 403, label)
-            assert.strictEqual(refused.text, FORBIDDEN, label)
+            refusals.push([label, lower, refused.status, refused.text])
           }
           // The role it needs, with its token, gets past the guard (whatever the route then says of the input).
           const allowed = yield* call(route.method, path, {
@@ -71,6 +73,17 @@ describe("every /api route of the console", () => {
             sessions[needed] = yield* signIn(entitled.email)
           }
         }
+        // Routes × lower roles, every pair of a role and one below it among them (an admin route refused to the
+        // viewer as well as to the operator).
+        assert.sameMembers(
+          [...new Set(refusals.map(([label, lower]) => `${neededBy.get(label)} > ${lower}`))],
+          ["operator > viewer", "admin > viewer", "admin > operator"],
+        )
+        assert.deepStrictEqual(
+          refusals.filter(([, , status, text]) => status !== 403 || text !== FORBIDDEN),
+          [],
+          "a lower role was not refused with the 403",
+        )
       }),
     )
 
