@@ -1,7 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { FORBIDDEN } from "../support/Auth.ts"
-import { enrollmentService } from "../support/Enrollment.ts"
 import {
   advanceClock,
   awaitDeliveries,
@@ -9,6 +8,7 @@ import {
   type Delivered,
   issuePolicy,
   lifecycleOwner,
+  lifecycleService,
   showPolicy,
 } from "../support/Lifecycle.ts"
 import { call, operatorSession } from "../support/Operator.ts"
@@ -18,7 +18,7 @@ import { query } from "../support/Roster.ts"
 import { readStream } from "../support/Streams.ts"
 
 // The partner side issues policies (enrollment, workers); the console role serves the operator API.
-const service = enrollmentService({ ROLES: "partner-api,enrollment,workers,console", CONSOLE_PORT: "0" })
+const service = lifecycleService({ ROLES: "partner-api,enrollment,workers,console", CONSOLE_PORT: "0" })
 
 const documentLinks = (received: ReadonlyArray<Delivered>, id: unknown) =>
   received

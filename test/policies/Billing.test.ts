@@ -3,7 +3,6 @@ import { Effect } from "effect"
 import { addMonths } from "../../backend/policies/Policies.ts"
 import { Billing } from "../../backend/policies/Billing.ts"
 import { TEST_CARDS, testProvider } from "../../backend/policies/Payments.ts"
-import { enrollmentService } from "../support/Enrollment.ts"
 import {
   advanceClock,
   assertCatalogShapes,
@@ -12,6 +11,7 @@ import {
   deliveries,
   issuePolicy,
   lifecycleOwner,
+  lifecycleService,
   OPERATOR,
   showPolicy,
 } from "../support/Lifecycle.ts"
@@ -19,7 +19,7 @@ import { startReceiver } from "../support/Receiver.ts"
 import { query } from "../support/Roster.ts"
 import { eventually } from "../support/Streams.ts"
 
-const service = enrollmentService()
+const service = lifecycleService()
 
 describe("the test provider's cards on monthly premiums", () => {
   it.effect("the fails-next-charge card is declined on the next premium only", () =>

@@ -1,7 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { IssuedPolicy } from "../../backend/enrollment/Domain.ts"
-import { enrollmentService } from "../support/Enrollment.ts"
 import {
   advanceClock,
   assertCatalogShapes,
@@ -9,6 +8,7 @@ import {
   dateFromToday,
   issuePolicy,
   lifecycleOwner,
+  lifecycleService,
   showPolicy,
 } from "../support/Lifecycle.ts"
 import type { Json } from "../support/PublishedApi.ts"
@@ -17,7 +17,7 @@ import { readStream } from "../support/Streams.ts"
 import { workerProcess } from "../support/WebhookEngine.ts"
 
 /** The gateways in this process; every worker (relay, actors, the lifecycle job) in processes of their own. */
-const service = enrollmentService({ ROLES: "partner-api,enrollment" })
+const service = lifecycleService({ ROLES: "partner-api,enrollment" })
 
 const twoWorkers = Effect.all([workerProcess(service.env), workerProcess(service.env)], {
   concurrency: "unbounded",

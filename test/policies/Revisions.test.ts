@@ -1,7 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { gatewayPort, httpRequest } from "../support/Auth.ts"
-import { enrollmentService } from "../support/Enrollment.ts"
 import { Billing } from "../../backend/policies/Billing.ts"
 import { Revisions } from "../../backend/policies/Revisions.ts"
 import {
@@ -12,6 +11,7 @@ import {
   deliveries,
   issuePolicy,
   lifecycleOwner,
+  lifecycleService,
   OPERATOR,
   refusal,
   revise,
@@ -22,7 +22,7 @@ import { startReceiver } from "../support/Receiver.ts"
 import { postBatch, postOwner, query } from "../support/Roster.ts"
 import { readStream } from "../support/Streams.ts"
 
-const service = enrollmentService()
+const service = lifecycleService()
 
 /** The `policy_url`s announced for a policy, in arrival order. */
 const documentLinks = (received: ReadonlyArray<Delivered>, id: unknown) =>

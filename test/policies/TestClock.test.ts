@@ -2,14 +2,15 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClocks } from "../../backend/policies/TestClocks.ts"
 import { authEnv, authService, createClient, gatewayPort, httpRequest, obtainToken } from "../support/Auth.ts"
-import { enrollmentService } from "../support/Enrollment.ts"
 import {
   advanceClock,
   assertCatalogShapes,
   awaitDeliveries,
   dateFromToday,
+  dayClockReferences,
   issuePolicy,
   lifecycleOwner,
+  lifecycleService,
   showPolicy,
 } from "../support/Lifecycle.ts"
 import { ENROLLMENT_HOST, prospectPartner, provisionedOwner } from "../support/Prospects.ts"
@@ -28,7 +29,7 @@ const clockRequest = (token: string, slug: string, method: "GET" | "POST", body?
     })
   })
 
-const development = enrollmentService()
+const development = lifecycleService()
 
 layer(development.layer, { excludeTestServices: true, timeout: 180_000 })((it) => {
   describe("the test clock (development and staging)", () => {
@@ -126,6 +127,7 @@ const production = authService({
     ...PRODUCTION,
     ENROLLMENT_HOST,
   }),
+  references: dayClockReferences,
 })
 
 layer(production.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {

@@ -1,11 +1,11 @@
 import { assert } from "@effect/vitest"
-import { Effect, Exit, Schema } from "effect"
+import { Clock, Effect, Exit, Layer, References, Schema } from "effect"
 import type { IssuedPolicy } from "../../backend/enrollment/Domain.ts"
 import { EventNames, type EventName } from "../../backend/events/Catalog.ts"
 import { Envelopes } from "../../backend/events/Envelope.ts"
 import { type RevisionInput, Revisions } from "../../backend/policies/Revisions.ts"
 import { runCli } from "./Cli.ts"
-import { linkOf, walkJourney, type Walk } from "./Enrollment.ts"
+import { enrollmentService, linkOf, walkJourney, type Walk } from "./Enrollment.ts"
 import {
   awaitProspect,
   completeProspect,
@@ -20,9 +20,43 @@ import { postJson, type RosterPartner } from "./Roster.ts"
 import { eventually } from "./Streams.ts"
 import { createEndpoint } from "./Webhooks.ts"
 
-/** `YYYY-MM-DD`, `days` from the real date (UTC): policies' dates in tests follow the day the tests run. */
-export const dateFromToday = (days: number) =>
-  new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10)
+const DAY_MS = 86_400_000
+const realClock = Clock.Clock.defaultValue()
+/** The last millisecond of the UTC day of the first reading of `dayClock`. */
+let dayEnd: number | undefined
+const dayNow = () => {
+  const now = realClock.currentTimeMillisUnsafe()
+  dayEnd ??= (Math.floor(now / DAY_MS) + 1) * DAY_MS - 1
+  return Math.min(now, dayEnd)
+}
+
+/**
+ * The wall clock of the lifecycle tests' services and of `dateFromToday`: the real one, held at the last
+ * millisecond of the day it was first read on once that day is over. A test running across midnight (UTC) and
+ * its service thus agree on "today", which the service reads from its `Clock`.
+ */
+export const dayClock: Clock.Clock = {
+  currentTimeMillisUnsafe: dayNow,
+  currentTimeMillis: Effect.sync(dayNow),
+  currentTimeNanosUnsafe: () => BigInt(dayNow()) * 1_000_000n,
+  currentTimeNanos: Effect.sync(() => BigInt(dayNow()) * 1_000_000n),
+  monotonicTimeNanosUnsafe: () => realClock.monotonicTimeNanosUnsafe(),
+  monotonicTimeNanos: realClock.monotonicTimeNanos,
+  sleep: (duration) => realClock.sleep(duration),
+}
+
+/** `YYYY-MM-DD`, `days` from `dayClock`'s date (UTC): policies' dates in tests follow the day the tests run. */
+export const dateFromToday = (days: number) => new Date(dayNow() + days * DAY_MS).toISOString().slice(0, 10)
+
+/** A service's references timed by `dayClock` (warnings and errors logged, as by default). */
+export const dayClockReferences = Layer.merge(
+  Layer.succeed(References.MinimumLogLevel, "Warn"),
+  Layer.succeed(Clock.Clock, dayClock),
+)
+
+/** `enrollmentService` timed by `dayClock`. */
+export const lifecycleService = (overrides: Record<string, string> = {}) =>
+  enrollmentService(overrides, dayClockReferences)
 
 export interface Delivered {
   readonly event: EventName
