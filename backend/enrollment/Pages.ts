@@ -87,8 +87,8 @@ const productOfPolicy = (product: NonNullable<JourneyView["policy"]>["productTyp
 /** What the coverage covers of the deposit, in the renter's words. */
 const coverageOfDeposit = (coverageCents: number, depositCents: number) =>
   coverageCents < depositCents
-    ? `Covers up to ${dollars(coverageCents)} of your ${dollars(depositCents)} deposit.`
-    : `Covers up to ${dollars(coverageCents)}, your whole ${dollars(depositCents)} deposit.`
+    ? `up to ${dollars(coverageCents)} of your ${dollars(depositCents)} deposit`
+    : `up to ${dollars(coverageCents)}, your whole ${dollars(depositCents)} deposit`
 
 /** Insurance is not a deposit: what the renter owes when the landlord claims. */
 const stillOwed = (issuer: IssuerConfigShape) =>
@@ -279,7 +279,7 @@ const offerChoices = (offers: ReadonlyArray<Offer>, depositCents: number): Reado
       return {
         value,
         label: option.cadence === "monthly" ? `${name}, paid monthly` : `${name}, paid once`,
-        hint: `${priceOf(option.premiumCents, option.cadence, option.payments)}. ${covers}`,
+        hint: `${priceOf(option.premiumCents, option.cadence, option.payments)}. Covers ${covers}.`,
       }
     }),
   )
@@ -389,7 +389,7 @@ const quoteRows = (
     ? { key: "Deposit", value: dollars(quote.coverageAmountCents) }
     : {
         key: "Covers",
-        value: coverageOfDeposit(quote.coverageAmountCents, view.lease.depositAmountCents),
+        value: `Up to ${coverageOfDeposit(quote.coverageAmountCents, view.lease.depositAmountCents).slice("up to ".length)}`,
       },
   { key: "Dates", value: `${longDate(quote.coverageStartDate)} to ${longDate(quote.coverageEndDate)}` },
   { key: "Price", value: priceOf(quote.premiumCents, quote.cadence, quote.payments) },

@@ -4,8 +4,16 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import type { BrowserContext, FrameLocator, Page } from "playwright-core"
 import { gatewayPort } from "../support/Auth.ts"
+import { accessibilityReport, assertAccessible } from "../support/Accessibility.ts"
 import { launchBrowser } from "../support/Browser.ts"
-import { anotherRenter, enrollableRenter, enrollmentService, type Renter } from "../support/Enrollment.ts"
+import {
+  anotherRenter,
+  enrollableRenter,
+  enrollmentService,
+  getPage,
+  pathOf,
+  type Renter,
+} from "../support/Enrollment.ts"
 import { freePort } from "../support/Net.ts"
 import { TEST_CARDS } from "../../backend/policies/Payments.ts"
 import { ENROLLMENT_HOST_NAME, type ParentSites, startParentSites } from "../support/ParentSites.ts"
@@ -233,6 +241,7 @@ describe("the renter's enrollment in headless Chromium", () => {
             await answerUnderwriting(frame, shot, "10000")
             await heading(frame, "We cannot offer this protection")
             await shot("declined")
+            await assertAccessible(page.frame({ url: /\/enrollment\// })!, "the framed declined page")
           })
           const messages = yield* promise(() => messagesOf(page))
           assert.deepStrictEqual(outcomes(messages), [{ origin: ENROLLMENT_ORIGIN, data: "declined" }])
@@ -357,6 +366,134 @@ describe("the renter's enrollment in headless Chromium", () => {
           yield* promise(() => page.close())
         }),
       )
+
+      it.effect("finds a page's accessibility problems when it has some (the check can fail)", () =>
+        Effect.gen(function* () {
+          const { browser } = yield* E2e
+          const page = yield* promise(() => browser.newPage())
+          const report = yield* promise(async () => {
+            await page.setContent(
+              `<html><body><img src="x.png"><p id="twice">a</p><p id="twice">b</p></body></html>`,
+            )
+            return accessibilityReport(page)
+          })
+          assert.deepStrictEqual(report.duplicateIds, ["twice"])
+          const rules = report.violations.map((violation) => violation.rule)
+          for (const rule of ["image-alt", "html-has-lang", "document-title"]) assert.include(rules, rule)
+          yield* promise(() => page.close())
+        }),
+      )
+
+      for (const width of [360, 1280]) {
+        it.effect(
+          `at ${width} px, every page has unique ids and no axe-core violation, and an expiry typed 1229 pays`,
+          () =>
+            Effect.gen(function* () {
+              const { browser } = yield* E2e
+              const { hostedEnrollmentUrl } = yield* renter(`p-e2e-pages-${width}`)
+              const page = yield* promise(() => browser.newPage())
+              const shot = screenshots(page, `pages-${width}`)
+              // A screenshot and the checks of the page as the renter sees it now.
+              const seen = async (step: string) => {
+                await shot(step)
+                await assertAccessible(page, `${width} px: ${step}`)
+              }
+              const alert = () => page.getByRole("alert").waitFor()
+              const pdfs: Array<string> = []
+              const continueButton = () => page.getByRole("button", { name: "Continue" }).click()
+              // Monthly on the phone, once on the desktop: both confirmations are seen.
+              const option =
+                width === 360 ? "Deposit insurance, paid monthly" : "Deposit insurance, paid once"
+              yield* promise(async () => {
+                await page.setViewportSize({ width, height: width === 360 ? 740 : 900 })
+                await page.goto(hostedEnrollmentUrl)
+                await heading(page, "Check your details")
+                await page.getByText("Step 1 of 4").waitFor()
+                await seen("details")
+                await page.getByLabel("Phone number").fill("")
+                await page.getByRole("button", { name: "Confirm and continue" }).click()
+                await alert()
+                await page.getByRole("alert").getByText("Enter your phone number").waitFor()
+                await seen("details-errors")
+                await page.getByLabel("Phone number").fill("5559876543")
+                await page.getByRole("button", { name: "Confirm and continue" }).click()
+
+                await heading(page, "Your income and employment")
+                await seen("underwriting")
+                await page.getByLabel("What is your yearly income before tax?").fill("")
+                await continueButton()
+                await alert()
+                await seen("underwriting-errors")
+                await answerUnderwriting(page, async () => {}, "95000")
+
+                await heading(page, "How do you want to protect your deposit?")
+                await seen("choose")
+                await page.getByRole("radio", { name: option }).check()
+                await continueButton()
+
+                await heading(page, "Your quote")
+                await seen("quote")
+                await page.getByRole("button", { name: /^Pay / }).click()
+                await alert()
+                await page.getByRole("alert").getByText("Enter your card number").waitFor()
+                await seen("quote-errors")
+                await pay(page, async () => {}, TEST_CARDS.decline)
+                await alert()
+                await page
+                  .getByRole("alert")
+                  .getByText(/pay with another card/)
+                  .waitFor()
+                await seen("card-declined")
+
+                await page.getByLabel("Card number").fill(TEST_CARDS.ok)
+                const expiry = page.getByLabel("Expiry date")
+                await expiry.fill("")
+                // Typed key by key, as on a phone's numeric keypad: the page writes the "/".
+                await expiry.pressSequentially("1229")
+                assert.strictEqual(await expiry.inputValue(), "12/29")
+                await page.getByLabel("Security code").fill("123")
+                await page.getByRole("button", { name: /^Pay / }).click()
+                await heading(page, "Your deposit is protected")
+                // The documents follow the payment: the page shows each PDF once they are stored.
+                const declaration = page.getByRole("link", { name: "Policy declaration (PDF)" })
+                for (let tries = 0; (await declaration.count()) === 0 && tries < 60; tries++) {
+                  await page.waitForTimeout(500)
+                  await page.reload()
+                }
+                await seen("completed")
+                if (width === 360) await page.getByText("Next payment").waitFor()
+                for (const name of ["Policy declaration (PDF)", "Certificate of coverage (PDF)"]) {
+                  pdfs.push((await page.getByRole("link", { name }).getAttribute("href"))!)
+                }
+
+                const elsewhere = {
+                  terms: ["/enrollment/terms/security_deposit_insurance", "Deposit insurance: terms"],
+                  "terms-index": ["/enrollment/terms", "Terms"],
+                  privacy: ["/enrollment/privacy", "Privacy notice"],
+                  root: ["/", "Page not found"],
+                  "unknown-document": [`/documents/${"a".repeat(43)}.zip`, "Page not found"],
+                } as const
+                for (const [step, [address, title]] of Object.entries(elsewhere)) {
+                  await page.goto(`${ENROLLMENT_ORIGIN}${address}`)
+                  await heading(page, title)
+                  await seen(step)
+                }
+                const wrong = new URL(hostedEnrollmentUrl)
+                wrong.searchParams.set("email", "someone.else@example.com")
+                await page.goto(wrong.href)
+                await heading(page, "This link is not valid")
+                await seen("link-not-valid")
+              })
+              assert.lengthOf(pdfs, 2)
+              for (const pdf of pdfs) {
+                const answer = yield* getPage(pathOf(new URL(pdf, ENROLLMENT_ORIGIN).href))
+                assert.strictEqual(answer.status, 200, pdf)
+                assert.strictEqual(answer.headers.get("content-type"), "application/pdf", pdf)
+              }
+              yield* promise(() => page.close())
+            }),
+        )
+      }
     },
   )
 })
