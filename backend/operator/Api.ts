@@ -124,7 +124,10 @@ export const BulkRetryRequest = Schema.Struct({
 })
 export type BulkRetryRequest = typeof BulkRetryRequest.Type
 export const BulkRetryAnswer = Schema.Struct({ bulk_retry: BulkRetry })
-export const BulkRetriesAnswer = Schema.Struct({ bulk_retries: Schema.Array(BulkRetry) })
+export const BulkRetriesAnswer = Schema.Struct({
+  bulk_retries: Schema.Array(BulkRetry),
+  next_cursor: NextCursor,
+})
 
 // Endpoints.
 

@@ -127,8 +127,15 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
       return toBulkRetry((yield* repo.get(id))!)
     })
 
-    const list = Effect.fn("BulkRetries.list")(function* () {
-      return (yield* repo.list(LISTED)).map(toBulkRetry)
+    /** A page of jobs newest first, with the id of the last one (the next page's cursor) when the page is full. */
+    const list = Effect.fn("BulkRetries.list")(function* (
+      page: { readonly before?: string | undefined; readonly limit: number } = { limit: LISTED },
+    ) {
+      const rows = yield* repo.list(page.before === undefined ? undefined : Number(page.before), page.limit)
+      return {
+        bulk_retries: rows.map(toBulkRetry),
+        lastId: rows.length === page.limit ? rows.at(-1)?.id : undefined,
+      }
     })
 
     const get = Effect.fn("BulkRetries.get")(function* (id: string | number) {

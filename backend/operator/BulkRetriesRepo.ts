@@ -74,10 +74,13 @@ export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
           )
           .pipe(Effect.map(one))
 
-      const list = (limit: number) =>
+      /** Jobs newest first, older than the job `before` when given (the list's cursor). */
+      const list = (before: number | undefined, limit: number) =>
         db.query(
           (sql) => sql<Array<BulkRetryRow>>`
-            select ${sql(COLUMNS)} from bulk_retries order by id desc limit ${limit}`,
+            select ${sql(COLUMNS)} from bulk_retries
+            ${before === undefined ? sql`` : sql`where id < ${before}`}
+            order by id desc limit ${limit}`,
         )
 
       /** Snapshot items at positions `first`, `first + 1`, ... */

@@ -175,15 +175,17 @@ export class OperatorRepo extends Context.Service<OperatorRepo>()("partner-servi
             filter.target === undefined ? undefined : sql`target = ${filter.target}`,
             filter.since === undefined ? undefined : sql`created_at >= ${filter.since}`,
             filter.until === undefined ? undefined : sql`created_at < ${filter.until}`,
-            filter.before === undefined ? undefined : sql`id < ${filter.before}`,
+            filter.before === undefined ? undefined : sql`audit_log.id < ${filter.before}::bigint`,
           ].filter((condition) => condition !== undefined)
           const where = conditions.reduce(
             (all, condition, i) => (i === 0 ? sql`where ${condition}` : sql`${all} and ${condition}`),
             sql``,
           )
+          // Ordered by the table's bigint id: a bare `id` here would name the selected text column, and "9" sorts
+          // after "17".
           return sql<Array<AuditRow>>`
-            select id::text, actor, channel, action, target, before, after, details, created_at
-            from audit_log ${where} order by id desc limit ${filter.limit}`
+            select audit_log.id::text as id, actor, channel, action, target, before, after, details, created_at
+            from audit_log ${where} order by audit_log.id desc limit ${filter.limit}`
         }),
 
       /** Owners whose slug or name starts with `prefix` (every owner without one), by slug. */

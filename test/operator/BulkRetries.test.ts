@@ -106,7 +106,7 @@ describe("bulk retries in the workers role", () => {
             [2, "delivered", 12],
           ])
           assert.strictEqual(receiver.received("/acme-bulk").length, 12)
-          assert.deepStrictEqual((yield* bulk.list()).map((j) => j.id).slice(0, 1), [job.id])
+          assert.deepStrictEqual((yield* bulk.list()).bulk_retries.map((j) => j.id).slice(0, 1), [job.id])
         }).pipe(Effect.scoped),
     )
   })

@@ -2,9 +2,11 @@ import { Effect } from "effect"
 import { json } from "../../platform/Http.ts"
 import { BulkRetries } from "../BulkRetries.ts"
 import { DeliveryActions } from "../DeliveryActions.ts"
+import { encodeCursor } from "./Cursor.ts"
+import { checkedQuery, queryReader } from "./Query.ts"
 import { actorOf, objectBody, route } from "./Route.ts"
 
-/** Bulk retries: starting one over a delivery filter, following and cancelling it. */
+/** Bulk retries: starting one over a delivery filter, the list newest first, following and cancelling one. */
 export const bulkRetryRoutes = [
   route("POST", "/api/bulk-retries", "operator", (request) =>
     Effect.gen(function* () {
@@ -17,9 +19,12 @@ export const bulkRetryRoutes = [
       return json(201, { bulk_retry: job })
     }),
   ),
-  route("GET", "/api/bulk-retries", "viewer", () =>
+  route("GET", "/api/bulk-retries", "viewer", (request) =>
     Effect.gen(function* () {
-      return json(200, { bulk_retries: yield* (yield* BulkRetries).list() })
+      const reader = queryReader(request.query)
+      const page = yield* checkedQuery(reader, { before: reader.cursor(), limit: reader.limit() })
+      const jobs = yield* (yield* BulkRetries).list(page)
+      return json(200, { bulk_retries: jobs.bulk_retries, next_cursor: encodeCursor(jobs.lastId) })
     }),
   ),
   route("GET", "/api/bulk-retries/:id", "viewer", (request) =>
