@@ -204,7 +204,8 @@ export const COMMANDS = {
     summary: "a policy with its documents link, billing, delinquencies and move-outs",
     details:
       'Prints {"policy" (as the webhooks carry it), "owner_slug", "policy_url" (the newest documents), "owner_today" ' +
-      "(the date the owner's policies live on: its test clock's in staging and development), insured_name, premises, " +
+      "(the date the owner's policies live on: its test clock's in staging and development), issued_on (that date " +
+      "when it was sold), insured_name, premises, " +
       "unit_name, policy_holder_name, cadence, premium_cents, payments, installments_billed, next_charge_on, " +
       'card_last4, cancellation_reason, "delinquencies", "move_outs"}.',
   },

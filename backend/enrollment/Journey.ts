@@ -1,4 +1,4 @@
-import { Clock, Context, DateTime, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import type { EnrollmentFacts } from "../prospects/Domain.ts"
 import { Enrollments } from "../prospects/Enrollments.ts"
@@ -70,10 +70,6 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
       const enrollments = yield* Enrollments
       const policies = yield* Policies
 
-      const today = Effect.map(Clock.currentTimeMillis, (millis) =>
-        DateTime.formatIsoDateUtc(DateTime.makeUnsafe(millis)),
-      )
-
       /** The prospect the link names, if the link may act on it; else LinkInvalid (with the reason, for logs). */
       const resolve = (link: JourneyLink) =>
         Effect.gen(function* () {
@@ -131,7 +127,8 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
             application?.outcome === "submitted"
               ? yield* policies.policyOfApplication(application.id)
               : undefined
-          const day = yield* today
+          // The owner's date: a test clock moved ahead issues, dates and bills the policy as of its date.
+          const day = yield* policies.todayOf(facts.owner.id)
           return {
             facts,
             enrollment,

@@ -301,6 +301,8 @@ export const PolicyDetail = Schema.Struct({
   owner_slug: Schema.String,
   policy_url: Schema.NullOr(Schema.String),
   owner_today: Schema.String,
+  /** The owner's date when the policy was sold (its test clock's in staging and development). */
+  issued_on: Schema.String,
   insured_name: Schema.NullOr(Schema.String),
   premises: Schema.NullOr(Schema.String),
   unit_name: Schema.NullOr(Schema.String),

@@ -96,10 +96,7 @@ export class Billing extends Context.Service<Billing>()("partner-service/policie
             policy.id,
             installment,
             installment < policy.payments
-              ? addMonths(
-                  billingAnchor(policy.coverage_start_date, policy.created_at.slice(0, 10)),
-                  installment,
-                )
+              ? addMonths(billingAnchor(policy.coverage_start_date, policy.issued_on), installment)
               : null,
           )
           const at = new Date(yield* Clock.currentTimeMillis)

@@ -98,6 +98,8 @@ export interface PolicyRow {
   readonly unit_name: string
   readonly policy_holder_name: string
   readonly next_charge_on: string | null
+  /** `YYYY-MM-DD`: the owner's date when the policy was sold (its test clock's outside production). */
+  readonly issued_on: string
   /** ISO 8601 UTC */
   readonly created_at: string
 }

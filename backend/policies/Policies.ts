@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
 import { IssuerConfig } from "./Config.ts"
 import { Db } from "../platform/Db.ts"
@@ -29,7 +29,9 @@ import {
 } from "./Events.ts"
 import { type Card, PaymentProvider } from "./Payments.ts"
 import { percentSavings, price } from "./Pricing.ts"
+import { LifecycleRepo } from "./LifecycleRepo.ts"
 import { PoliciesRepo } from "./Repo.ts"
+import { TestClocks } from "./TestClocks.ts"
 import { coverageOf, offersFor, type RenterAnswers, ruleFacts, underwrite } from "./Underwriting.ts"
 
 /** The object store bucket of policy archives (`<PREFIX>_POLICY_DOCUMENTS`); nothing in it is ever deleted. */
@@ -87,6 +89,7 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
     const objects = yield* ObjectStore
     const config = yield* AppConfig
     const issuer = yield* IssuerConfig
+    const clocks = yield* TestClocks
 
     const policyUrl = (objectName: string) =>
       `${config.enrollmentHost.replace(/\/+$/, "")}/documents/${objectName}`
@@ -215,6 +218,7 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
       const id = yield* repo.insertPolicy({
         number_prefix: NUMBER_PREFIX[productType],
         year: today.slice(0, 4),
+        issued_on: today,
         application_id: application.id,
         prospect_id: facts.prospect.id,
         owner_id: facts.owner.id,
@@ -279,7 +283,8 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
       if (docs === undefined) return "unknown" as const
       if (docs.status === "stored") return "duplicate" as const
       const policy = (yield* repo.findPolicy(request.policy_id))!
-      const issuedAt = new Date(yield* Clock.currentTimeMillis)
+      // On the owner's clock, as the policy was issued: a test clock's policy states the date it lives on.
+      const issuedAt = yield* clocks.nowOf(policy.owner_id)
       const archive = yield* Effect.promise(() =>
         documentArchive({
           policyNumber: policy.policy_number,
@@ -373,6 +378,11 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
     }
 
     return {
+      /**
+       * The date the journey runs on for an owner's renters: the owner's date (its test clock's in staging and
+       * development), so a policy bought with the clock moved is issued, dated and billed as of that date.
+       */
+      todayOf: clocks.todayOf,
       /** The products and prices the prospect can be offered `today`, on the renter's answers once given. */
       offersFor,
       ineligibility,
@@ -394,7 +404,13 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
 }) {
   static readonly layer = Layer.effect(Policies, Policies.make).pipe(
     Layer.provide(
-      Layer.mergeAll(PoliciesRepo.layer, PaymentProvider.layer, ObjectStore.layer, IssuerConfig.layer),
+      Layer.mergeAll(
+        PoliciesRepo.layer,
+        PaymentProvider.layer,
+        ObjectStore.layer,
+        IssuerConfig.layer,
+        TestClocks.layer.pipe(Layer.provide(LifecycleRepo.layer)),
+      ),
     ),
   )
 }

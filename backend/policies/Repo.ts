@@ -34,6 +34,7 @@ const selectPolicies = (sql: Sql, where: ReturnType<Sql>) => sql<Array<PolicyRow
          p.payment_method_id::text, m.last4 as card_last4, p.pms_type, p.pms_property_id, p.pms_unit_id,
          p.pms_resident_id, p.source_prospect_id, p.insured_name, p.premises, p.unit_name, p.policy_holder_name,
          to_char(p.next_charge_on, 'YYYY-MM-DD') as next_charge_on,
+         to_char(p.issued_on, 'YYYY-MM-DD') as issued_on,
          to_char(p.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as created_at
   from policies p
   join owners o on o.id = p.owner_id

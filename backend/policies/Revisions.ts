@@ -167,10 +167,7 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
             next_charge_on: cancels
               ? null
               : startMoved && policy.next_charge_on !== null
-                ? addMonths(
-                    billingAnchor(changes.start, policy.created_at.slice(0, 10)),
-                    lifecycle.installments_billed,
-                  )
+                ? addMonths(billingAnchor(changes.start, policy.issued_on), lifecycle.installments_billed)
                 : policy.next_charge_on,
             canceled_at: cancels ? new Date(yield* Clock.currentTimeMillis) : null,
           }
@@ -269,6 +266,7 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
         owner_slug: policy.owner_slug,
         policy_url: (yield* policies.documentsUrlOf(id)) ?? null,
         owner_today: yield* clocks.todayOf(policy.owner_id),
+        issued_on: policy.issued_on,
         insured_name: policy.insured_name,
         premises: policy.premises,
         unit_name: policy.unit_name,

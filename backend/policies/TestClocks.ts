@@ -8,6 +8,8 @@ import { LifecycleRepo } from "./LifecycleRepo.ts"
 
 const decodeAdvance = decodeFields(TestClockAdvance)
 
+const DAY_MS = 86_400_000
+
 /** An owner's clock may run at most a hundred years ahead. */
 const MAX_OFFSET_DAYS = 36_500
 
@@ -32,6 +34,11 @@ export class TestClocks extends Context.Service<TestClocks>()("partner-service/p
     /** The date an owner's policies live on now. */
     const todayOf = Effect.fn("TestClocks.todayOf")(function* (ownerId: string) {
       return addDays(yield* realToday, yield* offsetOf(ownerId))
+    })
+
+    /** The instant on the owner's clock: now, as many days ahead as its clock runs (the date documents state). */
+    const nowOf = Effect.fn("TestClocks.nowOf")(function* (ownerId: string) {
+      return new Date((yield* Clock.currentTimeMillis) + (yield* offsetOf(ownerId)) * DAY_MS)
     })
 
     const view = (offset: number, today: string): TestClock => ({
@@ -80,7 +87,7 @@ export class TestClocks extends Context.Service<TestClocks>()("partner-service/p
       return view(offset, yield* realToday)
     })
 
-    return { enabled, realToday, todayOf, show, advance }
+    return { enabled, realToday, todayOf, nowOf, show, advance }
   }),
 }) {
   static readonly layer = Layer.effect(TestClocks, TestClocks.make)

@@ -1,5 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { lifecyclePass } from "../../backend/policies/LifecycleJob.ts"
+import { addMonths } from "../../backend/policies/Policies.ts"
 import { TestClocks } from "../../backend/policies/TestClocks.ts"
 import { authEnv, authService, createClient, gatewayPort, httpRequest, obtainToken } from "../support/Auth.ts"
 import {
@@ -17,6 +19,7 @@ import { ENROLLMENT_HOST, prospectPartner, provisionedOwner } from "../support/P
 import type { Json } from "../support/PublishedApi.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import { query } from "../support/Roster.ts"
+import { eventually } from "../support/Streams.ts"
 import { PRODUCTION } from "../support/TestPlatform.ts"
 
 const clockRequest = (token: string, slug: string, method: "GET" | "POST", body?: string) =>
@@ -74,6 +77,64 @@ layer(development.layer, { excludeTestServices: true, timeout: 180_000 })((it) =
           "policy.expired",
         )
       }).pipe(Effect.scoped),
+    )
+
+    it.effect(
+      "a policy bought through the journey 40 days ahead on the owner's clock is issued, active and billed as of that date",
+      () =>
+        Effect.gen(function* () {
+          const receiver = yield* startReceiver
+          const owner = yield* lifecycleOwner(receiver, "clock-journey", "journey", "/journey")
+          assert.strictEqual((yield* advanceClock(owner, 40)).today, dateFromToday(40))
+          const ownerToday = dateFromToday(40)
+          // The coverage starts in 20 real days: on the real date the policy would be upcoming and its monthly
+          // premiums would count from the start; on the owner's date the coverage began 20 days before the sale.
+          const lease = { lease_start_date: dateFromToday(20), lease_end_date: dateFromToday(400) }
+          const walk = { product: "security_deposit_insurance", cadence: "monthly" } as const
+          const policy = yield* issuePolicy(owner, "renter-ahead", walk, lease)
+          assert.strictEqual(policy.status, "active")
+          assert.strictEqual(policy.nextChargeOn, addMonths(ownerToday, 1))
+          assert.match(policy.policyNumber, new RegExp(`^SDI-${ownerToday.slice(0, 4)}-\\d{6}$`))
+          const shown = yield* showPolicy(policy.policyNumber)
+          assert.deepInclude(shown, {
+            issued_on: ownerToday,
+            owner_today: ownerToday,
+            next_charge_on: addMonths(ownerToday, 1),
+            installments_billed: 1,
+          })
+          const created = yield* awaitDeliveries(receiver, "/journey", (r) =>
+            r.some((d) => d.event === "policy.created"),
+          )
+          assert.deepInclude(created.find((d) => d.event === "policy.created")!.payload, {
+            id: policy.id,
+            status: "active",
+            coverage_start_date: lease.lease_start_date,
+          })
+
+          // 15 days on: past a month after the coverage start, not yet a month after the sale. A pass of the
+          // lifecycle job run here, after the advance, charges nothing.
+          yield* advanceClock(owner, 15)
+          yield* lifecyclePass
+          assert.strictEqual((yield* showPolicy(policy.policyNumber)).installments_billed, 1)
+
+          // 16 more: a month after the sale has passed on the owner's clock, and the second premium is charged.
+          yield* advanceClock(owner, 16)
+          const billed = yield* eventually(showPolicy(policy.policyNumber), (s) => s.installments_billed === 2)
+          assert.strictEqual(billed.next_charge_on, addMonths(ownerToday, 2))
+          const charges = yield* query(
+            (sql) => sql<Array<{ kind: string; amount_cents: string; status: string }>>`
+              select c.kind, c.amount_cents::text, c.status from charges c
+              join policies p on p.id = c.policy_id
+              where p.policy_number = ${policy.policyNumber} order by c.id`,
+          )
+          assert.deepStrictEqual(
+            charges.map((c) => [c.kind, Number(c.amount_cents), c.status]),
+            [
+              ["initial", Number(billed.premium_cents), "succeeded"],
+              ["monthly", Number(billed.premium_cents), "succeeded"],
+            ],
+          )
+        }).pipe(Effect.scoped),
     )
 
     it.effect(
