@@ -261,6 +261,7 @@ describe("the renter's forms", () => {
           assert.match(answer.text, /<title>Page not found - /)
           assert.match(answer.text, /<main class="main" id="main">/)
         }
+        assert.strictEqual((yield* getPage("/healthz")).status, 200, "the catch-all leaves health alone")
       }),
     )
 
