@@ -13,7 +13,7 @@ import { formTokenValid, issueFormToken, postedFromThisHost } from "./FormToken.
 import { Journey, type JourneyShape } from "./Journey.ts"
 import { Policies } from "../policies/Policies.ts"
 import { privacyPage, termsIndexPage, termsPage } from "./Terms.ts"
-import { type EnrollmentLink, followedRedirect, linkPath, parseLink } from "./Link.ts"
+import { type EnrollmentLink, followedRedirect, linkPath, pagePath, parseLink } from "./Link.ts"
 import {
   badRequestPage,
   formRefusedPage,
@@ -24,18 +24,21 @@ import {
 } from "./Notices.ts"
 import { journeyPage, parseChoice } from "./Pages.ts"
 import { assetHeaders, type Framing, pageHeaders } from "./SecurityHeaders.ts"
+import { isStepPage, nextPage, openPages, pageOfForm, pageOfStep, type StepPage } from "./StepPages.ts"
 import { IssuerConfig, type IssuerConfigShape, PaymentsConfig } from "../policies/Config.ts"
 
 /**
- * The enrollment host's routes: the renter's pages of an enrollment link (GET shows the step the renter is on,
- * POST answers it and redirects back), the pages' own CSS and script, the terms and the privacy notice, the
- * policy documents, the neutral page for anything else under `/enrollment/` and a "not found" page for the
- * rest of the host.
+ * The enrollment host's routes: the renter's pages of an enrollment link, each at its own address (the link itself
+ * redirects to the page of the step the renter is on; GET of a page shows it once the renter reached it, with the
+ * answers given; POST answers its form and redirects to the next page), the pages' own CSS and script, the terms
+ * and the privacy notice, the policy documents, the neutral page for anything else under `/enrollment/` and a
+ * "not found" page for the rest of the host.
  */
 
 type Services = Journey | Policies | Roster | AppConfig | PaymentsConfig | IssuerConfig | Crypto
 
 const LINK_PATH = "/enrollment/:flow/:owner_slug/:source/:source_prospect_id"
+const PAGE_PATH = `${LINK_PATH}/:page`
 
 const htmlResponse = (status: number, body: string, headers: Record<string, string>) =>
   new FastResponse(body, { status, headers })
@@ -111,7 +114,9 @@ const renderView = (
   framing: Framing,
   options: {
     readonly status: number
-    readonly changingChoice: boolean
+    readonly page: StepPage
+    /** The page the renter came from to change an answer (the check of their answers). */
+    readonly returnTo?: StepPage | undefined
     readonly submitted?: URLSearchParams
   },
 ) =>
@@ -122,12 +127,14 @@ const renderView = (
     const continueUrl = followedRedirect(link, { redirectDomains: view.redirectDomains })
     const body = journeyPage(view, {
       linkPath: linkPath(link),
+      page: options.page,
+      pagePath: (page, returnTo) => pagePath(link, page, returnTo),
+      returnTo: options.returnTo,
       formToken: issueFormToken(crypto.mac, link, now),
       parentOrigins: framing.flow === "embedded" ? framing.frameAncestors : [],
       continueUrl,
       testCards: (yield* PaymentsConfig).provider === "test" ? testCards : [],
       issuer: yield* IssuerConfig,
-      changingChoice: options.changingChoice,
       submitted: options.submitted,
     })
     const headers = pageHeaders(framing, {
@@ -170,14 +177,33 @@ const asRenterPage = <R>(effect: Effect.Effect<Response, PayloadTooLarge | BadRe
     }),
   )
 
+/** `?return=check`: the renter came from the check of their answers to change one. */
+const returnOf = (query: URLSearchParams): StepPage | undefined =>
+  query.get("return") === "check" ? "check" : undefined
+
+/**
+ * The link redirects to the page of the step the renter is on; a page shows itself once the renter reached it
+ * (earlier pages with the answers given), else redirects to the step's page (a journey that ended, to its end).
+ */
 const show = (request: HttpRequest) =>
   Effect.gen(function* () {
     const framing = yield* framingOf(request.params)
     const link = parseLink(request.params, request.query)
-    if (link === undefined) return yield* neutral(framing)
-    const changingChoice = request.query.get("change") === "choice"
+    const asked = request.params.page
+    if (link === undefined || (asked !== undefined && !isStepPage(asked))) return yield* neutral(framing)
     return yield* Journey.use((journey) => journey.open(journeyLink(link), preselectionOf(link))).pipe(
-      Effect.flatMap((view) => renderView(view, link, framing, { status: 200, changingChoice })),
+      Effect.flatMap((view) => {
+        const open = openPages(view.step)
+        if (asked === undefined || !open.includes(asked)) {
+          return Effect.succeed(seeOther(pagePath(link, pageOfStep[view.step])))
+        }
+        const returnTo = returnOf(request.query)
+        return renderView(view, link, framing, {
+          status: 200,
+          page: asked,
+          returnTo: returnTo !== undefined && open.includes(returnTo) ? returnTo : undefined,
+        })
+      }),
       // The journey has logged why; the renter learns nothing of it.
       Effect.catchTag("LinkInvalid", () => neutral(framing)),
     )
@@ -240,19 +266,25 @@ const submit = (request: HttpRequest) =>
       return yield* noticeResponse(403, (issuer) => formRefusedPage(issuer, linkPath(link)), framing)
     }
     const step = form.get("step")
+    const answered = pageOfForm(step)
+    const returnTo = returnOf(request.query)
     return yield* Journey.use((journey) => answer(journey, journeyLink(link), step, form)).pipe(
       Effect.flatMap((view) => {
-        if (view.error !== undefined) {
+        const open = openPages(view.step)
+        if (view.error !== undefined && answered !== undefined && open.includes(answered)) {
           return renderView(view, link, framing, {
             status: 422,
-            changingChoice: view.step === "quote" && step === "choose",
+            page: answered,
+            returnTo: returnTo !== undefined && open.includes(returnTo) ? returnTo : undefined,
             submitted: resubmittable(form),
           })
         }
-        const continueUrl = followedRedirect(link, { redirectDomains: view.redirectDomains })
-        // The expedited flow returns the renter to the partner as soon as the enrollment completes.
-        const location = view.step === "completed" && continueUrl !== undefined ? continueUrl : linkPath(link)
-        return Effect.succeed(seeOther(location))
+        // On to the next page (back to the check of the answers when the renter came from it), when the journey
+        // allows it; else to the page of the step it is on (new answers that changed the offers: the choice). The
+        // expedited flow's end is our own confirmation too, which then links to the partner.
+        const wanted = returnTo ?? (answered === undefined ? undefined : nextPage(answered))
+        const page = wanted !== undefined && open.includes(wanted) ? wanted : pageOfStep[view.step]
+        return Effect.succeed(seeOther(pagePath(link, page)))
       }),
       // The journey has logged why; the renter learns nothing of it.
       Effect.catchTag("LinkInvalid", () => neutral(framing)),
@@ -362,12 +394,14 @@ export const enrollmentRoutes: ReadonlyArray<Route<Services>> = [
   ...documentRoutes,
   ...(
     [
-      ["GET", show],
-      ["POST", submit],
+      ["GET", show, LINK_PATH],
+      ["POST", submit, LINK_PATH],
+      ["GET", show, PAGE_PATH],
+      ["POST", submit, PAGE_PATH],
     ] as const
-  ).map(([method, answer]): Route<Services> => ({
+  ).map(([method, answer, path]): Route<Services> => ({
     method,
-    path: LINK_PATH,
+    path,
     access: "public",
     answerRefusedAddress: () => asRenterPage(neutral(noFraming)),
     handle: (request) => asRenterPage(answer(request)),

@@ -1,6 +1,7 @@
 import { FIELD_LIMITS } from "../contract/FieldLimits.ts"
 import { hasControlCharacter } from "../platform/Text.ts"
 import { type EnrollmentFlow, redirectAllowed, type Source } from "../prospects/Sources.ts"
+import type { StepPage } from "./StepPages.ts"
 
 /**
  * An enrollment link as the renter opened it: `/enrollment/<flow>/<owner_slug>/<source>/<source_prospect_id>`
@@ -87,4 +88,13 @@ export const linkPath = (link: EnrollmentLink) => {
     `/enrollment/${link.flow}/${encodeURIComponent(link.ownerSlug)}/${encodeURIComponent(link.source)}/` +
     `${encodeURIComponent(link.sourceProspectId)}?${query}`
   )
+}
+
+/**
+ * The address of one of the link's pages: the link's path with the page's name, and its query; `returnTo` names
+ * the page the renter came from to change an answer, where its form then leads back.
+ */
+export const pagePath = (link: EnrollmentLink, page: StepPage, returnTo?: StepPage) => {
+  const [path, query] = linkPath(link).split("?", 2) as [string, string]
+  return `${path}/${page}?${query}${returnTo === undefined ? "" : `&return=${returnTo}`}`
 }

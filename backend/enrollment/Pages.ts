@@ -4,6 +4,7 @@ import { documentFileNames, type ProductType } from "../policies/Domain.ts"
 import type { JourneyStep, JourneyView, Offer } from "./Domain.ts"
 import { html, type SafeHtml } from "./Html.ts"
 import { EXPIRY_EXAMPLE, INCOME_EXAMPLE, PHONE_EXAMPLE } from "./Inputs.ts"
+import { previousPage, type StepPage } from "./StepPages.ts"
 import {
   button,
   checkbox,
@@ -33,8 +34,12 @@ export interface PageContext {
   readonly continueUrl: string | undefined
   /** Test cards to show on the payment form (development and staging only). */
   readonly testCards: ReadonlyArray<{ readonly number: string; readonly outcome: string }>
-  /** The renter asked to choose another product on the quote step. */
-  readonly changingChoice: boolean
+  /** The page shown. */
+  readonly page: StepPage
+  /** The address of another page of the link; `returnTo` is where its form then leads back. */
+  readonly pagePath: (page: StepPage, returnTo?: StepPage) => string
+  /** The page the renter came from to change an answer, where Back and the form lead back to. */
+  readonly returnTo: StepPage | undefined
   /** What the renter just sent, shown again beside the errors. */
   readonly submitted: URLSearchParams | undefined
   /** The insurer and the contact the pages name. */
@@ -154,6 +159,14 @@ const addressOf = (view: JourneyView): SafeHtml => {
     ${address.zip}`
 }
 
+/** GOV.UK's Back link: to the page before this one, or to the check of the answers the renter came from. */
+const backLink = (context: PageContext) => {
+  const previous = context.returnTo ?? previousPage(context.page)
+  return previous === undefined
+    ? undefined
+    : html`<a class="back-link" href="${context.pagePath(previous)}">Back</a>`
+}
+
 const detailsPage = (view: JourneyView, context: PageContext, errors: ReadonlyArray<FieldError>) =>
   journeyPageOf(context, "details", {
     title: "Check your details",
@@ -201,7 +214,8 @@ const underwritingPage = (view: JourneyView, context: PageContext, errors: Reado
   return journeyPageOf(context, "underwriting", {
     title: "Your income and employment",
     errors,
-    body: html`<h1>Your income and employment</h1>
+    body: html`${backLink(context)}
+      <h1>Your income and employment</h1>
       <p>We use these answers to decide which ways of protecting your deposit we can offer you.</p>
       ${form({
         token: context.formToken,
@@ -338,7 +352,8 @@ const choosePage = (view: JourneyView, context: PageContext, errors: ReadonlyArr
   return journeyPageOf(context, "choose", {
     title: "How do you want to protect your deposit?",
     errors,
-    body: html`${view.refused === undefined ? undefined : refusalNotice(view.refused)}${form({
+    body: html`${backLink(context)}
+    ${view.refused === undefined ? undefined : refusalNotice(view.refused)}${form({
       token: context.formToken,
       step: "choose",
       body: [
@@ -411,9 +426,10 @@ const quotePage = (view: JourneyView, context: PageContext, errors: ReadonlyArra
   return journeyPageOf(context, "quote", {
     title: "Your quote",
     errors,
-    body: html`<h1>Your quote</h1>
+    body: html`${backLink(context)}
+      <h1>Your quote</h1>
       ${summaryList(quoteRows(view, quote, context.issuer))}
-      <p><a href="${context.linkPath}&amp;change=choice">Choose a different option</a></p>
+      <p><a href="${context.pagePath("choose", "check")}">Choose a different option</a></p>
       <h2>Pay ${due} now</h2>
       ${agreement(quote, context.issuer)}
       ${
@@ -487,6 +503,82 @@ const quotePage = (view: JourneyView, context: PageContext, errors: ReadonlyArra
           button(`Pay ${due}`),
         ],
       })}`,
+  })
+}
+
+/** A summary row with GOV.UK's Change link, which names what it changes for screen readers. */
+interface AnswerRow {
+  readonly key: string
+  readonly value: string | SafeHtml
+  readonly change: string
+  readonly href: string
+}
+
+const answerList = (id: string, rows: ReadonlyArray<AnswerRow>) =>
+  html`<dl class="summary-list" id="${id}">
+    ${rows.map(
+      (row) =>
+        html`<div class="summary-list__row">
+          <dt class="summary-list__key">${row.key}</dt>
+          <dd class="summary-list__value">${row.value}</dd>
+          <dd class="summary-list__actions">
+            <a href="${row.href}">Change<span class="visually-hidden"> ${row.change}</span></a>
+          </dd>
+        </div>`,
+    )}
+  </dl>`
+
+/**
+ * Every answer before paying (GOV.UK's "check your answers"): each one's Change link opens its page, whose form
+ * leads back here; new income or employment answers lead to the choice instead, as the offers follow them.
+ */
+const checkPage = (view: JourneyView, context: PageContext) => {
+  const quote = view.quote!
+  const change = (page: StepPage) => context.pagePath(page, "check")
+  const { yearlyIncome, employmentStatus, hasSsn } = view.answers
+  const price =
+    quote.cadence === "monthly"
+      ? `Monthly: ${dollars(quote.premiumCents)} a month, ${quote.payments} payments`
+      : `Upfront: ${dollars(quote.premiumCents)}, paid once`
+  return journeyPageOf(context, "quote", {
+    title: "Check your answers before paying",
+    body: html`${backLink(context)}
+      <h1>Check your answers before paying</h1>
+      <h2>Your details</h2>
+      ${answerList("answers-details", [
+        { key: "Phone number", value: view.renter.phone, change: "phone number", href: change("details") },
+      ])}
+      <h2>Your income and employment</h2>
+      ${answerList("answers-income", [
+        {
+          key: "Yearly income before tax",
+          value: yearlyIncome === null ? "" : dollars(yearlyIncome * 100),
+          change: "yearly income",
+          href: change("income"),
+        },
+        {
+          key: "Employment status",
+          value: employmentStatus === null ? "" : employmentLabels[employmentStatus],
+          change: "employment status",
+          href: change("income"),
+        },
+        {
+          key: "Social Security number",
+          value: hasSsn === true ? "I have one" : "I do not have one",
+          change: "whether you have a Social Security number",
+          href: change("income"),
+        },
+      ])}
+      <h2>Your deposit protection</h2>
+      ${answerList("answers-protection", [
+        { key: "Product", value: productNames[quote.product], change: "product", href: change("choose") },
+        { key: "Payment plan", value: price, change: "payment plan", href: change("choose") },
+      ])}
+      ${summaryList([
+        { key: "Covers up to", value: dollars(quote.coverageAmountCents) },
+        { key: "Cover", value: `${longDate(quote.coverageStartDate)} to ${longDate(quote.coverageEndDate)}` },
+      ])}
+      <p><a class="button" href="${context.pagePath("pay")}">Continue to payment</a></p>`,
   })
 }
 
@@ -582,18 +674,23 @@ const blockedPage = (view: JourneyView, context: PageContext) =>
       ${continueLink(context)}`,
   })
 
-/** The page of the step the renter is on, with the errors of what they just sent. */
+/**
+ * The page `context.page` (one the renter has reached: the HTTP layer checks), with the errors of what they just
+ * sent.
+ */
 export const journeyPage = (view: JourneyView, context: PageContext): string => {
   const errors = errorsOf(view)
-  switch (view.step) {
+  switch (context.page) {
     case "details":
       return detailsPage(view, context, errors)
-    case "underwriting":
+    case "income":
       return underwritingPage(view, context, errors)
     case "choose":
       return choosePage(view, context, errors)
-    case "quote":
-      return context.changingChoice ? choosePage(view, context, errors) : quotePage(view, context, errors)
+    case "check":
+      return checkPage(view, context)
+    case "pay":
+      return quotePage(view, context, errors)
     case "completed":
       return completedPage(view, context)
     case "declined":

@@ -17,6 +17,7 @@ import {
 import { freePort } from "../support/Net.ts"
 import { TEST_CARDS } from "../../backend/policies/Payments.ts"
 import { ENROLLMENT_HOST_NAME, type ParentSites, startParentSites } from "../support/ParentSites.ts"
+import { awaitProspect, completeProspect, postProspect } from "../support/Prospects.ts"
 
 const SCREENSHOTS = path.join(process.cwd(), ".data", "screenshots", "enrollment")
 
@@ -118,6 +119,12 @@ const choose = async (surface: Surface, shot: Shot, option: string) => {
   await surface.getByRole("button", { name: "Continue" }).click()
 }
 
+const checkAnswers = async (surface: Surface, shot: Shot) => {
+  await heading(surface, "Check your answers before paying")
+  await shot("check")
+  await surface.getByRole("link", { name: "Continue to payment" }).click()
+}
+
 const pay = async (surface: Surface, shot: Shot, cardNumber: string) => {
   await heading(surface, "Your quote")
   await surface.getByLabel("Card number").fill(cardNumber)
@@ -188,6 +195,9 @@ const focused = (page: Page) =>
 
 const OPTION = "Deposit insurance, paid once"
 
+/** A phone's width and a desktop's. */
+const WIDTHS = [360, 1280] as const
+
 describe("the renter's enrollment in headless Chromium", () => {
   layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 300_000 })(
     (it) => {
@@ -203,6 +213,7 @@ describe("the renter's enrollment in headless Chromium", () => {
             await confirmDetails(frame, shot)
             await answerUnderwriting(frame, shot, "95000")
             await choose(frame, shot, OPTION)
+            await checkAnswers(frame, shot)
             // A declined card keeps the renter on the quote, with the error at the top.
             await pay(frame, shot, TEST_CARDS.decline)
             await frame
@@ -330,7 +341,14 @@ describe("the renter's enrollment in headless Chromium", () => {
             assert.strictEqual(await focused(page), "yearly-income")
             await answerUnderwriting(page, shot, "95000")
             await choose(page, shot, OPTION)
+            await checkAnswers(page, shot)
             await pay(page, shot, TEST_CARDS.ok)
+            // Our confirmation first: the policy number, what is covered, the documents; then the partner's page.
+            await heading(page, "Your deposit is protected")
+            await page.getByText(/^SDI-\d{4}-\d{6}$/).waitFor()
+            await shot("completed")
+            assert.notInclude(sites.visits(), back, "the renter has not left yet")
+            await page.getByRole("link", { name: `Continue to ${PARTNER}` }).click()
             await page.waitForURL(back, { timeout: 30_000 })
             await heading(page, "Back at the partner")
             await shot("returned")
@@ -353,6 +371,7 @@ describe("the renter's enrollment in headless Chromium", () => {
             await confirmDetails(page, shot)
             await answerUnderwriting(page, shot, "95000")
             await choose(page, shot, OPTION)
+            await checkAnswers(page, shot)
             await pay(page, shot, TEST_CARDS.ok)
             await heading(page, "Your deposit is protected")
             await shot("completed")
@@ -431,6 +450,10 @@ describe("the renter's enrollment in headless Chromium", () => {
                 await page.getByRole("radio", { name: option }).check()
                 await continueButton()
 
+                await heading(page, "Check your answers before paying")
+                await seen("check")
+                await page.getByRole("link", { name: "Continue to payment" }).click()
+
                 await heading(page, "Your quote")
                 await seen("quote")
                 await page.getByRole("button", { name: /^Pay / }).click()
@@ -492,6 +515,173 @@ describe("the renter's enrollment in headless Chromium", () => {
               }
               yield* promise(() => page.close())
             }),
+        )
+      }
+
+      for (const width of WIDTHS) {
+        it.effect(`sells a renter with a low income every product it offers, at ${width} px`, () =>
+          Effect.gen(function* () {
+            const { browser } = yield* E2e
+            const offered = yield* promise(async () => {
+              const page = await browser.newPage()
+              await page.setViewportSize({ width, height: 800 })
+              return page
+            })
+            const first = yield* renter(`p-e2e-low-${width}-0`)
+            const options = yield* promise(async () => {
+              const shot = screenshots(offered, `low-income-${width}`)
+              await offered.goto(first.enrollmentUrl)
+              await confirmDetails(offered, shot)
+              await answerUnderwriting(offered, shot, "10000")
+              await heading(offered, "How do you want to protect your deposit?")
+              await shot("choose")
+              return offered
+                .getByRole("radio")
+                .evaluateAll((radios) =>
+                  radios.map((radio) =>
+                    (
+                      radio as unknown as { readonly labels: Array<{ textContent: string }> }
+                    ).labels[0]!.textContent.trim(),
+                  ),
+                )
+            })
+            assert.isNotEmpty(options)
+            assert.notMatch(options.join(" | "), /insurance|guarantee/i, "only what $10,000 a year passes")
+            yield* promise(() => offered.close())
+            for (const [n, option] of options.entries()) {
+              const { enrollmentUrl } = yield* renter(`p-e2e-low-${width}-${n + 1}`)
+              const page = yield* promise(() => browser.newPage())
+              yield* promise(async () => {
+                const shot = screenshots(page, `low-income-${width}-${n + 1}`)
+                await page.setViewportSize({ width, height: 800 })
+                await page.goto(enrollmentUrl)
+                await confirmDetails(page, shot)
+                await answerUnderwriting(page, shot, "10000")
+                await choose(page, shot, option)
+                await checkAnswers(page, shot)
+                await pay(page, shot, TEST_CARDS.ok)
+                await heading(page, "Your deposit is protected")
+                await shot("completed")
+                await page.close()
+              })
+            }
+          }),
+        )
+
+        it.effect(
+          `returns the renter to the choice when a product is refused after choosing, at ${width} px`,
+          () =>
+            Effect.gen(function* () {
+              const { browser, first } = yield* E2e
+              const id = `p-e2e-refused-${width}`
+              const email = `${id}@example.com`
+              const { enrollmentUrl } = yield* renter(id, { email })
+              const page = yield* promise(() => browser.newPage())
+              const shot = screenshots(page, `refused-${width}`)
+              yield* promise(async () => {
+                await page.setViewportSize({ width, height: 800 })
+                await page.goto(enrollmentUrl)
+                await confirmDetails(page, shot)
+                await answerUnderwriting(page, shot, "95000")
+                await heading(page, "How do you want to protect your deposit?")
+              })
+              // The partner's screening result turns to denied after the renter answered.
+              yield* postProspect(
+                first.partner,
+                first.slug,
+                completeProspect(first.source, id, { email, screening_result: "denied" }),
+              )
+              yield* awaitProspect(
+                first.partner,
+                first.slug,
+                first.source,
+                id,
+                (p) => ((p.sdi_ineligibility_reasons as Array<string> | undefined) ?? []).length > 0,
+              )
+              yield* promise(async () => {
+                await choose(page, shot, OPTION)
+                await heading(page, "How do you want to protect your deposit?")
+                await page.getByText(/We cannot offer you deposit insurance after all/).waitFor()
+                await page.getByText(/rental screening/).waitFor()
+                await shot("refused")
+                await assertAccessible(page, `${width} px: refused`)
+                assert.strictEqual(await page.getByRole("radio", { name: /Deposit insurance/ }).count(), 0)
+                const remaining = await page.getByRole("radio").count()
+                assert.isAbove(remaining, 0, "the other offers stay")
+                await page.getByRole("radio").first().check()
+                await page.getByRole("button", { name: "Continue" }).click()
+                await checkAnswers(page, shot)
+                await pay(page, shot, TEST_CARDS.ok)
+                await heading(page, "Your deposit is protected")
+                await shot("completed")
+                await page.close()
+              })
+            }),
+        )
+
+        it.effect(`goes Back and changes answers from the check of the answers, at ${width} px`, () =>
+          Effect.gen(function* () {
+            const { browser } = yield* E2e
+            const { enrollmentUrl } = yield* renter(`p-e2e-back-${width}`)
+            const page = yield* promise(() => browser.newPage())
+            const shot = screenshots(page, `back-${width}`)
+            yield* promise(async () => {
+              await page.setViewportSize({ width, height: 800 })
+              await page.goto(enrollmentUrl)
+              await heading(page, "Check your details")
+              await page.getByLabel("Phone number").fill("5551112222")
+              await confirmDetails(page, shot)
+              await answerUnderwriting(page, shot, "95000")
+              await heading(page, "How do you want to protect your deposit?")
+              // The browser's Back: the income page, with the answers given.
+              await page.goBack()
+              await heading(page, "Your income and employment")
+              assert.strictEqual(
+                await page.getByLabel("What is your yearly income before tax?").inputValue(),
+                "95000",
+              )
+              assert.isTrue(await page.getByRole("radio", { name: "Employed", exact: true }).isChecked())
+              await shot("browser-back")
+              // The page's Back link: the details, with the corrected phone.
+              await page.getByRole("link", { name: "Back", exact: true }).click()
+              await heading(page, "Check your details")
+              assert.strictEqual(await page.getByLabel("Phone number").inputValue(), "5551112222")
+              await shot("back-link")
+              await assertAccessible(page, `${width} px: details after Back`)
+              await confirmDetails(page, shot)
+              await heading(page, "Your income and employment")
+              assert.strictEqual(
+                await page.getByLabel("What is your yearly income before tax?").inputValue(),
+                "95000",
+              )
+              await page.getByRole("button", { name: "Continue" }).click()
+              await choose(page, shot, OPTION)
+              await heading(page, "Check your answers before paying")
+              const answers = await page.locator("main").innerText()
+              assert.include(answers, "5551112222")
+              assert.include(answers, "$95,000")
+              assert.strictEqual(await page.getByRole("link", { name: /^Change/ }).count(), 6)
+              await shot("check")
+              await assertAccessible(page, `${width} px: check`)
+              // A lower income from the check of the answers: the offers follow it.
+              await page.getByRole("link", { name: "Change yearly income" }).click()
+              await heading(page, "Your income and employment")
+              await page.getByLabel("What is your yearly income before tax?").fill("10000")
+              await shot("change-income")
+              await page.getByRole("button", { name: "Continue" }).click()
+              await heading(page, "How do you want to protect your deposit?")
+              assert.strictEqual(await page.getByRole("radio", { name: /Deposit insurance/ }).count(), 0)
+              await shot("offers-followed")
+              await page.getByRole("radio").first().check()
+              await page.getByRole("button", { name: "Continue" }).click()
+              await heading(page, "Check your answers before paying")
+              assert.include(await page.locator("main").innerText(), "$10,000")
+              await checkAnswers(page, shot)
+              await pay(page, shot, TEST_CARDS.ok)
+              await heading(page, "Your deposit is protected")
+              await page.close()
+            })
+          }),
         )
       }
     },

@@ -30,6 +30,12 @@ const UP_TO_QUOTE: ReadonlyArray<Record<string, string>> = [
   { step: "choose", choice: "security_deposit_insurance:upfront" },
 ]
 
+/** The address of one of the link's pages (`/details`, `/income`, `/choose`, `/check`, `/pay`, ...). */
+const pageOf = (link: string, page: string, extra = "") => {
+  const [path, query] = link.split("?", 2)
+  return `${path}/${page}?${query}${extra}`
+}
+
 /** Every step answered by posting the page's own forms, up to and including the payment; its answer. */
 const enrollByForms = (link: string) =>
   Effect.gen(function* () {
@@ -37,8 +43,9 @@ const enrollByForms = (link: string) =>
       const answer = yield* postForm(link, fields)
       assert.strictEqual(answer.status, 303, `${fields.step}: ${answer.text}`)
     }
-    assert.strictEqual(headingOf(yield* getPage(link)), "Your quote")
-    return yield* postForm(link, {
+    assert.strictEqual(headingOf(yield* getPage(link)), "Check your answers before paying")
+    assert.strictEqual(headingOf(yield* getPage(pageOf(link, "pay"))), "Your quote")
+    return yield* postForm(pageOf(link, "pay"), {
       step: "quote",
       card_number: TEST_CARDS.ok,
       expiry: "12/30",
@@ -58,14 +65,18 @@ describe("the renter's forms", () => {
         const token = formTokenOf(details)
         const sent = yield* postForm(link, { step: "details", phone: "5559876543" }, { token })
         assert.strictEqual(sent.status, 303)
-        assert.strictEqual(sent.headers.get("location"), link)
+        assert.strictEqual(sent.headers.get("location"), pageOf(link, "income"))
         assert.strictEqual(headingOf(yield* getPage(link)), "Your income and employment")
 
-        // The same form again (a double click, a back button): nothing changes and the renter stays where they are.
+        // The same form again (a double click, a back button): the renter is on the next page, once.
         const again = yield* postForm(link, { step: "details", phone: "5550000000" }, { token })
         assert.strictEqual(again.status, 303)
+        assert.strictEqual(again.headers.get("location"), pageOf(link, "income"))
         const now = yield* getPage(link)
         assert.strictEqual(headingOf(now), "Your income and employment")
+        // A page the renter has not reached yet leads to the one they are on.
+        const ahead = yield* getPage(pageOf(link, "pay"))
+        assert.strictEqual(headingOf(ahead), "Your income and employment")
       }),
     )
 
@@ -134,9 +145,18 @@ describe("the renter's forms", () => {
           const back = "https://shop.partner.example/enrolled?ref=42"
           const returning = new URL(renter.hostedEnrollmentUrl)
           returning.searchParams.set("redirect_url", back)
-          const paid = yield* enrollByForms(pathOf(returning.href))
+          const returningLink = pathOf(returning.href)
+          const paid = yield* enrollByForms(returningLink)
+          // Our confirmation first, with the policy number, then a button to the partner's page.
           assert.strictEqual(paid.status, 303)
-          assert.strictEqual(paid.headers.get("location"), back)
+          assert.strictEqual(paid.headers.get("location"), pageOf(returningLink, "completed"))
+          const confirmed = yield* getPage(returningLink)
+          assert.strictEqual(headingOf(confirmed), "Your deposit is protected")
+          assert.match(confirmed.text, /SDI-\d{4}-\d{6}/)
+          assert.include(
+            confirmed.text,
+            `<a class="button" href="${back.replace("&", "&amp;")}">Continue to shop.partner.example</a>`,
+          )
 
           const other = yield* anotherRenter(renter, "p-forms-redirect-2", { email: "other@example.com" })
           const elsewhere = new URL(other.hostedEnrollmentUrl)
@@ -144,7 +164,7 @@ describe("the renter's forms", () => {
           const link = pathOf(elsewhere.href)
           const stayed = yield* enrollByForms(link)
           assert.strictEqual(stayed.status, 303)
-          assert.strictEqual(stayed.headers.get("location"), link, "back to the link, not the other domain")
+          assert.strictEqual(stayed.headers.get("location"), pageOf(link, "completed"))
           const completed = yield* getPage(link)
           assert.strictEqual(headingOf(completed), "Your deposit is protected")
           assert.notInclude(completed.text, "attacker.test")
@@ -156,21 +176,21 @@ describe("the renter's forms", () => {
         const renter = yield* enrollableRenter("forms-rechoose")
         const link = pathOf(renter.enrollmentUrl)
         for (const fields of UP_TO_QUOTE) assert.strictEqual((yield* postForm(link, fields)).status, 303)
-        const quote = yield* getPage(link)
+        const quote = yield* getPage(pageOf(link, "pay"))
         assert.strictEqual(headingOf(quote), "Your quote")
         assert.include(quote.text, "paid once")
 
-        const changing = yield* getPage(`${link}&change=choice`)
+        const changing = yield* getPage(pageOf(link, "choose", "&return=check"))
         assert.strictEqual(headingOf(changing), "How do you want to protect your deposit?")
         assert.match(changing.text, /value="security_deposit_insurance:upfront"\s+checked/)
-        const chosen = yield* postForm(`${link}&change=choice`, {
+        const chosen = yield* postForm(pageOf(link, "choose", "&return=check"), {
           step: "choose",
           choice: "security_deposit_insurance:monthly",
         })
         assert.strictEqual(chosen.status, 303)
-        assert.strictEqual(chosen.headers.get("location"), link)
+        assert.strictEqual(chosen.headers.get("location"), pageOf(link, "check"))
         const requoted = yield* getPage(link)
-        assert.strictEqual(headingOf(requoted), "Your quote")
+        assert.strictEqual(headingOf(requoted), "Check your answers before paying")
         assert.include(requoted.text, "a month")
       }),
     )

@@ -165,9 +165,21 @@ export const pathOf = (url: string) => {
   return `${parsed.pathname}${parsed.search}`
 }
 
-/** `GET path` on the enrollment host. */
+/**
+ * `GET path` on the enrollment host, following its redirects on the host as a browser would (a link redirects to
+ * the page of the renter's step); a redirect elsewhere is the answer.
+ */
 export const getPage = (path: string) =>
-  Effect.flatMap(gatewayPort("enrollment"), (port) => httpRequest(port, path, { redirect: "manual" }))
+  Effect.gen(function* () {
+    const port = yield* gatewayPort("enrollment")
+    let answer = yield* httpRequest(port, path, { redirect: "manual" })
+    for (let hops = 0; hops < 5 && answer.status === 303; hops++) {
+      const location = answer.headers.get("location") ?? ""
+      if (!location.startsWith("/enrollment/")) break
+      answer = yield* httpRequest(port, location, { redirect: "manual" })
+    }
+    return answer
+  })
 
 /** The CSRF token of a page's form. */
 export const formTokenOf = (page: Answer) => /name="csrf_token" value="([^"]+)"/.exec(page.text)?.[1] ?? ""
