@@ -15,6 +15,8 @@ import {
   type Renter,
 } from "../support/Enrollment.ts"
 import { freePort } from "../support/Net.ts"
+import { PROPERTY } from "../support/Prospects.ts"
+import { postBatch } from "../support/Roster.ts"
 import { TEST_CARDS } from "../../backend/policies/Payments.ts"
 import { ENROLLMENT_HOST_NAME, type ParentSites, startParentSites } from "../support/ParentSites.ts"
 import { awaitProspect, completeProspect, postProspect } from "../support/Prospects.ts"
@@ -506,6 +508,29 @@ describe("the renter's enrollment in headless Chromium", () => {
                 await page.goto(wrong.href)
                 await heading(page, "This link is not valid")
                 await seen("link-not-valid")
+              })
+              // The terminal pages that end without a policy: nothing left to offer, and a building that left.
+              const declined = yield* renter(`p-e2e-pages-declined-${width}`, { deposit_amount_cents: 0 })
+              yield* promise(async () => {
+                await page.goto(declined.hostedEnrollmentUrl)
+                await heading(page, "Check your details")
+                await page.getByRole("button", { name: "Confirm and continue" }).click()
+                await answerUnderwriting(page, async () => {}, "10000")
+                await heading(page, "We cannot offer this protection")
+                await seen("declined")
+              })
+              const leaving = yield* enrollableRenter(`e2e-pages-blocked-${width}`, { flow: "expedited" })
+              yield* promise(async () => {
+                await page.goto(leaving.hostedEnrollmentUrl)
+                await heading(page, "Check your details")
+                await page.getByRole("button", { name: "Confirm and continue" }).click()
+                await heading(page, "Your income and employment")
+              })
+              yield* postBatch(leaving.partner, leaving.slug, "properties", [{ ...PROPERTY, active: false }])
+              yield* promise(async () => {
+                await page.reload()
+                await heading(page, "You cannot continue online")
+                await seen("blocked")
               })
               assert.lengthOf(pdfs, 2)
               for (const pdf of pdfs) {
