@@ -53,9 +53,10 @@ const TERMS: ReadonlyArray<Terms> = [
     name: "Deposit insurance",
     body: (issuer) =>
       html`<p>
-          Deposit insurance is an insurance policy issued by ${issuer.insurerName}. It takes the place of a
-          cash security deposit for the lease it names: your landlord is covered up to the coverage amount on
-          your policy declaration, from the start of your lease to its end.
+          Deposit insurance (security deposit insurance, as your policy documents call it) is an insurance
+          policy issued by ${issuer.insurerName}. It takes the place of a cash security deposit for the lease
+          it names: your landlord is covered up to the coverage amount on your policy declaration, from the
+          start of your lease to its end.
         </p>
         <h2>What is covered</h2>
         <p>
