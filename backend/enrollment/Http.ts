@@ -137,10 +137,7 @@ const renderView = (
       issuer: yield* IssuerConfig,
       submitted: options.submitted,
     })
-    const headers = pageHeaders(framing, {
-      https: config.enrollmentHost.startsWith("https:"),
-      formTargets: continueUrl === undefined ? [] : [new URL(continueUrl).origin],
-    })
+    const headers = pageHeaders(framing, { https: config.enrollmentHost.startsWith("https:") })
     return htmlResponse(options.status, body, headers)
   })
 

@@ -21,14 +21,14 @@ export const frameAncestorsSources = (framing: Framing) => {
 }
 
 /**
- * Headers of every renter page. Nothing loads from elsewhere (the CSS and script are our own), forms post only
- * to this host (and, on an expedited link, to the allowed `redirect_url`'s origin, which the completing form's
- * redirect reaches), no page is cached (they show personal data), and the link (which carries the renter's
- * email) never leaves in a Referer while same-origin form posts keep their Origin for the CSRF check.
+ * Headers of every renter page. Nothing loads from elsewhere (the CSS and script are our own), forms post and
+ * redirect only to this host (the expedited flow's `redirect_url` is a link on the confirmation), no page is
+ * cached (they show personal data), and the link (which carries the renter's email) never leaves in a Referer
+ * while same-origin form posts keep their Origin for the CSRF check.
  */
 export const pageHeaders = (
   framing: Framing,
-  options: { readonly formTargets?: ReadonlyArray<string>; readonly https: boolean },
+  options: { readonly https: boolean },
 ): Record<string, string> => {
   const ancestors = frameAncestorsSources(framing)
   const policy = [
@@ -36,7 +36,7 @@ export const pageHeaders = (
     "script-src 'self'",
     "style-src 'self'",
     "img-src 'self'",
-    `form-action 'self'${(options.formTargets ?? []).map((origin) => ` ${origin}`).join("")}`,
+    "form-action 'self'",
     "base-uri 'none'",
     `frame-ancestors ${ancestors}`,
   ].join("; ")

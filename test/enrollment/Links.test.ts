@@ -7,6 +7,7 @@ import {
   getPage,
   headingOf,
   pathOf,
+  postForm,
 } from "../support/Enrollment.ts"
 import { ENROLLMENT_HOST, postProspect } from "../support/Prospects.ts"
 
@@ -143,24 +144,44 @@ describe("enrollment links", () => {
       }),
     )
 
-    it.effect("lets an expedited page send the renter only to an allowlisted redirect_url", () =>
+    it.effect("lets an expedited journey's end link the renter only to an allowlisted redirect_url", () =>
       Effect.gen(function* () {
-        const renter = yield* enrollableRenter("links-redirect", { redirectDomains: ["partner.example"] })
-        const formActionFor = (url: string, redirectUrl: string) =>
+        // No deposit and a low income: the journey ends (declined) after two answers, and its end page links on.
+        const renter = yield* enrollableRenter("links-redirect", {
+          redirectDomains: ["partner.example"],
+          prospect: { deposit_amount_cents: 0 },
+        })
+        const hosted = pathOf(renter.hostedEnrollmentUrl)
+        assert.strictEqual((yield* postForm(hosted, { step: "details", phone: "5559876543" })).status, 303)
+        const answered = yield* postForm(hosted, {
+          step: "underwriting",
+          yearly_income: "10000",
+          employment_status: "employed",
+          has_ssn: "yes",
+          terms_accepted: "yes",
+        })
+        assert.strictEqual(answered.status, 303)
+        const continueFor = (url: string, redirectUrl: string) =>
           Effect.map(getPage(withRedirect(url, redirectUrl)), (page) => {
             assert.strictEqual(page.status, 200, redirectUrl)
-            return /(?:^|;\s*)form-action ([^;]*)/.exec(
+            assert.strictEqual(headingOf(page), "We cannot offer this protection", redirectUrl)
+            // Forms post and redirect to this host alone, whatever the link carries.
+            assert.match(
               page.headers.get("content-security-policy") ?? "",
-            )?.[1]
+              /form-action 'self';/,
+              redirectUrl,
+            )
+            const link = /<a class="button" href="([^"]*)">Continue to ([^<]*)<\/a>/.exec(page.text)
+            return link === null ? undefined : { href: link[1]!.replaceAll("&amp;", "&"), host: link[2] }
           })
         const allowed = {
-          "https://partner.example/return": "'self' https://partner.example",
-          "https://app.partner.example:8443/done?x=1": "'self' https://app.partner.example:8443",
+          "https://partner.example/return": "partner.example",
+          "https://app.partner.example:8443/done?x=1&y=2": "app.partner.example:8443",
         }
-        for (const [redirectUrl, formAction] of Object.entries(allowed)) {
-          assert.strictEqual(
-            yield* formActionFor(renter.hostedEnrollmentUrl, redirectUrl),
-            formAction,
+        for (const [redirectUrl, host] of Object.entries(allowed)) {
+          assert.deepStrictEqual(
+            yield* continueFor(renter.hostedEnrollmentUrl, redirectUrl),
+            { href: redirectUrl, host },
             redirectUrl,
           )
         }
@@ -175,16 +196,11 @@ describe("enrollment links", () => {
           "not a url",
         ]
         for (const redirectUrl of ignored) {
-          assert.strictEqual(
-            yield* formActionFor(renter.hostedEnrollmentUrl, redirectUrl),
-            "'self'",
-            redirectUrl,
-          )
+          assert.isUndefined(yield* continueFor(renter.hostedEnrollmentUrl, redirectUrl), redirectUrl)
         }
-        // An embedded link never redirects, whatever it carries.
-        assert.strictEqual(
-          yield* formActionFor(renter.enrollmentUrl, "https://partner.example/return"),
-          "'self'",
+        // An embedded link never leads elsewhere, whatever it carries.
+        assert.isUndefined(
+          yield* continueFor(renter.enrollmentUrl, "https://partner.example/return"),
           "embedded",
         )
       }),
