@@ -4,6 +4,7 @@
 //
 //   node infra/bootstrap.mjs start|test|bench|cli [args...]   ensure everything, then run the target
 //   node infra/bootstrap.mjs faults [args...]                 the fault suite: dependencies and its own servers' binaries
+//   node infra/bootstrap.mjs mutation [args...]               mutation testing (StrykerJS, stryker.config.mjs)
 //   node infra/bootstrap.mjs install                          install dependencies (npm ci) on the pinned Node
 //   node infra/bootstrap.mjs services                         ensure both servers, print their URLs as JSON
 //   node infra/bootstrap.mjs stop                             stop the project-local servers of the data folder
@@ -48,6 +49,12 @@ const TARGETS = {
   start: (args) => ["backend/main.ts", ...args],
   test: (args) => ["node_modules/vitest/vitest.mjs", "run", ...args],
   faults: (args) => ["node_modules/vitest/vitest.mjs", "run", "--config", "vitest.faults.config.ts", ...args],
+  mutation: (args) => [
+    "node_modules/@stryker-mutator/core/bin/stryker.js",
+    "run",
+    "stryker.config.mjs",
+    ...args,
+  ],
   bench: (args) => ["test/bench/main.ts", ...args],
   cli: (args) => ["backend/cli/Cli.ts", ...args],
 }
@@ -566,7 +573,9 @@ export async function main([command, ...args]) {
     return 0
   }
   if (command !== "services" && !TARGETS[command]) {
-    say("usage: node infra/bootstrap.mjs start|test|faults|bench|cli|install|services|stop [args...]")
+    say(
+      "usage: node infra/bootstrap.mjs start|test|faults|mutation|bench|cli|install|services|stop [args...]",
+    )
     return 2
   }
   quiet = command === "cli"

@@ -121,7 +121,7 @@ const refusal = (host: string, address: string) =>
   )
 
 /** DNS resolution that refuses the host if any of its addresses is internal, and hands back the addresses checked. */
-const guardedLookup: LookupFunction = (hostname, options, callback) => {
+export const guardedLookup: LookupFunction = (hostname, options, callback) => {
   const resolved = (error: NodeJS.ErrnoException | null, addresses: Array<LookupAddress>) => {
     if (error) return callback(error, "", 0)
     const forbidden = addresses.find((a) => isForbiddenAddress(a.address))
