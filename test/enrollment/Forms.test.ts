@@ -167,6 +167,10 @@ describe("the renter's forms", () => {
           assert.strictEqual(stayed.headers.get("location"), pageOf(link, "completed"))
           const completed = yield* getPage(link)
           assert.strictEqual(headingOf(completed), "Your deposit is protected")
+          // Back to the payment once paid: the journey's end again, never the card form.
+          const paidAgain = yield* getPage(pageOf(link, "pay"))
+          assert.strictEqual(headingOf(paidAgain), "Your deposit is protected")
+          assert.notInclude(paidAgain.text, 'name="card_number"')
           assert.notInclude(completed.text, "attacker.test")
         }),
     )
