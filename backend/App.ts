@@ -23,6 +23,7 @@ import { PlatformLayer } from "./Infrastructure.ts"
 import { documentActor } from "./policies/Consumer.ts"
 import { lifecycleLayer } from "./policies/Lifecycle.ts"
 import { lifecycleJobLayer } from "./policies/LifecycleJob.ts"
+import { stagingResetJobLayer } from "./policies/StagingResetJob.ts"
 import type { MoveOuts } from "./policies/MoveOuts.ts"
 import { moveOutRoutes } from "./policies/MoveOutsHttp.ts"
 import { operatorApiRoutes } from "./operator/http/ApiRoutes.ts"
@@ -32,7 +33,7 @@ import { Operators } from "./operator/Operators.ts"
 import { policyRoutes } from "./operator/http/PolicyRoutes.ts"
 import { Sessions } from "./operator/Sessions.ts"
 import type { Billing } from "./policies/Billing.ts"
-import { IssuerConfig, PaymentsConfig } from "./policies/Config.ts"
+import { IssuerConfig, PaymentsConfig, StagingConfig } from "./policies/Config.ts"
 import { Policies } from "./policies/Policies.ts"
 import type { Revisions } from "./policies/Revisions.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
@@ -145,6 +146,8 @@ export const appLayer = (config: AppConfigShape) => {
         BulkRetries.runnerLayer,
         Health.pruneLayer,
         Retention.sweepLayer,
+        // Staging keeps its promise of being reset periodically; other environments never reset anything.
+        ...(config.serviceEnv === "staging" ? [stagingResetJobLayer] : []),
       ]
     : []
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, ...workers).pipe(
@@ -171,7 +174,13 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(PlatformLayer),
     // The contexts' settings first, so a bad one fails the start before anything connects.
     Layer.provideMerge(
-      Layer.mergeAll(WebhookConfig.layer, PaymentsConfig.layer, IssuerConfig.layer, IngestConfig.layer),
+      Layer.mergeAll(
+        WebhookConfig.layer,
+        PaymentsConfig.layer,
+        IssuerConfig.layer,
+        StagingConfig.layer,
+        IngestConfig.layer,
+      ),
     ),
     Layer.provide(Layer.succeed(AppConfig, config)),
   )

@@ -1,5 +1,13 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { AppConfig, ConfigInvalid, oneOf, type ServiceEnv, setting, url } from "../platform/Config.ts"
+import {
+  AppConfig,
+  ConfigInvalid,
+  integer,
+  oneOf,
+  type ServiceEnv,
+  setting,
+  url,
+} from "../platform/Config.ts"
 import { hasControlCharacter } from "../platform/Text.ts"
 
 /**
@@ -150,4 +158,22 @@ export class IssuerConfig extends Context.Service<IssuerConfig, IssuerConfigShap
     IssuerConfig,
     Effect.flatMap(Effect.service(AppConfig), (config) => loadIssuerConfig(config.serviceEnv)),
   )
+}
+
+/** Staging's scheduled reset (README: `STAGING_RESET_DAYS`); read everywhere, used only with `SERVICE_ENV=staging`. */
+export interface StagingConfigShape {
+  /** Days after its last change a renter is reset: its prospect removed, its policies canceled. */
+  readonly resetDays: number
+}
+
+export const loadStagingConfig = Effect.map(
+  setting("STAGING_RESET_DAYS", "a whole number of days from 1 to 3650", integer(1, 3650), () => 30),
+  (resetDays): StagingConfigShape => ({ resetDays }),
+)
+
+export class StagingConfig extends Context.Service<StagingConfig, StagingConfigShape>()(
+  "partner-service/policies/StagingConfig",
+) {
+  /** Read from the settings `AppConfig` was read from (its layer brings their provider). */
+  static readonly layer = Layer.effect(StagingConfig, loadStagingConfig)
 }

@@ -3,9 +3,12 @@ import { Db } from "../platform/Db.ts"
 import { Roster } from "../roster/Roster.ts"
 import { ProspectNotFound } from "./Domain.ts"
 import { ProspectsRepo } from "./Repo.ts"
-import { StagingRepo } from "./StagingRepo.ts"
+import { type IdleProspect, StagingRepo } from "./StagingRepo.ts"
 
-/** Staging only: removing test prospects so partners can send their identifiers again. */
+/**
+ * Staging only: removing test prospects so partners can send their identifiers again, on a partner's request or
+ * when nobody changed them for `STAGING_RESET_DAYS` (the scheduled reset, `policies/StagingResetJob.ts`).
+ */
 export class StagingResets extends Context.Service<StagingResets>()(
   "partner-service/prospects/StagingResets",
   {
@@ -62,7 +65,33 @@ export class StagingResets extends Context.Service<StagingResets>()(
         )
       })
 
-      return { resetTestResident, resetByEmail }
+      /**
+       * Staging's scheduled reset of one renter, in the caller's transaction (or its own): under the prospect's
+       * lock, removes it if nobody changed it since `before`. Its id and the ids of its policies (detached, for
+       * the caller to cancel in the same transaction), or undefined when it changed or went meanwhile.
+       */
+      const resetIdle = Effect.fn("StagingResets.resetIdle")(function* (
+        prospect: IdleProspect,
+        before: Date,
+      ) {
+        return yield* db.transaction(
+          Effect.gen(function* () {
+            yield* repo.lock(prospect.source, prospect.source_prospect_id)
+            const { ids, policyIds } = yield* staging.deleteIdle(prospect.id, before)
+            return ids.length === 0 ? undefined : { prospectId: ids[0]!, policyIds }
+          }),
+        )
+      })
+
+      return {
+        resetTestResident,
+        resetByEmail,
+        resetIdle,
+        /** The scheduled reset's candidates: prospects unchanged since `before`, least recently changed first. */
+        idleSince: staging.idleSince,
+        /** When the least recently changed prospect was last changed (the next reset falls due after it). */
+        oldestChange: staging.oldestChange,
+      }
     }),
   },
 ) {
