@@ -11,7 +11,8 @@ import {
 } from "./LifecycleDomain.ts"
 import { LifecycleRepo } from "./LifecycleRepo.ts"
 import { PaymentProvider } from "./Payments.ts"
-import { addMonths, billingAnchor } from "./Policies.ts"
+import { addMonths } from "./Policies.ts"
+import { billingAnchor } from "./Pricing.ts"
 import { PoliciesRepo } from "./Repo.ts"
 import { TestClocks } from "./TestClocks.ts"
 

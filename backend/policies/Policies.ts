@@ -28,7 +28,7 @@ import {
   policyEvent,
 } from "./Events.ts"
 import { type Card, PaymentProvider } from "./Payments.ts"
-import { percentSavings, price } from "./Pricing.ts"
+import { billingAnchor, percentSavings, price } from "./Pricing.ts"
 import { LifecycleRepo } from "./LifecycleRepo.ts"
 import { PoliciesRepo } from "./Repo.ts"
 import { TestClocks } from "./TestClocks.ts"
@@ -56,13 +56,6 @@ export const addMonths = (date: string, months: number) => {
   first.setUTCDate(Math.min(d, last))
   return first.toISOString().slice(0, 10)
 }
-
-/**
- * The day monthly premiums count from: the coverage start, or the day the policy was issued when its coverage
- * had already begun (premium n is due n - 1 months after it; nothing is charged for months before the sale).
- */
-export const billingAnchor = (coverageStart: string, issuedOn: string) =>
-  coverageStart > issuedOn ? coverageStart : issuedOn
 
 /** A policy is `upcoming` until its coverage starts, then `active`. */
 export const statusOn = (today: string, start: string): PolicyStatus =>
@@ -106,7 +99,7 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
       const coverage = coverageOf(product, rules)
       const start = facts.prospect.leaseStartDate ?? today
       const end = facts.prospect.leaseEndDate ?? today
-      const asked = price(product, cadence, coverage, { start, end })
+      const asked = price(product, cadence, coverage, { start, end }, today)
       const created = yield* repo.insertApplication({
         prospect_id: facts.prospect.id,
         owner_id: facts.owner.id,

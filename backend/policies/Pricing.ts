@@ -42,23 +42,32 @@ export const coverageMonths = (start: string, end: string) => {
   return Math.max(1, (ey - sy) * 12 + (em - sm) + (ed >= sd ? 1 : 0))
 }
 
+/**
+ * The day monthly premiums count from: the coverage start, or the day the policy was issued when its coverage
+ * had already begun (premium n is due n - 1 months after it; nothing is charged for months before the sale).
+ */
+export const billingAnchor = (coverageStart: string, issuedOn: string) =>
+  coverageStart > issuedOn ? coverageStart : issuedOn
+
 export interface Price {
   readonly cadence: Cadence
   /** Per payment: the whole premium upfront, one month's on a monthly cadence, the deposit for a cash deposit. */
   readonly premiumCents: number
-  /** How many payments: 1 upfront, the months of coverage monthly. */
+  /** How many payments: 1 upfront; monthly, the months of coverage from the billing anchor on. */
   readonly payments: number
 }
 
 /**
- * What `product` costs on `cadence` for `coverageCents` over the lease; undefined when the product is not paid that
- * way (a cash deposit is paid upfront only).
+ * What `product` costs on `cadence` for `coverageCents` over the lease, bought on `today`; undefined when the
+ * product is not paid that way (a cash deposit is paid upfront only). Bought after the lease began, a monthly
+ * plan has a payment for each month still to come, not for the months before the sale.
  */
 export const price = (
   product: ProductType,
   cadence: Cadence,
   coverageCents: number,
   lease: { readonly start: string; readonly end: string },
+  today: string,
 ): Price | undefined => {
   if (product === "cash_deposit") {
     return cadence === "upfront" ? { cadence, premiumCents: coverageCents, payments: 1 } : undefined
@@ -73,7 +82,7 @@ export const price = (
     : {
         cadence,
         premiumCents: Math.max(rate(coverageCents, rule.monthlyRateBasisPoints), rule.monthlyMinimumCents),
-        payments: coverageMonths(lease.start, lease.end),
+        payments: coverageMonths(billingAnchor(lease.start, today), lease.end),
       }
 }
 

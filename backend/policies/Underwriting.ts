@@ -97,7 +97,7 @@ export const offersFor = (
       ...versionOf(product),
       coverageAmountCents: coverage,
       cadences: cadencesOf(product).map((cadence) => {
-        const { premiumCents, payments } = price(product, cadence, coverage, lease)!
+        const { premiumCents, payments } = price(product, cadence, coverage, lease, today)!
         return { cadence, premiumCents, payments }
       }),
     }
@@ -127,10 +127,13 @@ export const underwrite = (
     : ["guarantor_coverage_not_requested"]
   if (failing.length > 0) return { accepted: false, rules: failing }
   const coverage = coverageOf(product, rules)
-  const priced = price(product, cadence, coverage, {
-    start: facts.prospect.leaseStartDate ?? today,
-    end: facts.prospect.leaseEndDate ?? today,
-  })
+  const priced = price(
+    product,
+    cadence,
+    coverage,
+    { start: facts.prospect.leaseStartDate ?? today, end: facts.prospect.leaseEndDate ?? today },
+    today,
+  )
   if (priced === undefined) return { accepted: false, rules: ["cadence_not_offered"] }
   return {
     accepted: true,

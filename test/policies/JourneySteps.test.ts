@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import type { JourneyLink, JourneyView, LinkInvalid } from "../../backend/enrollment/Domain.ts"
 import { Journey } from "../../backend/enrollment/Journey.ts"
 import { TEST_CARDS } from "../../backend/policies/Payments.ts"
+import { billingAnchor, coverageMonths } from "../../backend/policies/Pricing.ts"
 import { enrollmentService, linkOf } from "../support/Enrollment.ts"
 import { captureLogs } from "../support/Logs.ts"
 import {
@@ -267,7 +268,16 @@ layer(service.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
         })
         assert.notStrictEqual(second.quote!.applicationId, first.quote!.applicationId)
         assert.strictEqual(second.quote!.premiumCents, 1_000)
-        assert.strictEqual(second.quote!.payments, 12)
+        // A payment for each month of the lease (February 1st 2026 to January 31st 2027) from the quote's day on.
+        const [quoted] = yield* query(
+          (sql) => sql<Array<{ on: string }>>`
+            select (created_at at time zone 'UTC')::date::text as on from policy_applications
+            where source_prospect_id = 'rechoose-1' order by id desc limit 1`,
+        )
+        assert.strictEqual(
+          second.quote!.payments,
+          coverageMonths(billingAnchor("2026-02-01", quoted!.on), "2027-01-31"),
+        )
         const statuses = yield* query(
           (sql) => sql<Array<{ status: string; outcome: string }>>`
             select status, outcome from policy_applications where source_prospect_id = 'rechoose-1' order by id`,

@@ -75,31 +75,38 @@ describe("the pricing table", () => {
       monthlyRateBasisPoints: 50,
       monthlyMinimumCents: 500,
     })
-    expect(price("security_deposit_insurance", "upfront", 200_000, LEASE)).toEqual({
+    expect(price("security_deposit_insurance", "upfront", 200_000, LEASE, TODAY)).toEqual({
       cadence: "upfront",
       premiumCents: 10_000,
       payments: 1,
     })
-    expect(price("security_deposit_insurance", "monthly", 200_000, LEASE)).toEqual({
+    expect(price("security_deposit_insurance", "monthly", 200_000, LEASE, TODAY)).toEqual({
       cadence: "monthly",
       premiumCents: 1_000,
       payments: 12,
     })
-    expect(price("security_deposit_insurance", "upfront", 50_000, LEASE)!.premiumCents).toBe(5_000)
-    expect(price("security_deposit_insurance", "monthly", 50_000, LEASE)!.premiumCents).toBe(500)
-    expect(price("renter_guarantee_insurance", "upfront", 200_000, LEASE)!.premiumCents).toBe(16_000)
-    expect(price("renter_guarantee_insurance", "monthly", 200_000, LEASE)!.premiumCents).toBe(1_600)
-    expect(price("renter_guarantee_insurance", "upfront", 10_000, LEASE)!.premiumCents).toBe(10_000)
-    expect(price("security_deposit_insurance", "upfront", 200_001, LEASE)!.premiumCents).toBe(10_001)
+    expect(price("security_deposit_insurance", "upfront", 50_000, LEASE, TODAY)!.premiumCents).toBe(5_000)
+    expect(price("security_deposit_insurance", "monthly", 50_000, LEASE, TODAY)!.premiumCents).toBe(500)
+    expect(price("renter_guarantee_insurance", "upfront", 200_000, LEASE, TODAY)!.premiumCents).toBe(16_000)
+    expect(price("renter_guarantee_insurance", "monthly", 200_000, LEASE, TODAY)!.premiumCents).toBe(1_600)
+    expect(price("renter_guarantee_insurance", "upfront", 10_000, LEASE, TODAY)!.premiumCents).toBe(10_000)
+    expect(price("security_deposit_insurance", "upfront", 200_001, LEASE, TODAY)!.premiumCents).toBe(10_001)
   })
 
   it("takes a cash deposit upfront only, for exactly the deposit", () => {
-    expect(price("cash_deposit", "upfront", 250_000, LEASE)).toEqual({
+    expect(price("cash_deposit", "upfront", 250_000, LEASE, TODAY)).toEqual({
       cadence: "upfront",
       premiumCents: 250_000,
       payments: 1,
     })
-    expect(price("cash_deposit", "monthly", 250_000, LEASE)).toBeUndefined()
+    expect(price("cash_deposit", "monthly", 250_000, LEASE, TODAY)).toBeUndefined()
+  })
+
+  it("charges a monthly plan bought after the lease began for the months still to come", () => {
+    // Bought on November 26th for a lease to January 31st: November 26th, December 26th and January 26th.
+    expect(price("security_deposit_insurance", "monthly", 200_000, LEASE, "2026-11-26")!.payments).toBe(3)
+    expect(price("security_deposit_insurance", "monthly", 200_000, LEASE, "2027-01-31")!.payments).toBe(1)
+    expect(price("security_deposit_insurance", "upfront", 200_000, LEASE, "2026-11-26")!.payments).toBe(1)
   })
 
   it("counts the months of coverage, a part month as one", () => {
