@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, DateTime, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import type { EnrollmentFacts } from "../prospects/Domain.ts"
 import { Enrollments } from "../prospects/Enrollments.ts"
@@ -69,6 +69,10 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
       const repo = yield* EnrollmentRepo
       const enrollments = yield* Enrollments
       const policies = yield* Policies
+
+      const realToday = Effect.map(Clock.currentTimeMillis, (millis) =>
+        DateTime.formatIsoDateUtc(DateTime.makeUnsafe(millis)),
+      )
 
       /** The prospect the link names, if the link may act on it; else LinkInvalid (with the reason, for logs). */
       const resolve = (link: JourneyLink) =>
@@ -271,7 +275,8 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
         change("pay", link, (state) =>
           Effect.gen(function* () {
             if (stepOf(state) !== "quote") return undefined
-            const card = parseCard(input, state.today)
+            // A card expires in the real world, whatever the owner's test clock says.
+            const card = parseCard(input, yield* realToday)
             if ("fields" in card) return fieldsError(card.fields)
             const outcome = yield* policies.pay(state.application!, card.ok, state.facts, state.today)
             return outcome.paid ? undefined : ({ kind: "payment_declined", message: outcome.reason } as const)

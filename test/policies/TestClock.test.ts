@@ -90,7 +90,11 @@ layer(development.layer, { excludeTestServices: true, timeout: 180_000 })((it) =
           // The coverage starts in 20 real days: on the real date the policy would be upcoming and its monthly
           // premiums would count from the start; on the owner's date the coverage began 20 days before the sale.
           const lease = { lease_start_date: dateFromToday(20), lease_end_date: dateFromToday(400) }
-          const walk = { product: "security_deposit_insurance", cadence: "monthly" } as const
+          // A card expiring this (real) month: past on the owner's date, yet it pays, as cards expire in the
+          // real world.
+          const thisMonth = dateFromToday(0)
+          const expiry = `${thisMonth.slice(5, 7)}/${thisMonth.slice(2, 4)}`
+          const walk = { product: "security_deposit_insurance", cadence: "monthly", expiry } as const
           const policy = yield* issuePolicy(owner, "renter-ahead", walk, lease)
           assert.strictEqual(policy.status, "active")
           assert.strictEqual(policy.nextChargeOn, addMonths(ownerToday, 1))
@@ -119,7 +123,10 @@ layer(development.layer, { excludeTestServices: true, timeout: 180_000 })((it) =
 
           // 16 more: a month after the sale has passed on the owner's clock, and the second premium is charged.
           yield* advanceClock(owner, 16)
-          const billed = yield* eventually(showPolicy(policy.policyNumber), (s) => s.installments_billed === 2)
+          const billed = yield* eventually(
+            showPolicy(policy.policyNumber),
+            (s) => s.installments_billed === 2,
+          )
           assert.strictEqual(billed.next_charge_on, addMonths(ownerToday, 2))
           const charges = yield* query(
             (sql) => sql<Array<{ kind: string; amount_cents: string; status: string }>>`

@@ -51,6 +51,8 @@ export interface Walk<R = never> {
   readonly product: string
   readonly cadence?: string
   readonly card?: keyof typeof TEST_CARDS
+  /** The card's expiry as typed (`MM/YY`); 12/39 unless said. */
+  readonly expiry?: string
   /** The renter's yearly income, when it differs from what the partner sent. */
   readonly yearlyIncome?: number
   readonly hasSsn?: boolean
@@ -81,7 +83,7 @@ export const walkJourney = <R = never>(link: JourneyLink, walk: Walk<R>) =>
     yield* step(
       journey.pay(link, {
         cardNumber: TEST_CARDS[walk.card ?? "ok"],
-        expiry: "12/39",
+        expiry: walk.expiry ?? "12/39",
         cvc: "123",
         nameOnCard: "John Doe",
       }),
