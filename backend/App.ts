@@ -10,6 +10,7 @@ import { ingestRoutes } from "./ingest/Http.ts"
 import { BulkRetries } from "./operator/BulkRetries.ts"
 import { Deliveries } from "./operator/DeliveryQueries.ts"
 import { Health } from "./operator/Health.ts"
+import { LiveFeed } from "./operator/LiveFeed.ts"
 import { Retention } from "./operator/Retention.ts"
 import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
@@ -87,6 +88,7 @@ type AppServices =
   | DeliveryActions
   | Health
   | BulkRetries
+  | LiveFeed
   | Revisions
 
 /**
@@ -152,6 +154,7 @@ export const appLayer = (config: AppConfigShape) => {
     : []
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
+    Layer.provideMerge(LiveFeed.layer),
     Layer.provideMerge(DeliveryActions.layer),
     Layer.provideMerge(BulkRetries.layer),
     Layer.provideMerge(Layer.mergeAll(Deliveries.layer, Health.layer, Retention.layer)),

@@ -113,6 +113,14 @@ export class OperatorRepo extends Context.Service<OperatorRepo>()("partner-servi
               from operator_sessions where token_hash = ${tokenHash(token)}`,
           )
           .pipe(Effect.map(([row]) => row)),
+      sessionById: (id: string) =>
+        db
+          .query(
+            (sql) => sql<Array<Omit<SessionRow, "operator"> & { readonly operator_id: string }>>`
+              select id::text, operator_id::text, csrf_token, created_at, last_seen_at, revoked_at
+              from operator_sessions where id = ${id}`,
+          )
+          .pipe(Effect.map(([row]) => row)),
       operatorById: (id: string) =>
         db
           .query(

@@ -126,6 +126,24 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
       } satisfies CurrentSession
     })
 
+    /**
+     * Whether the session is still live, without restarting its idle time: a live view open in a tab is not a
+     * request, so it does not keep an idle session alive.
+     */
+    const stillLive = Effect.fn("Sessions.stillLive")(function* (id: string) {
+      const session = yield* repo.sessionById(id)
+      if (session === undefined || session.revoked_at !== null) return false
+      const at = yield* now
+      if (
+        at.getTime() - session.last_seen_at.getTime() >= IDLE_TIMEOUT_MS ||
+        at.getTime() - session.created_at.getTime() >= ABSOLUTE_TIMEOUT_MS
+      ) {
+        return false
+      }
+      const operator = yield* repo.operatorById(session.operator_id)
+      return operator !== undefined && !operator.disabled
+    })
+
     /** Whether `header` carries the session's CSRF token (compared in constant time). */
     const csrfMatches = (session: CurrentSession, header: string | null) =>
       header !== null && constantTimeEqual(header, session.csrfToken)
@@ -134,7 +152,7 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
       yield* repo.revokeSession(session.id, yield* now)
     })
 
-    return { signIn, current, csrfMatches, signOut }
+    return { signIn, current, stillLive, csrfMatches, signOut }
   }),
 }) {
   static readonly layer = Layer.effect(Sessions, Sessions.make).pipe(

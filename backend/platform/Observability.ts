@@ -54,6 +54,16 @@ export const metrics = {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [registry],
   }),
+  liveConnections: new Gauge({
+    name: "console_live_connections",
+    help: "Open live-view streams (GET /api/live) of the console",
+    registers: [registry],
+  }),
+  liveDropped: counter(
+    "console_live_dropped_total",
+    "Live-view streams dropped because their browser fell behind (it reconnects and catches up)",
+    [],
+  ),
   outboxPublished: counter("outbox_published_total", "Outbox rows published to JetStream", []),
   outboxRelayErrors: counter("outbox_relay_errors_total", "Relay passes that failed and will be retried", []),
   actorHandled: hotSeries("counter", "actor_handled_total", "Messages an actor settled, by outcome", [

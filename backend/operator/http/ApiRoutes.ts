@@ -4,6 +4,7 @@ import { auditRoutes } from "./AuditRoutes.ts"
 import { bulkRetryRoutes } from "./BulkRetryRoutes.ts"
 import { deliveryRoutes } from "./DeliveryRoutes.ts"
 import { endpointRoutes } from "./EndpointRoutes.ts"
+import { liveRoutes } from "./LiveRoutes.ts"
 import { operatorRoutes } from "./OperatorRoutes.ts"
 import { referenceRoutes } from "./ReferenceRoutes.ts"
 import type { OperatorServices } from "./Route.ts"
@@ -27,6 +28,7 @@ export const operatorApiRoutes: ReadonlyArray<Route<OperatorServices>> = [
   ...endpointRoutes,
   ...deliveryRoutes,
   ...bulkRetryRoutes,
+  ...liveRoutes,
   ...secretRoutes,
   ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).map((method) => ({ ...apiNotFound, method })),
 ]

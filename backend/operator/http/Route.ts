@@ -10,6 +10,7 @@ import type { DeliveryActions } from "../DeliveryActions.ts"
 import type { Deliveries } from "../DeliveryQueries.ts"
 import type { Role } from "../Domain.ts"
 import type { Health } from "../Health.ts"
+import type { LiveFeed } from "../LiveFeed.ts"
 import type { Operators } from "../Operators.ts"
 import type { Sessions } from "../Sessions.ts"
 import { needs } from "./Guard.ts"
@@ -23,6 +24,7 @@ export type OperatorServices =
   | DeliveryActions
   | Health
   | BulkRetries
+  | LiveFeed
   | Revisions
   | Billing
   | AppConfig

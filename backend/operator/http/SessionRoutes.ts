@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { AppConfig } from "../../platform/Config.ts"
 import { type HttpRequest, json, Unauthorized } from "../../platform/Http.ts"
 import { hasControlCharacter } from "../../platform/Text.ts"
+import { LiveFeed } from "../LiveFeed.ts"
 import { ABSOLUTE_TIMEOUT_MS, type CurrentSession, Sessions } from "../Sessions.ts"
 import { sessionCookie, sessionToken } from "./Cookie.ts"
 import { invalid, objectBody, route } from "./Route.ts"
@@ -67,6 +68,9 @@ export const sessionRoutes = [
     Effect.gen(function* () {
       const { sessions, session } = yield* currentSession(request)
       yield* sessions.signOut(session)
+      const live = yield* LiveFeed
+      // This process's live streams of the session end now; any other's at its next session check.
+      live.endSession(session.id)
       const secure = (yield* AppConfig).serviceEnv !== "development"
       return new Response(null, { status: 204, headers: { "set-cookie": sessionCookie("", 0, secure) } })
     }),
