@@ -194,7 +194,10 @@ export const EndpointStatusRequest = Schema.Struct({
 export const CustomHeadersRequest = Schema.Struct({
   custom_headers: Schema.Record(Schema.String, Schema.String),
 })
-export const TestDeliveryAnswer = Schema.Struct({ delivery: Schema.Struct({ id: Schema.Number }) })
+/** The test delivery, `held` when its endpoint is suspended (it goes out once the endpoint is active). */
+export const TestDeliveryAnswer = Schema.Struct({
+  delivery: Schema.Struct({ id: Schema.Number, status: Schema.Literals(["pending", "held"]) }),
+})
 
 // Signing secrets.
 

@@ -47,6 +47,7 @@ const ID = /^[1-9]\d{0,14}$/
 const EVENT_NAME = /^[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)+$/
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i
 const MAX_TEXT = 255
+const DATE_TIME_FORM = "must be an ISO 8601 date-time such as 2026-03-01T14:30:00Z"
 const RESPONSE_EXCERPT = 4096
 
 type Input = Readonly<Record<string, unknown>>
@@ -103,20 +104,20 @@ export const readFilter = (
   }
   filter.owner = check("owner", readText, "must be an owner slug")
   filter.provider = check("provider", readText, "must be a provider name")
-  filter.endpoint = check("endpoint", readId, "must be an endpoint id")
+  filter.endpoint = check("endpoint", readId, "must be an endpoint id (a whole number)")
   filter.event_type = check(
     "event_type",
     (v) => (typeof v === "string" && v.length <= 100 && EVENT_NAME.test(v) ? v : undefined),
-    "must be an event name",
+    "must be an event name such as policy.created",
   )
   filter.status = check(
     "status",
     (v) => ShownStatuses.find((s) => s === v),
     `must be one of ${ShownStatuses.join(", ")}`,
   )
-  filter.since = check("since", readDate, "must be a date-time")
-  filter.until = check("until", readDate, "must be a date-time")
-  filter.id = check("id", readId, "must be a delivery id")
+  filter.since = check("since", readDate, DATE_TIME_FORM)
+  filter.until = check("until", readDate, DATE_TIME_FORM)
+  filter.id = check("id", readId, "must be a delivery id (a whole number)")
   if (filter.since && filter.until && filter.until <= filter.since) fields.until = "must be later than since"
   if (Object.keys(fields).length > 0) return { fields }
   const checked: Record<string, unknown> = {}

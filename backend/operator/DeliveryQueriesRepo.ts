@@ -70,7 +70,10 @@ export interface AttemptRow {
 
 type Fragment = ReturnType<Sql>
 
-/** The rows the console shows with `status`: a held delivery keeps its stored status, a leased one reads `delivering`. */
+/**
+ * The rows the console shows with `status`: a held delivery keeps its stored status, a leased one reads
+ * `delivering`, and one retried by hand (a later series) waiting for its first attempt reads `retrying`.
+ */
 const statusCondition = (sql: Sql, status: ShownStatus): Fragment => {
   switch (status) {
     case "held":
@@ -79,7 +82,11 @@ const statusCondition = (sql: Sql, status: ShownStatus): Fragment => {
       return sql`d.status in ('pending', 'retrying', 'rate_limited') and d.held_since is null
                  and d.lease_until > now()`
     case "pending":
+      return sql`d.status = 'pending' and d.series = 1 and d.held_since is null
+                 and (d.lease_until is null or d.lease_until <= now())`
     case "retrying":
+      return sql`(d.status = 'retrying' or (d.status = 'pending' and d.series > 1)) and d.held_since is null
+                 and (d.lease_until is null or d.lease_until <= now())`
     case "rate_limited":
       return sql`d.status = ${status} and d.held_since is null
                  and (d.lease_until is null or d.lease_until <= now())`
@@ -108,7 +115,8 @@ const conditions = (sql: Sql, filter: DeliveryFilter, after: PagePosition | unde
 /** The columns of a shown delivery, over `d` joined with its endpoint `e`, subscriber `s`, provider and owner. */
 const shownColumns = (sql: Sql) => sql`
   d.id, d.event,
-  case when d.held_since is not null then 'held' when d.lease_until > now() then 'delivering' else d.status end
+  case when d.held_since is not null then 'held' when d.lease_until > now() then 'delivering'
+       when d.status = 'pending' and d.series > 1 then 'retrying' else d.status end
     as status,
   d.owner_slug, o.name as owner_name, p.name as provider_name,
   e.id as endpoint_id, e.name as endpoint_name, e.destination_url, d.attempt_number, d.created_at,

@@ -113,7 +113,10 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
         )
       })
 
-      /** A signed delivery of `webhook.test` to the endpoint, recorded and retried like any other. */
+      /**
+       * A signed delivery of `webhook.test` to the endpoint, recorded and retried like any other; `held` while the
+       * endpoint is suspended.
+       */
       const sendTest = Effect.fn("EndpointOperations.sendTest")(function* (id: string, actor: string) {
         const sentAt = new Date(yield* Clock.currentTimeMillis).toISOString()
         return yield* db.transaction(
@@ -125,12 +128,14 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
               property_owner_slug: ownerSlug,
               data: { test: { endpoint_id: Number(endpoint.id), sent_at: sentAt } },
             }
+            const held = endpoint.status === "suspended"
             const deliveryId = yield* repo.insertTestDelivery(
               endpoint.id,
               `test:${randomUUID()}`,
               TEST_EVENT,
               ownerSlug,
               new TextEncoder().encode(JSON.stringify(body)),
+              held,
             )
             yield* repo.audit({
               actor,
@@ -138,7 +143,7 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
               target: endpointTarget(endpoint.id),
               after: { delivery_id: Number(deliveryId) },
             })
-            return { id: Number(deliveryId) }
+            return { id: Number(deliveryId), status: held ? ("held" as const) : ("pending" as const) }
           }),
         )
       })

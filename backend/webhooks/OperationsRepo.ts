@@ -81,20 +81,26 @@ export class OperationsRepo extends Context.Service<OperationsRepo>()(
             update webhook_endpoints set status = ${status}, suspension_reason = ${reason}, updated_at = now()
             where id = ${id}`,
           ),
-        /** A delivery due now, that the scheduler picks up like a manual retry's. */
+        /**
+         * A delivery due now, that the scheduler picks up like a manual retry's; for a suspended endpoint one held
+         * as the router holds its deliveries, released with them when the endpoint is activated.
+         */
         insertTestDelivery: (
           endpointId: string,
           eventId: string,
           event: string,
           ownerSlug: string,
           payload: Uint8Array,
+          held: boolean,
         ) =>
           db.query(async (sql) => {
             const [row] = await sql<Array<{ id: string }>>`
-            insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, next_retry_at)
-            values (${endpointId}, ${eventId}, ${event}, ${ownerSlug}, ${Buffer.from(payload)}, now())
+            insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, next_retry_at,
+                                            held_since)
+            values (${endpointId}, ${eventId}, ${event}, ${ownerSlug}, ${Buffer.from(payload)},
+                    ${held ? null : sql`now()`}, ${held ? sql`now()` : null})
             returning id::text`
-            await sql`select pg_notify(${WEBHOOK_DUE}, '')`
+            if (!held) await sql`select pg_notify(${WEBHOOK_DUE}, '')`
             return row!.id
           }),
         /** Every subscriber with its active secrets, newest first (never a secret). */

@@ -93,7 +93,7 @@ describe("the audit log", () => {
         const bad = yield* call("GET", "/api/audit?since=yesterday&limit=500", viewer)
         assert.strictEqual(bad.status, 422)
         assert.deepStrictEqual(bad.body.filter, {
-          since: "must be a date-time",
+          since: "must be an ISO 8601 date-time such as 2026-03-01T14:30:00Z",
           limit: "must be an integer from 1 to 100",
         })
       }),

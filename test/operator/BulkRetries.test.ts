@@ -219,7 +219,7 @@ describe("bulk retry jobs", () => {
           ])
           assert.deepStrictEqual(yield* refused({ status: "failed", since: "soon" }), [
             "DeliveryFilterInvalid",
-            { since: "must be a date-time" },
+            { since: "must be an ISO 8601 date-time such as 2026-03-01T14:30:00Z" },
           ])
           for (const id of ["999999", "abc", "0"]) {
             assert.strictEqual((yield* Effect.flip(bulk.get(id)))._tag, "BulkRetryNotFound")

@@ -34,7 +34,15 @@ describe("the console role alone in a process (ROLES=console)", () => {
         const retried = yield* call("POST", `/api/deliveries/${failed}/retry`, operator)
         assert.strictEqual(retried.status, 202, retried.text)
         assert.strictEqual(retried.body.delivery.id, failed)
-        assert.strictEqual(retried.body.delivery.status, "pending")
+        // A retry waiting for the first attempt of its new series reads `retrying` in the console.
+        assert.strictEqual(retried.body.delivery.status, "retrying")
+        const asRetrying = yield* call("GET", `/api/deliveries?endpoint=${id}&status=retrying`, operator)
+        assert.deepStrictEqual(
+          asRetrying.body.deliveries.map((d: { id: number }) => d.id),
+          [failed],
+        )
+        const asPending = yield* call("GET", `/api/deliveries?endpoint=${id}&status=pending`, operator)
+        assert.deepStrictEqual(asPending.body.deliveries, [])
 
         // No worker runs here: the job is recorded and waits, untouched, for a process with `workers`.
         const job = yield* call("POST", "/api/bulk-retries", {

@@ -165,11 +165,11 @@ describe("operator delivery list", () => {
             cursor: "not-a-cursor",
           }),
           {
-            since: "must be a date-time",
+            since: "must be an ISO 8601 date-time such as 2026-03-01T14:30:00Z",
             status: "must be one of pending, delivering, delivered, retrying, rate_limited, failed, held",
-            endpoint: "must be an endpoint id",
-            id: "must be a delivery id",
-            event_type: "must be an event name",
+            endpoint: "must be an endpoint id (a whole number)",
+            id: "must be a delivery id (a whole number)",
+            event_type: "must be an event name such as policy.created",
             limit: "must be an integer from 1 to 100",
             cursor: "is not a cursor of this list",
           },
@@ -183,7 +183,7 @@ describe("operator delivery list", () => {
         )
         assert.deepStrictEqual(yield* refused({ owner: "a\u0000b" }), { owner: "must be an owner slug" })
         assert.deepStrictEqual((yield* Effect.flip(deliveries.count({ since: "2026-02-30" }))).fields, {
-          since: "must be a date-time",
+          since: "must be an ISO 8601 date-time such as 2026-03-01T14:30:00Z",
         })
         // Empty values are no filter.
         const page = yield* deliveries.list({ owner: "", status: "", limit: "2" })

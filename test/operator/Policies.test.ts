@@ -94,7 +94,7 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
           for (const id of ["policy_999999", "17", "policy_x", "policy_99999999999999999999999"]) {
             const missing = yield* call("GET", `/api/policies/${id}`, viewer)
             assert.strictEqual(missing.status, 404, id)
-            assert.strictEqual(missing.text, `{"status_code":404,"error":"Policy not found."}`, id)
+            assert.strictEqual(missing.text, `{"status_code":404,"error":"No policy ${id}."}`, id)
           }
 
           // A viewer may read, not revise.

@@ -115,7 +115,7 @@ describe("operator API routes", () => {
       }),
     )
 
-    it.effect("changes an endpoint's status with a reason, audited; disabling needs a reason", () =>
+    it.effect("changes an endpoint's status with a reason, audited; suspending and disabling need one", () =>
       Effect.gen(function* () {
         const { operator } = yield* sessions
         const acme = yield* owner("st-acme")
@@ -125,6 +125,9 @@ describe("operator API routes", () => {
         const noReason = yield* put({ status: "disabled" })
         assert.strictEqual(noReason.status, 422)
         assert.strictEqual(noReason.body.endpoint.reason, "is required to disable an endpoint")
+        const suspendNoReason = yield* put({ status: "suspended", reason: "  " })
+        assert.strictEqual(suspendNoReason.status, 422)
+        assert.strictEqual(suspendNoReason.body.endpoint.reason, "is required to suspend an endpoint")
         const badStatus = yield* put({ status: "paused" })
         assert.strictEqual(badStatus.status, 422)
         assert.strictEqual((yield* auditOf(`endpoint:${id}`)).length, 0)
@@ -190,6 +193,27 @@ describe("operator API routes", () => {
       }),
     )
 
+    it.effect(
+      "holds a test event sent to a suspended endpoint, and sends it once the endpoint is active",
+      () =>
+        Effect.gen(function* () {
+          const { operator } = yield* sessions
+          const { receiver, endpointId } = yield* receiverEndpoint("tsh-acme", "/hook", ["policy.created"])
+          const put = (body: unknown) =>
+            call("PUT", `/api/endpoints/${endpointId}/status`, { ...operator, body })
+          assert.strictEqual((yield* put({ status: "suspended", reason: "receiver migrating" })).status, 200)
+          const sent = yield* call("POST", `/api/endpoints/${endpointId}/test`, { ...operator, body: {} })
+          assert.strictEqual(sent.status, 202, sent.text)
+          assert.deepStrictEqual(sent.body, { delivery: { id: sent.body.delivery.id, status: "held" } })
+          const shown = yield* call("GET", `/api/deliveries/${sent.body.delivery.id}`, operator)
+          assert.strictEqual(shown.body.delivery.status, "held")
+          assert.strictEqual(receiver.received("/hook").length, 0)
+          assert.strictEqual((yield* put({ status: "active" })).status, 200)
+          yield* eventually(deliveriesOf(endpointId), (rows) => rows.some((r) => r.status === "delivered"))
+          assert.strictEqual(receiver.received("/hook").length, 1)
+        }),
+    )
+
     it.effect("retries a delivery by id, as the partner API does, audited", () =>
       Effect.gen(function* () {
         const { operator } = yield* sessions
@@ -202,6 +226,8 @@ describe("operator API routes", () => {
         assert.strictEqual(retried.status, 202, retried.text)
         assert.strictEqual(retried.body.delivery.id, delivery)
         assert.strictEqual(retried.body.delivery.attempt_number, 1)
+        // Waiting for the first attempt of its new series: `retrying` in the console (`pending` to partners).
+        assert.strictEqual(retried.body.delivery.status, "retrying")
         const [row] = yield* query(
           (sql) => sql`select series, attempt_number from webhook_deliveries where id = ${delivery}`,
         )

@@ -18,6 +18,8 @@ export const launchBrowser = (
     readonly hosts?: ReadonlyArray<string>
     readonly acceptCertificates?: boolean
     readonly viewport?: { readonly width: number; readonly height: number }
+    /** The browser's time zone (an IANA name), when a test needs one other than the machine's. */
+    readonly timezoneId?: string
   } = {},
 ) =>
   Effect.acquireRelease(
@@ -47,6 +49,7 @@ export const launchBrowser = (
         ],
         ignoreHTTPSErrors: options.acceptCertificates ?? false,
         viewport: { width: 1280, height: 900, ...options.viewport },
+        ...(options.timezoneId === undefined ? {} : { timezoneId: options.timezoneId }),
       })
       return { context, profile }
     }),

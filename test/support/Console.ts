@@ -34,13 +34,16 @@ export const consoleOrigin = Effect.map(gatewayPort("console"), (port) => `http:
  * that never comes fails with what it waited for after 30 s, well before a test's own timeout), what went wrong
  * inside the page, and the console's origin.
  */
-export const openConsole = Effect.gen(function* () {
-  yield* consoleBuilt
-  const browser = yield* launchBrowser()
-  const page = yield* promise(() => browser.newPage())
-  page.setDefaultTimeout(30_000)
-  return { browser, page, problems: pageProblems(page), origin: yield* consoleOrigin }
-})
+export const openConsoleWith = (options: Parameters<typeof launchBrowser>[0]) =>
+  Effect.gen(function* () {
+    yield* consoleBuilt
+    const browser = yield* launchBrowser(options)
+    const page = yield* promise(() => browser.newPage())
+    page.setDefaultTimeout(30_000)
+    return { browser, page, problems: pageProblems(page), origin: yield* consoleOrigin }
+  })
+
+export const openConsole = openConsoleWith({})
 
 export interface OperatorAccount {
   readonly email: string

@@ -53,6 +53,8 @@ export const endpointRoutes = [
         fields.reason = "must be at most 500 characters without control characters"
       } else if (body.status === "disabled" && !reason) {
         fields.reason = "is required to disable an endpoint"
+      } else if (body.status === "suspended" && !reason) {
+        fields.reason = "is required to suspend an endpoint"
       }
       if (Object.keys(fields).length > 0)
         return yield* invalid("Invalid endpoint status.", "endpoint", fields)

@@ -19,7 +19,8 @@ export const queryReader = (query: URLSearchParams) => {
     const value = text(name, 40)
     if (value === undefined) return undefined
     const at = DATE_TIME.test(value) ? new Date(value) : new Date(Number.NaN)
-    if (Number.isNaN(at.getTime())) fields[name] = "must be a date-time"
+    if (Number.isNaN(at.getTime()))
+      fields[name] = "must be an ISO 8601 date-time such as 2026-03-01T14:30:00Z"
     return at
   }
   const limit = () => {

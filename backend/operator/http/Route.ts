@@ -52,7 +52,7 @@ const toApiError = (error: { readonly _tag: string } & Record<string, unknown>):
     case "DeliveryFilterInvalid":
       return invalid("Invalid filter.", "filter", error.fields as Record<string, string>)
     case "PolicyNotFound":
-      return new NotFound({ message: "Policy not found." })
+      return new NotFound({ message: `No policy ${String(error.policyNumber).slice(0, 64)}.` })
     case "ProviderNotProvisioned":
       return new NotFound({ message: "Provider not found." })
     default:

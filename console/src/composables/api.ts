@@ -38,6 +38,10 @@ const errorFrom = (status: number, body: unknown): ApiError => {
   return new ApiError(status, message, fields)
 }
 
+/** Each refused field with what it must be ("since must be an ISO 8601 date-time ..."). */
+export const fieldProblems = (error: ApiError) =>
+  Object.entries(error.fields).map(([field, problem]) => `${field.replace(/_/g, " ")} ${problem}`)
+
 export type Query = Record<string, string | number | undefined | null>
 
 export const withQuery = (path: string, query: Query = {}) => {

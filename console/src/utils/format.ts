@@ -1,24 +1,46 @@
-const local = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" })
+import type { TimeZoneChoice } from "../composables/timeZone"
 
-/** A time in the operator's own time zone. */
-export const localTime = (iso: string) => local.format(new Date(iso))
+/** The Intl time zone of a choice: the browser's own, or UTC. */
+const intlZone = (zone: TimeZoneChoice) => (zone === "utc" ? "UTC" : undefined)
 
-/** The same time in UTC, shown on hover. */
-export const utcTime = (iso: string) =>
-  `${new Date(iso)
-    .toISOString()
-    .replace("T", " ")
-    .replace(/\.\d+Z$/, "")} UTC`
+const dateTimes = {
+  local: new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "long" }),
+  utc: new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "long", timeZone: "UTC" }),
+}
 
-/** An ISO time for an `<input type="datetime-local">` value (local time), and back. */
-export const toLocalInput = (iso: string) => {
+/** A time with its zone's abbreviation ("Nov 26, 2026, 6:28:59 AM PST", or "... 2:28:59 PM UTC"). */
+export const formatTime = (iso: string, zone: TimeZoneChoice) => dateTimes[zone].format(new Date(iso))
+
+/** Hours and minutes only (a chart's axis), in the chosen zone. */
+export const formatClock = (iso: string, zone: TimeZoneChoice) =>
+  new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", timeZone: intlZone(zone) }).format(
+    new Date(iso),
+  )
+
+/** The zone's abbreviation at `at` (PST or PDT, UTC), for labels. */
+export const zoneName = (zone: TimeZoneChoice, at: Date = new Date()) =>
+  new Intl.DateTimeFormat(undefined, { timeZoneName: "short", timeZone: intlZone(zone) })
+    .formatToParts(at)
+    .find((part) => part.type === "timeZoneName")?.value ?? (zone === "utc" ? "UTC" : "local time")
+
+/** The full ISO time, shown on hover. */
+export const isoTime = (iso: string) => new Date(iso).toISOString()
+
+const pad = (n: number) => String(n).padStart(2, "0")
+
+/** An ISO time as an `<input type="datetime-local">` value in the chosen zone, and back. */
+export const toZoneInput = (iso: string, zone: TimeZoneChoice) => {
   if (!iso) return ""
   const date = new Date(iso)
   if (Number.isNaN(date.getTime())) return ""
-  const pad = (n: number) => String(n).padStart(2, "0")
+  if (zone === "utc") return date.toISOString().slice(0, 16)
   return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`
 }
-export const fromLocalInput = (value: string) => (value ? new Date(value).toISOString() : "")
+export const fromZoneInput = (value: string, zone: TimeZoneChoice) => {
+  if (!value) return ""
+  const date = new Date(zone === "utc" ? `${value}Z` : value)
+  return Number.isNaN(date.getTime()) ? "" : date.toISOString()
+}
 
 export const percent = (rate: number | null) => (rate === null ? "—" : `${(rate * 100).toFixed(1)} %`)
 export const millis = (ms: number | null) => (ms === null ? "—" : `${Math.round(ms)} ms`)

@@ -66,7 +66,7 @@ describe("console: endpoints, secrets, operators and roles", () => {
   layer(E2e.layer.pipe(Layer.provideMerge(service.layer)), { excludeTestServices: true, timeout: 300_000 })(
     (it) => {
       it.effect(
-        "an operator suspends an endpoint and sees new deliveries held, then activates it",
+        "an operator suspends an endpoint with a reason and sees new deliveries held, then activates it",
         () =>
           Effect.gen(function* () {
             const { page, origin, operator, receiver, endpointId } = yield* E2e
@@ -76,8 +76,27 @@ describe("console: endpoints, secrets, operators and roles", () => {
             yield* screenshot(page, "endpoints")
             yield* promise(() => page.getByRole("link", { name: "test endpoint" }).click())
             yield* heading(page, /test endpoint/)
+            // Suspend asks first, and for a reason.
             yield* promise(() => page.getByRole("button", { name: "Suspend" }).click())
+            const dialog = page.getByRole("dialog", { name: "Suspend endpoint" })
+            const confirm = dialog.getByRole("button", { name: "Suspend endpoint" })
+            yield* promise(() => confirm.waitFor())
+            assert.isTrue(yield* promise(() => confirm.isDisabled()), "no reason, no suspension")
+            assert.strictEqual(
+              yield* promise(() => page.locator("h1 .badge", { hasText: "active" }).count()),
+              1,
+            )
+            yield* promise(() => dialog.getByLabel("Reason").fill("receiver migrating"))
+            yield* screenshot(page, "endpoint-suspend")
+            yield* promise(() => confirm.click())
             yield* promise(() => page.locator("h1 .badge", { hasText: "suspended" }).waitFor())
+            yield* promise(() => page.getByTestId("status-reason").getByText("receiver migrating").waitFor())
+            yield* promise(() =>
+              page
+                .getByTestId("action-done")
+                .getByText(/Endpoint suspended/)
+                .waitFor(),
+            )
 
             yield* publish()
             const [held] = yield* awaitDeliveries(endpointId, (rows) => rows.length === 1)
@@ -87,20 +106,23 @@ describe("console: endpoints, secrets, operators and roles", () => {
             assert.strictEqual(receiver.received("/hook").length, 0)
             yield* screenshot(page, "deliveries-held")
 
-            yield* promise(() => page.goto(`${origin}/endpoints/${endpointId}`))
+            // A test event while suspended says it is held, and the page follows it once the endpoint is active.
+            yield* promise(() => page.goBack())
+            yield* heading(page, /test endpoint/)
+            yield* promise(() => page.getByRole("button", { name: "Send test event" }).click())
+            const test = page.getByTestId("test-delivery")
+            yield* promise(() => test.getByText(/held while the endpoint is suspended/).waitFor())
+            assert.strictEqual(yield* promise(() => test.locator(".badge").innerText()), "held")
             yield* promise(() => page.getByRole("button", { name: "Activate" }).click())
             yield* promise(() => page.locator("h1 .badge", { hasText: "active" }).waitFor())
-            yield* awaitDeliveries(endpointId, (rows) => rows[0]?.status === "delivered")
-
-            yield* promise(() => page.getByRole("button", { name: "Send test event" }).click())
-            yield* promise(() =>
-              page
-                .getByRole("status")
-                .getByRole("link", { name: /delivery #\d+/ })
-                .waitFor(),
+            assert.strictEqual(yield* promise(() => page.getByTestId("status-reason").count()), 0)
+            yield* promise(() => test.locator(".badge", { hasText: "delivered" }).waitFor())
+            yield* promise(() => test.getByText(/delivered\./).waitFor())
+            // The health figures count the two deliveries (the event and the test) once both went out.
+            yield* awaitDeliveries(
+              endpointId,
+              (rows) => rows.length === 2 && rows.every((row) => row.status === "delivered"),
             )
-            // The health figures count the two deliveries once both went out.
-            yield* awaitDeliveries(endpointId, (rows) => rows.length === 2 && rows[1]!.status === "delivered")
             yield* promise(() => page.reload())
             yield* promise(() => page.getByTestId("success-rate").getByText("100.0 %").waitFor())
             yield* screenshot(page, "endpoint")
