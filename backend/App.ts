@@ -51,10 +51,10 @@ import { referenceRoutes } from "./reference/ApiReference.ts"
 import { rosterRoutes } from "./roster/Http.ts"
 import { Roster } from "./roster/Roster.ts"
 import { WebhookConfig } from "./webhooks/Config.ts"
-import { Endpoints } from "./webhooks/Endpoints.ts"
-import { webhookRoutes } from "./webhooks/Http.ts"
-import { EndpointOperations } from "./webhooks/Operations.ts"
-import { webhookWorkersLayer } from "./webhooks/Workers.ts"
+import { Endpoints } from "./webhooks/endpoints/Endpoints.ts"
+import { webhookRoutes } from "./webhooks/endpoints/Http.ts"
+import { EndpointOperations } from "./webhooks/endpoints/Operations.ts"
+import { webhookWorkersLayer } from "./webhooks/delivery/Workers.ts"
 
 /** The operator console's build (`console/build.mjs`), served by the console role; backend/ runs from source. */
 const CONSOLE_DIST = fileURLToPath(new URL("../dist/console", import.meta.url))

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { Secrets } from "../webhooks/Secrets.ts"
+import { Secrets } from "../webhooks/endpoints/Secrets.ts"
 import { type Input, list, usageOf } from "./CommandLine.ts"
 import { CliIo, printJson } from "./Io.ts"
 import { CliUsage } from "./Usage.ts"

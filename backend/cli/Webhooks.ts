@@ -1,7 +1,7 @@
 import { userInfo } from "node:os"
 import { Effect } from "effect"
 import { type SubscriberRef, WebhookCommandRejected } from "../webhooks/Domain.ts"
-import { Secrets } from "../webhooks/Secrets.ts"
+import { Secrets } from "../webhooks/endpoints/Secrets.ts"
 import { type Input, usageOf } from "./CommandLine.ts"
 import type { CommandName } from "./Commands.ts"
 import { CliIo, printJson, readJsonFile } from "./Io.ts"

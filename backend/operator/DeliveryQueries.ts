@@ -2,8 +2,8 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Crypto } from "../platform/Crypto.ts"
 import { hasControlCharacter } from "../platform/Text.ts"
 import { DeliveryNotFound } from "../webhooks/Domain.ts"
-import { Endpoints } from "../webhooks/Endpoints.ts"
-import { deliveryHeaders } from "../webhooks/Signer.ts"
+import { Endpoints } from "../webhooks/endpoints/Endpoints.ts"
+import { deliveryHeaders } from "../webhooks/delivery/Signer.ts"
 import {
   type AttemptRow,
   type DeliveryDetailRow,

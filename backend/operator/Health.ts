@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { Db } from "../platform/Db.ts"
-import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../webhooks/HealthBuckets.ts"
+import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../webhooks/delivery/HealthBuckets.ts"
 import type { EndpointHealth, HealthBucket, HealthWindow } from "./Api.ts"
 
 /**

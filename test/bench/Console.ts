@@ -6,7 +6,7 @@ import { AppConfig } from "../../backend/platform/Config.ts"
 import { Crypto } from "../../backend/platform/Crypto.ts"
 import { Db, ensureDatabase } from "../../backend/platform/Db.ts"
 import { EventNames } from "../../backend/events/Catalog.ts"
-import { Endpoints } from "../../backend/webhooks/Endpoints.ts"
+import { Endpoints } from "../../backend/webhooks/endpoints/Endpoints.ts"
 import { baseDatabaseUrl } from "../support/TestPlatform.ts"
 import { percentile } from "./Probes.ts"
 

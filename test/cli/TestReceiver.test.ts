@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { testReceiverCaFile } from "../../backend/webhooks/Egress.ts"
+import { testReceiverCaFile } from "../../backend/webhooks/delivery/Egress.ts"
 import { runCli, startCli } from "../support/Cli.ts"
 import { PRODUCTION } from "../support/TestPlatform.ts"
 import {

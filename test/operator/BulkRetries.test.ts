@@ -3,7 +3,7 @@ import { Effect, Exit, Layer, Scope } from "effect"
 import { type BulkRetry, BulkRetries } from "../../backend/operator/BulkRetries.ts"
 import { Deliveries } from "../../backend/operator/DeliveryQueries.ts"
 import { eventually } from "../support/Streams.ts"
-import { Endpoints } from "../../backend/webhooks/Endpoints.ts"
+import { Endpoints } from "../../backend/webhooks/endpoints/Endpoints.ts"
 import {
   endpoint,
   enginePlatform,

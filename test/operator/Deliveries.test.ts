@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Deliveries, type Delivery } from "../../backend/operator/DeliveryQueries.ts"
-import { Endpoints } from "../../backend/webhooks/Endpoints.ts"
+import { Endpoints } from "../../backend/webhooks/endpoints/Endpoints.ts"
 import { endpoint, enginePlatform, owner, provider, query, subscriber } from "../support/WebhookEngine.ts"
 
 const platform = enginePlatform()

@@ -1,7 +1,7 @@
 import { assert, describe, it as plain, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Health } from "../../backend/operator/Health.ts"
-import { LATENCY_SLOTS, latencyQuantile, latencySlot } from "../../backend/webhooks/HealthBuckets.ts"
+import { LATENCY_SLOTS, latencyQuantile, latencySlot } from "../../backend/webhooks/delivery/HealthBuckets.ts"
 import {
   attemptsOf,
   awaitDeliveries,

@@ -78,6 +78,31 @@ const ENROLLMENT_ENTRIES: ReadonlyMap<string, ReadonlyArray<string>> = new Map([
   ["prospects", ["Domain.ts", "Enrollments.ts", "Sources.ts"]],
 ])
 
+/**
+ * Folders split into parts, each part with the parts it may import, bottom to top like the table above. A part
+ * imports the folder's own files (its shared schemas and settings) and the parts it lists; the folder's own files
+ * import no part.
+ */
+const PARTS: ReadonlyMap<string, ReadonlyArray<readonly [string, ReadonlyArray<string>]>> = new Map([
+  // The delivery engine knows nothing of how endpoints are managed; endpoint management uses the engine's address
+  // rules and signature check.
+  [
+    "webhooks",
+    [
+      ["delivery", []],
+      ["endpoints", ["delivery"]],
+    ],
+  ],
+  // The console's routes sit on the operator services, which know nothing of HTTP.
+  ["operator", [["http", []]]],
+])
+
+/** The part of its folder a file lives in (`delivery` of `backend/webhooks/delivery/Router.ts`); none at the top. */
+const partOf = (file: string) => {
+  const parts = file.split("/")
+  return parts[0] === "backend" && parts.length > 3 ? parts[2] : undefined
+}
+
 const isPlatform = (file: string) => moduleOf(file) === "platform"
 const isBackendPath = (target: string) => target.startsWith("backend/")
 const isDriver = (target: string) => target === "postgres" || target.startsWith("@nats-io/")
@@ -101,6 +126,16 @@ const violations = (graph: ReadonlyArray<Edge>) =>
     if (from === "enrollment" && to !== undefined && ENROLLMENT_ENTRIES.has(to)) {
       if (!ENROLLMENT_ENTRIES.get(to)!.includes(path.posix.basename(edge.to))) {
         broken.push(`enrollment/ uses ${to}/ only through ${ENROLLMENT_ENTRIES.get(to)!.join(", ")}`)
+      }
+    }
+    const parts = from === undefined ? undefined : PARTS.get(from)
+    if (parts !== undefined && from === to) {
+      const [fromPart, toPart] = [partOf(edge.from), partOf(edge.to)]
+      if (toPart !== undefined && toPart !== fromPart) {
+        const where = fromPart === undefined ? `${from}/` : `${from}/${fromPart}/`
+        const allowed = fromPart === undefined ? [] : new Map(parts).get(fromPart)
+        if (allowed === undefined) broken.push(`${where} is missing from the parts of ${from}/`)
+        else if (!allowed.includes(toPart)) broken.push(`${where} may not import ${from}/${toPart}/`)
       }
     }
     if (isRepo(edge.to) && isBackendPath(edge.to) && moduleOf(edge.to) !== moduleOf(edge.from)) {
@@ -140,6 +175,24 @@ describe("module edges of backend/", () => {
       [...folders].filter((folder) => !ALLOWED.has(folder!) && !COMPOSERS.has(folder)),
       [],
     )
+    // Likewise inside a folder split into parts, and every part of such a folder is in its table.
+    for (const [folder, parts] of PARTS) {
+      parts.forEach(([part, imports], index) => {
+        const below = parts.slice(0, index).map(([name]) => name)
+        for (const target of imports)
+          assert.include(below, target, `${folder}/${part}/ -> ${target}/ points down`)
+      })
+      const found = new Set(
+        sourceFiles(`backend/${folder}`)
+          .map(partOf)
+          .filter((part) => part !== undefined),
+      )
+      assert.sameMembers(
+        [...found],
+        parts.map(([part]) => part),
+        `the parts of ${folder}/`,
+      )
+    }
     // Nothing below operator/ imports it: the console's API sits on top of the contexts it operates.
     for (const [folder, imports] of LAYERS) {
       if (folder !== "operator") assert.notInclude(imports, "operator", folder)
@@ -192,6 +245,10 @@ describe("module edges of backend/", () => {
       { from: "backend/events/Catalog.ts", to: "backend/prospects/Domain.ts" },
       { from: "backend/enrollment/View.ts", to: "backend/policies/Underwriting.ts" },
       { from: "backend/tools/Thing.ts", to: "backend/platform/Db.ts" },
+      { from: "backend/webhooks/delivery/Router.ts", to: "backend/webhooks/endpoints/Endpoints.ts" },
+      { from: "backend/webhooks/Domain.ts", to: "backend/webhooks/delivery/Egress.ts" },
+      { from: "backend/webhooks/outbound/Thing.ts", to: "backend/webhooks/delivery/Egress.ts" },
+      { from: "backend/operator/Sessions.ts", to: "backend/operator/http/Cookie.ts" },
     ]
     assert.deepStrictEqual(violations(forbidden), [
       "backend/platform/Http.ts -> backend/roster/Domain.ts: platform/ imports no other folder",
@@ -206,6 +263,10 @@ describe("module edges of backend/", () => {
       "backend/events/Catalog.ts -> backend/prospects/Domain.ts: events/ may not import prospects/",
       "backend/enrollment/View.ts -> backend/policies/Underwriting.ts: enrollment/ uses policies/ only through Config.ts, Domain.ts, Policies.ts, Payments.ts",
       "backend/tools/Thing.ts -> backend/platform/Db.ts: tools/ is missing from the table",
+      "backend/webhooks/delivery/Router.ts -> backend/webhooks/endpoints/Endpoints.ts: webhooks/delivery/ may not import webhooks/endpoints/",
+      "backend/webhooks/Domain.ts -> backend/webhooks/delivery/Egress.ts: webhooks/ may not import webhooks/delivery/",
+      "backend/webhooks/outbound/Thing.ts -> backend/webhooks/delivery/Egress.ts: webhooks/outbound/ is missing from the parts of webhooks/",
+      "backend/operator/Sessions.ts -> backend/operator/http/Cookie.ts: operator/ may not import operator/http/",
     ])
     const allowed: ReadonlyArray<Edge> = [
       { from: "backend/platform/Db.ts", to: "postgres" },
@@ -216,7 +277,11 @@ describe("module edges of backend/", () => {
       { from: "backend/roster/Repo.ts", to: "backend/audit/Audit.ts" },
       { from: "backend/enrollment/Journey.ts", to: "backend/policies/Policies.ts" },
       { from: "backend/cli/RunCommand.ts", to: "backend/operator/Operators.ts" },
-      { from: "backend/App.ts", to: "backend/webhooks/Workers.ts" },
+      { from: "backend/App.ts", to: "backend/webhooks/delivery/Workers.ts" },
+      { from: "backend/webhooks/endpoints/Endpoints.ts", to: "backend/webhooks/delivery/Egress.ts" },
+      { from: "backend/webhooks/delivery/Delivery.ts", to: "backend/webhooks/Config.ts" },
+      { from: "backend/operator/http/Route.ts", to: "backend/operator/Sessions.ts" },
+      { from: "backend/operator/Health.ts", to: "backend/webhooks/delivery/HealthBuckets.ts" },
     ]
     assert.deepStrictEqual(violations(allowed), [])
   })

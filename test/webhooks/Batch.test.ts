@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
-import { batched } from "../../backend/webhooks/Batch.ts"
+import { batched } from "../../backend/webhooks/delivery/Batch.ts"
 
 /** A batcher whose batches are recorded, each doubling its inputs once `gate` (if any) opens. */
 const recording = (max: number, gate?: Deferred.Deferred<void>) =>

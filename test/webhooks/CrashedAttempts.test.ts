@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { UNKNOWN_OUTCOME_REASON } from "../../backend/webhooks/DeliveryRepo.ts"
+import { UNKNOWN_OUTCOME_REASON } from "../../backend/webhooks/delivery/DeliveryRepo.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import { eventually } from "../support/Streams.ts"
 import {

@@ -1,9 +1,9 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { backoffUnits, retryAfterMs } from "../../backend/webhooks/Backoff.ts"
-import { decide } from "../../backend/webhooks/Delivery.ts"
-import { isForbiddenAddress } from "../../backend/webhooks/Egress.ts"
-import { Endpoints } from "../../backend/webhooks/Endpoints.ts"
+import { backoffUnits, retryAfterMs } from "../../backend/webhooks/delivery/Backoff.ts"
+import { decide } from "../../backend/webhooks/delivery/Delivery.ts"
+import { isForbiddenAddress } from "../../backend/webhooks/delivery/Egress.ts"
+import { Endpoints } from "../../backend/webhooks/endpoints/Endpoints.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import { eventually } from "../support/Streams.ts"
 import {

@@ -1,6 +1,6 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { isForbiddenAddress, isLocalhostName } from "../../backend/webhooks/Egress.ts"
+import { isForbiddenAddress, isLocalhostName } from "../../backend/webhooks/delivery/Egress.ts"
 import { authEnv, authService } from "../support/Auth.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import { PRODUCTION } from "../support/TestPlatform.ts"

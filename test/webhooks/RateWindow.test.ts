@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { RATE_LIMIT_DELAY_UNITS } from "../../backend/webhooks/Backoff.ts"
-import type { StatusMessage } from "../../backend/webhooks/Messages.ts"
+import { RATE_LIMIT_DELAY_UNITS } from "../../backend/webhooks/delivery/Backoff.ts"
+import type { StatusMessage } from "../../backend/webhooks/delivery/Messages.ts"
 import { eventually, readStream } from "../support/Streams.ts"
 import {
   attemptsOf,

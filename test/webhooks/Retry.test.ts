@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { backoffUnits } from "../../backend/webhooks/Backoff.ts"
+import { backoffUnits } from "../../backend/webhooks/delivery/Backoff.ts"
 import {
   attemptsOf,
   awaitDeliveries,

@@ -2,11 +2,15 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Crypto } from "../../backend/platform/Crypto.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
-import { DeliveryRepo, type EventToRoute } from "../../backend/webhooks/DeliveryRepo.ts"
+import { DeliveryRepo, type EventToRoute } from "../../backend/webhooks/delivery/DeliveryRepo.ts"
 import { EventNames } from "../../backend/events/Catalog.ts"
 import { makeEnvelope } from "../../backend/events/Envelope.ts"
-import { attemptSubject, encodeAttempt, type StatusMessage } from "../../backend/webhooks/Messages.ts"
-import { EventRouter } from "../../backend/webhooks/Router.ts"
+import {
+  attemptSubject,
+  encodeAttempt,
+  type StatusMessage,
+} from "../../backend/webhooks/delivery/Messages.ts"
+import { EventRouter } from "../../backend/webhooks/delivery/Router.ts"
 import {
   awaitProspect,
   completeProspect,

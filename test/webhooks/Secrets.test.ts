@@ -1,7 +1,7 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
 import { cliActor, parseDuration } from "../../backend/cli/Webhooks.ts"
-import { generateSecret, Secrets, validateCustomHeaders } from "../../backend/webhooks/Secrets.ts"
+import { generateSecret, Secrets, validateCustomHeaders } from "../../backend/webhooks/endpoints/Secrets.ts"
 import { createOwner } from "../support/Auth.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
 import { provisionProvider, query } from "../support/Webhooks.ts"

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { textProblem } from "../../contract/FieldLimits.ts"
 import { json } from "../../platform/Http.ts"
 import { MAX_OVERLAP_MS, type SubscriberRef } from "../../webhooks/Domain.ts"
-import { EndpointOperations } from "../../webhooks/Operations.ts"
+import { EndpointOperations } from "../../webhooks/endpoints/Operations.ts"
 import { actorOf, invalid, objectBody, route } from "./Route.ts"
 
 /** Signing secrets: each subscriber's overview, and a rotation with an overlap. */

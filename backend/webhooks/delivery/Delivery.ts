@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, type Types } from "effect"
-import { ack, type ActorDefinition, type Outcome } from "../platform/Actor.ts"
-import { Crypto } from "../platform/Crypto.ts"
-import { Nats } from "../platform/Nats.ts"
+import { ack, type ActorDefinition, type Outcome } from "../../platform/Actor.ts"
+import { Crypto } from "../../platform/Crypto.ts"
+import { Nats } from "../../platform/Nats.ts"
 import { backoffUnits, RATE_LIMIT_DELAY_UNITS, retryAfterMs } from "./Backoff.ts"
 import { batched } from "./Batch.ts"
 import {
@@ -18,7 +18,7 @@ import { AttemptMessage, type StatusMessage } from "./Messages.ts"
 import { publishStatus } from "./Router.ts"
 import { Scheduler } from "./Scheduler.ts"
 import { deliveryHeaders } from "./Signer.ts"
-import { WebhookConfig } from "./Config.ts"
+import { WebhookConfig } from "../Config.ts"
 
 /**
  * The delivery actor: claims the attempt a message names (only if the delivery still expects it; a stale or

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
-import { Db } from "../platform/Db.ts"
-import type { DeliveryStatus } from "./Domain.ts"
+import { Db } from "../../platform/Db.ts"
+import type { DeliveryStatus } from "../Domain.ts"
 import { healthBuckets } from "./HealthBuckets.ts"
 
 /**

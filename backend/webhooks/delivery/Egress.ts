@@ -7,8 +7,8 @@ import { Context, Effect, Layer, Option } from "effect"
 import { join } from "node:path"
 import ipaddr from "ipaddr.js"
 import { Agent, buildConnector, type Dispatcher } from "undici"
-import { AppConfig } from "../platform/Config.ts"
-import { WebhookConfig } from "./Config.ts"
+import { AppConfig } from "../../platform/Config.ts"
+import { WebhookConfig } from "../Config.ts"
 
 /**
  * Outbound HTTPS for deliveries: one keep-alive agent per process (no TLS handshake per attempt), a deadline

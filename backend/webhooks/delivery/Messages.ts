@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import type { DeliveryStatus } from "./Domain.ts"
+import type { DeliveryStatus } from "../Domain.ts"
 
 /**
  * The delivery engine's messages on the `WEBHOOKS` stream. Subjects are those of `docs/architecture.md`, without the deployment

@@ -1,10 +1,10 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { ack, type ActorDefinition, type Delivery, type Outcome, term } from "../platform/Actor.ts"
-import { Nats, type NatsShape } from "../platform/Nats.ts"
+import { ack, type ActorDefinition, type Delivery, type Outcome, term } from "../../platform/Actor.ts"
+import { Nats, type NatsShape } from "../../platform/Nats.ts"
 import { batched } from "./Batch.ts"
 import { DeliveryRepo, type EventToRoute } from "./DeliveryRepo.ts"
-import { isEventName } from "../events/Catalog.ts"
-import { EVENT_PROPERTY_HEADER } from "../events/Envelope.ts"
+import { isEventName } from "../../events/Catalog.ts"
+import { EVENT_PROPERTY_HEADER } from "../../events/Envelope.ts"
 import { attemptSubject, encodeAttempt, type StatusMessage, statusSubject } from "./Messages.ts"
 
 /**

@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer } from "effect"
-import { Nats } from "../platform/Nats.ts"
-import { wakeLoop, warnFailedPass } from "../platform/WakeLoop.ts"
+import { Nats } from "../../platform/Nats.ts"
+import { wakeLoop, warnFailedPass } from "../../platform/WakeLoop.ts"
 import { DeliveryRepo, type DueAttempt } from "./DeliveryRepo.ts"
 import { attemptSubject, encodeAttempt } from "./Messages.ts"
 

@@ -1,8 +1,8 @@
 import { isIP } from "node:net"
 import { Context, Effect, Layer } from "effect"
-import { WebhookConfig } from "./Config.ts"
-import { decodeFields, isJsonObject } from "../platform/Validation.ts"
-import { Db } from "../platform/Db.ts"
+import { WebhookConfig } from "../Config.ts"
+import { decodeFields, isJsonObject } from "../../platform/Validation.ts"
+import { Db } from "../../platform/Db.ts"
 import {
   DEFAULT_PER_PAGE,
   DeliveryNotFound,
@@ -18,8 +18,8 @@ import {
   type WebhookDelivery,
   type WebhookDeliveryDetail,
   type WebhookEndpoint,
-} from "./Domain.ts"
-import { isForbiddenAddress, isLocalhostName } from "./Egress.ts"
+} from "../Domain.ts"
+import { isForbiddenAddress, isLocalhostName } from "../delivery/Egress.ts"
 import {
   type AttemptRow,
   type DeliveryRow,

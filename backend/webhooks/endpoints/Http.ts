@@ -7,7 +7,7 @@ import {
   parseJsonText,
   type Route,
   Unprocessable,
-} from "../platform/Http.ts"
+} from "../../platform/Http.ts"
 import {
   DEFAULT_PER_PAGE,
   type DeliveryNotFound,
@@ -25,7 +25,7 @@ import {
   EndpointUpdateRequest,
   MAX_PER_PAGE,
   type SubscriberRef,
-} from "./Domain.ts"
+} from "../Domain.ts"
 import { Endpoints } from "./Endpoints.ts"
 
 type Kind = SubscriberRef["kind"]

@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
-import { Db } from "../platform/Db.ts"
+import { Db } from "../../platform/Db.ts"
 import {
   describeSubscriber,
   type EndpointStatus,
   EndpointNotFound,
   type SubscriberRef,
   WebhookCommandRejected,
-} from "./Domain.ts"
+} from "../Domain.ts"
 import { type EndpointListFilter, type OperatorEndpointRow, OperationsRepo } from "./OperationsRepo.ts"
 import { Secrets } from "./Secrets.ts"
 

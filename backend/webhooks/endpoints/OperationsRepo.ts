@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
-import { Db, type Sql } from "../platform/Db.ts"
-import { type AuditEntry, recordAudit } from "../audit/Audit.ts"
-import type { EndpointStatus } from "./Domain.ts"
+import { Db, type Sql } from "../../platform/Db.ts"
+import { type AuditEntry, recordAudit } from "../../audit/Audit.ts"
+import type { EndpointStatus } from "../Domain.ts"
 import { WEBHOOK_DUE } from "./Repo.ts"
 
 /** An endpoint with whom it belongs to, as operators see it across every owner and provider. */

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
-import { Db, type Sql } from "../platform/Db.ts"
-import type { DeliveryStatus, EndpointStatus } from "./Domain.ts"
-import { type AuditEntry, recordAudit } from "../audit/Audit.ts"
+import { Db, type Sql } from "../../platform/Db.ts"
+import type { DeliveryStatus, EndpointStatus } from "../Domain.ts"
+import { type AuditEntry, recordAudit } from "../../audit/Audit.ts"
 
 /** The engine's scheduler wakes on this channel and publishes every due delivery. */
 export const WEBHOOK_DUE = "webhook_due"

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { Context, Effect, Layer } from "effect"
-import { Crypto } from "../platform/Crypto.ts"
-import { Db } from "../platform/Db.ts"
+import { Crypto } from "../../platform/Crypto.ts"
+import { Db } from "../../platform/Db.ts"
 import {
   describeSubscriber,
   MAX_OVERLAP_MS,
@@ -9,9 +9,9 @@ import {
   ProviderNotProvisioned,
   type SubscriberRef,
   WebhookCommandRejected,
-} from "./Domain.ts"
+} from "../Domain.ts"
 import { type ProviderRow, type SecretRow, WebhooksRepo } from "./Repo.ts"
-import { verifySignature } from "./Signer.ts"
+import { verifySignature } from "../delivery/Signer.ts"
 
 /**
  * A signing secret as shared with partners: `whsec_` and the base64 of 32 random bytes. The HMAC key is this
