@@ -10,7 +10,7 @@ import { Nats } from "../../backend/platform/Nats.ts"
 import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { makeEnvelope } from "../../backend/events/Envelope.ts"
 import { actorLayer } from "../../backend/platform/Actor.ts"
-import { DeliveryRepo } from "../../backend/webhooks/delivery/DeliveryRepo.ts"
+import { RouterRepo } from "../../backend/webhooks/delivery/RouterRepo.ts"
 import { EventRouter, routerActor } from "../../backend/webhooks/delivery/Router.ts"
 import { webhookWorkersLayer } from "../../backend/webhooks/delivery/Workers.ts"
 import { testCa } from "../support/Receiver.ts"
@@ -335,7 +335,7 @@ export const webhookBench = Effect.gen(function* () {
         // The router alone first, then the rest: each stage's pace by itself.
         const routerFrom = yield* Effect.promise(() => cpuShares(receiver))
         yield* Layer.build(
-          actorLayer(routerActor).pipe(Layer.provide(EventRouter.layer), Layer.provide(DeliveryRepo.layer)),
+          actorLayer(routerActor).pipe(Layer.provide(EventRouter.layer), Layer.provide(RouterRepo.layer)),
         )
         routedSeconds = yield* Fiber.join(routedFiber)
         routerCpu = perDelivery(routerFrom, yield* Effect.promise(() => cpuShares(receiver)), size)

@@ -2,7 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Crypto } from "../../backend/platform/Crypto.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
-import { DeliveryRepo, type EventToRoute } from "../../backend/webhooks/delivery/DeliveryRepo.ts"
+import { RouterRepo, type EventToRoute } from "../../backend/webhooks/delivery/RouterRepo.ts"
 import { EventNames } from "../../backend/events/Catalog.ts"
 import { makeEnvelope } from "../../backend/events/Envelope.ts"
 import {
@@ -261,7 +261,7 @@ describe("event router", () => {
         const { owner: acme, endpointId: id } = yield* receiverEndpoint("acme-redelivered", "/redelivered", [
           "move_out.initiated",
         ])
-        const repo = yield* DeliveryRepo
+        const repo = yield* RouterRepo
         const body = JSON.stringify(
           makeEnvelope("move_out.initiated", acme.slug, examplePayload("move_out.initiated")),
         )
@@ -298,7 +298,7 @@ describe("event router", () => {
             makeEnvelope("move_out.initiated", acme.slug, examplePayload("move_out.initiated")),
           )
           // Recorded by a routing that stopped before announcing it: pending, with no attempt message yet.
-          const repo = yield* DeliveryRepo
+          const repo = yield* RouterRepo
           const [made] = yield* repo.route(
             [
               {

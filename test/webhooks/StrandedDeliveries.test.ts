@@ -3,7 +3,7 @@ import { Effect, Layer, References } from "effect"
 import { actorLayer } from "../../backend/platform/Actor.ts"
 import { Crypto } from "../../backend/platform/Crypto.ts"
 import { PlatformLayer } from "../../backend/Infrastructure.ts"
-import { DeliveryRepo } from "../../backend/webhooks/delivery/DeliveryRepo.ts"
+import { RouterRepo } from "../../backend/webhooks/delivery/RouterRepo.ts"
 import { EventRouter, routerActor } from "../../backend/webhooks/delivery/Router.ts"
 import { freePort } from "../support/Net.ts"
 import { privateNats, storeDir } from "../support/PrivateNats.ts"
@@ -24,7 +24,7 @@ import {
 /** The event router alone: it records deliveries and publishes their attempt messages, which nothing consumes. */
 const routerOnly = actorLayer(routerActor).pipe(
   Layer.provide(EventRouter.layer),
-  Layer.provide(DeliveryRepo.layer),
+  Layer.provide(RouterRepo.layer),
 )
 
 describe("deliveries recorded whose attempt messages JetStream lost", () => {

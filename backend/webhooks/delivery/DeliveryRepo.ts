@@ -4,36 +4,10 @@ import type { DeliveryStatus } from "../Domain.ts"
 import { healthBuckets } from "./HealthBuckets.ts"
 
 /**
- * The delivery engine's SQL: one statement to route an event, one to claim an attempt (with the endpoint check,
- * the rate limit and the record of an attempt its previous claimer may have made before it stopped), one to
- * record its outcome.
+ * The delivery actor's SQL: one statement claims a batch of attempts (with the endpoint check, the rate limit and
+ * the record of an attempt its previous claimer may have made before it stopped), one records their outcomes; and
+ * the subscriber's signing secrets, and an endpoint's end on 410 Gone.
  */
-
-export interface EventToRoute {
-  readonly eventId: string
-  readonly event: string
-  readonly ownerSlug: string
-  readonly propertyId: string | null
-  /** The exact body, UTF-8 JSON, as published. */
-  readonly payload: Uint8Array
-  /**
-   * Its message was delivered before: an earlier routing may have recorded deliveries and stopped before
-   * announcing them. Only then are its deliveries still pending looked up (and announced again).
-   */
-  readonly redelivered: boolean
-}
-
-/** A delivery the router made (or found still pending) for an event: one attempt message each. */
-export interface RoutedDelivery {
-  readonly event_id: string
-  readonly id: number
-  readonly endpoint_id: number
-  readonly series: number
-  readonly attempt_number: number
-  readonly created: boolean
-  /** Recorded for a suspended endpoint: no attempt until the endpoint is active again (the scheduler releases it). */
-  readonly held: boolean
-}
 
 /**
  * What a claim decided: make the attempt, postpone it (rate limit), hold it (endpoint suspended), or fail it
@@ -98,24 +72,11 @@ export interface OutcomeInput extends AttemptKey {
   readonly responseBody: string | null
 }
 
-export interface DueAttempt {
-  readonly id: number
-  readonly endpoint_id: number
-  readonly series: number
-  readonly attempt_number: number
-}
-
 export interface SecretRow {
   readonly id: number
   readonly secret_sealed: Buffer
   readonly expires_at: Date | null
 }
-
-/**
- * A row due but already published is published again only after this long without an outcome: its message was
- * lost, or went with the process that claimed it (JetStream hands an unacked message on long before this).
- */
-const REDISPATCH_AFTER = "5 minutes"
 
 export const ENDPOINT_FAILURE_REASONS = {
   deleted: "Endpoint deleted; delivery canceled",
@@ -135,14 +96,6 @@ const int = (value: unknown) => Number(value)
 export class DeliveryRepo extends Context.Service<
   DeliveryRepo,
   {
-    /**
-     * Deliveries for a batch of events (each event's rows carry its `event_id`): those it creates, and those of
-     * redelivered events still pending.
-     */
-    readonly route: (
-      events: ReadonlyArray<EventToRoute>,
-      now: Date,
-    ) => Effect.Effect<ReadonlyArray<RoutedDelivery>>
     /** Claims a batch of distinct attempts; one result per key, undefined where the attempt is not claimable. */
     readonly claim: (
       keys: ReadonlyArray<AttemptKey>,
@@ -155,97 +108,13 @@ export class DeliveryRepo extends Context.Service<
     readonly recordOutcomes: (outcomes: ReadonlyArray<OutcomeInput>) => Effect.Effect<ReadonlyArray<boolean>>
     /** The endpoint answered 410: disable it and fail its other undelivered deliveries; their ids. */
     readonly disableGone: (endpointId: number, exceptDelivery: number) => Effect.Effect<ReadonlyArray<number>>
-    /** Publishes due attempts, and those of deliveries announced before `unclaimedBefore` and never claimed. */
-    readonly dispatchDue: (
-      now: Date,
-      unclaimedBefore: Date,
-      limit: number,
-      publish: (rows: ReadonlyArray<DueAttempt>) => Effect.Effect<void>,
-    ) => Effect.Effect<number>
-    /** The earliest scheduled time after `now`, if any. */
-    readonly nextDue: (now: Date) => Effect.Effect<Date | undefined>
     readonly secrets: (subscriberId: number, now: Date) => Effect.Effect<ReadonlyArray<SecretRow>>
-    /**
-     * Held deliveries whose endpoint is no longer suspended become due now (an active endpoint gets them, a
-     * disabled or deleted one fails them at the claim); how many.
-     */
-    readonly releaseHeld: (now: Date) => Effect.Effect<number>
   }
 >()("partner-service/webhooks/DeliveryRepo") {
   static readonly layer = Layer.effect(
     DeliveryRepo,
     Effect.gen(function* () {
       const db = yield* Db
-
-      const route = Effect.fn("DeliveryRepo.route")(function* (
-        events: ReadonlyArray<EventToRoute>,
-        now: Date,
-      ) {
-        if (events.length === 0) return []
-        const again = events.filter((e) => e.redelivered).map((e) => e.eventId)
-        const rows = yield* db.query(
-          (sql) => sql`
-            with input as (
-              select * from unnest(${events.map((e) => e.eventId)}::text[], ${events.map((e) => e.event)}::text[],
-                                   ${events.map((e) => e.ownerSlug)}::text[],
-                                   ${events.map((e) => e.propertyId)}::bigint[],
-                                   ${events.map((e) => Buffer.from(e.payload.buffer, e.payload.byteOffset, e.payload.byteLength).toString("hex"))}::text[])
-                as i(event_id, event, owner_slug, property_id, payload)
-            ),
-            subscribers as (
-              select i.event_id, s.id as subscriber_id from input i
-              join owners o on o.slug = i.owner_slug
-              join webhook_subscribers s on s.owner_id = o.id
-              union
-              select i.event_id, s.id from input i
-              join owners o on o.slug = i.owner_slug
-              join provider_owners po on po.owner_id = o.id
-              join webhook_subscribers s on s.provider_id = po.provider_id
-              union
-              select i.event_id, s.id from input i
-              join provider_properties pp on pp.property_id = i.property_id
-              join webhook_subscribers s on s.provider_id = pp.provider_id
-            ),
-            targets as (
-              select i.event_id, i.event, i.owner_slug, i.payload, e.id as endpoint_id,
-                     e.status = 'suspended' as held
-              from subscribers sub
-              join input i on i.event_id = sub.event_id
-              join webhook_endpoints e on e.subscriber_id = sub.subscriber_id
-              where e.status in ('active', 'suspended') and e.deleted_at is null and i.event = any(e.events)
-            ),
-            created as (
-              -- A suspended endpoint's delivery is recorded held and not announced: its endpoint's activation
-              -- releases it (the scheduler makes it due), a disable or delete fails it.
-              insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, dispatched_at,
-                                              held_since)
-              select endpoint_id, event_id, event, owner_slug, decode(payload, 'hex'),
-                     case when held then null else ${now}::timestamptz end,
-                     case when held then ${now}::timestamptz end
-              from targets order by event_id, endpoint_id
-              on conflict (event_id, endpoint_id) do nothing
-              returning id, endpoint_id, event_id, series, attempt_number, held_since is not null as held
-            )
-            select id, endpoint_id, event_id, series, attempt_number, true as created, held from created
-            ${
-              again.length === 0
-                ? sql``
-                : sql`
-                  union all
-                  select id, endpoint_id, event_id, series, attempt_number, false, false from webhook_deliveries
-                  where event_id = any(${again}::text[]) and status = 'pending' and held_since is null`
-            }`,
-        )
-        return rows.map((r): RoutedDelivery => ({
-          event_id: r.event_id as string,
-          id: int(r.id),
-          endpoint_id: int(r.endpoint_id),
-          series: int(r.series),
-          attempt_number: int(r.attempt_number),
-          created: r.created === true,
-          held: r.held === true,
-        }))
-      })
 
       const claim = Effect.fn("DeliveryRepo.claim")(function* (
         keys: ReadonlyArray<AttemptKey>,
@@ -471,73 +340,6 @@ export class DeliveryRepo extends Context.Service<
         return rows.map((r) => int(r.id))
       })
 
-      const dispatchDue = Effect.fn("DeliveryRepo.dispatchDue")(function* (
-        now: Date,
-        unclaimedBefore: Date,
-        limit: number,
-        publish: (rows: ReadonlyArray<DueAttempt>) => Effect.Effect<void>,
-      ) {
-        // Published while the rows are locked, and marked in the same transaction: a failed publish rolls the
-        // mark back, so the rows are found again; a claim of a row published here waits for the commit.
-        return yield* db.transaction(
-          Effect.gen(function* () {
-            // Due attempts, and deliveries announced before `unclaimedBefore` that no claim holds (never claimed, or
-            // claimed by a process that stopped): their message was lost. A held delivery waits for its endpoint.
-            const rows = yield* db.query(
-              (sql) => sql`
-                select id, endpoint_id, series, attempt_number from webhook_deliveries
-                where (next_retry_at <= ${now} and next_retry_at is not null
-                       and status in ('pending', 'retrying', 'rate_limited')
-                       and (dispatched_at is null or dispatched_at < next_retry_at
-                         or dispatched_at < ${now}::timestamptz - ${REDISPATCH_AFTER}::interval))
-                   or (status = 'pending' and next_retry_at is null and dispatched_at < ${unclaimedBefore}
-                       and held_since is null and (lease_until is null or lease_until <= ${now}))
-                order by coalesce(next_retry_at, dispatched_at)
-                limit ${limit}
-                for update skip locked`,
-            )
-            if (rows.length === 0) return 0
-            const due = rows.map((r): DueAttempt => ({
-              id: int(r.id),
-              endpoint_id: int(r.endpoint_id),
-              series: int(r.series),
-              attempt_number: int(r.attempt_number),
-            }))
-            yield* publish(due)
-            yield* db.query(
-              (sql) =>
-                sql`update webhook_deliveries set dispatched_at = ${now} where id = any(${due.map((r) => r.id)})`,
-            )
-            return due.length
-          }),
-        )
-      })
-
-      const releaseHeld = Effect.fn("DeliveryRepo.releaseHeld")(function* (now: Date) {
-        const rows = yield* db.query(
-          (sql) => sql`
-            update webhook_deliveries d set held_since = null, updated_at = now(),
-              next_retry_at = case when d.status in ('pending', 'retrying', 'rate_limited') then ${now}
-                                   else d.next_retry_at end
-            from webhook_endpoints e
-            where d.held_since is not null and e.id = d.endpoint_id
-              and (e.status <> 'suspended' or e.deleted_at is not null)
-            returning d.id`,
-        )
-        return rows.length
-      })
-
-      const nextDue = Effect.fn("DeliveryRepo.nextDue")(function* (now: Date) {
-        const [row] = yield* db.query(
-          (sql) => sql`
-            select min(next_retry_at) as at from webhook_deliveries
-            where next_retry_at > ${now} and next_retry_at is not null
-              and status in ('pending', 'retrying', 'rate_limited')`,
-        )
-        const at = row?.at as Date | null | undefined
-        return at ?? undefined
-      })
-
       const secrets = Effect.fn("DeliveryRepo.secrets")(function* (subscriberId: number, now: Date) {
         const rows = yield* db.query(
           (sql) => sql`
@@ -552,16 +354,7 @@ export class DeliveryRepo extends Context.Service<
         }))
       })
 
-      return DeliveryRepo.of({
-        route,
-        claim,
-        recordOutcomes,
-        disableGone,
-        dispatchDue,
-        nextDue,
-        secrets,
-        releaseHeld,
-      })
+      return DeliveryRepo.of({ claim, recordOutcomes, disableGone, secrets })
     }),
   )
 }

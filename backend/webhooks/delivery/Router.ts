@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { ack, type ActorDefinition, type Delivery, type Outcome, term } from "../../platform/Actor.ts"
 import { Nats, type NatsShape } from "../../platform/Nats.ts"
 import { batched } from "./Batch.ts"
-import { DeliveryRepo, type EventToRoute } from "./DeliveryRepo.ts"
+import { RouterRepo, type EventToRoute } from "./RouterRepo.ts"
 import { isEventName } from "../../events/Catalog.ts"
 import { EVENT_PROPERTY_HEADER } from "../../events/Envelope.ts"
 import { attemptSubject, encodeAttempt, type StatusMessage, statusSubject } from "./Messages.ts"
@@ -51,7 +51,7 @@ export class EventRouter extends Context.Service<
   static readonly layer = Layer.effect(
     EventRouter,
     Effect.gen(function* () {
-      const repo = yield* DeliveryRepo
+      const repo = yield* RouterRepo
       const nats = yield* Nats
 
       /** The event to route, or why the message is not one. */

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { Nats } from "../../platform/Nats.ts"
 import { wakeLoop, warnFailedPass } from "../../platform/WakeLoop.ts"
-import { DeliveryRepo, type DueAttempt } from "./DeliveryRepo.ts"
+import { type DueAttempt, SchedulerRepo } from "./SchedulerRepo.ts"
 import { attemptSubject, encodeAttempt } from "./Messages.ts"
 
 /**
@@ -44,7 +44,7 @@ export class Scheduler extends Context.Service<
     Scheduler,
     Effect.gen(function* () {
       const nats = yield* Nats
-      const repo = yield* DeliveryRepo
+      const repo = yield* SchedulerRepo
       let lastRelease = 0
       let waiting = 0
       const startedAt = yield* Clock.currentTimeMillis

@@ -6,7 +6,9 @@ import { deliveryActor, DeliveryAttempts } from "./Delivery.ts"
 import { DeliveryRepo } from "./DeliveryRepo.ts"
 import { Egress } from "./Egress.ts"
 import { EventRouter, routerActor } from "./Router.ts"
+import { RouterRepo } from "./RouterRepo.ts"
 import { Scheduler } from "./Scheduler.ts"
+import { SchedulerRepo } from "./SchedulerRepo.ts"
 
 /** The webhook side of the `workers` role: the event router, the delivery actor and the retry scheduler. */
 export const webhookWorkersLayer = Layer.unwrap(
@@ -18,6 +20,6 @@ export const webhookWorkersLayer = Layer.unwrap(
   Layer.provideMerge(Layer.mergeAll(EventRouter.layer, DeliveryAttempts.layer)),
   Layer.provideMerge(Scheduler.layer),
   Layer.provide(Layer.mergeAll(Egress.layer, Crypto.layer)),
-  Layer.provideMerge(DeliveryRepo.layer),
+  Layer.provideMerge(Layer.mergeAll(RouterRepo.layer, DeliveryRepo.layer, SchedulerRepo.layer)),
   Layer.provideMerge(WebhookConfig.layer),
 )
