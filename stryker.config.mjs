@@ -12,14 +12,14 @@ export default {
   // Line ranges keep a module to the part named: the egress check (not the HTTP client), the rotation (not the
   // rest of the secrets service), the rate limit's side of a claim, and the issuing and verifying of tokens.
   mutate: [
-    "backend/webhooks/Signer.ts",
-    "backend/webhooks/Backoff.ts",
-    "backend/webhooks/Egress.ts:34:1-139:2",
+    "backend/webhooks/delivery/Signer.ts",
+    "backend/webhooks/delivery/Backoff.ts",
+    "backend/webhooks/delivery/Egress.ts:34:1-139:2",
     "backend/contract/FieldLimits.ts",
-    "backend/webhooks/Secrets.ts:196:1-229:7",
-    "backend/webhooks/Repo.ts:220:1-232:74",
-    "backend/webhooks/Delivery.ts:171:1-178:48",
-    "backend/webhooks/Delivery.ts:236:1-242:10",
+    "backend/webhooks/endpoints/Secrets.ts:196:1-229:7",
+    "backend/webhooks/endpoints/Repo.ts:220:1-232:74",
+    "backend/webhooks/delivery/Delivery.ts:171:1-178:48",
+    "backend/webhooks/delivery/Delivery.ts:236:1-242:10",
     "backend/auth/Auth.ts:240:1-324:7",
     "backend/auth/Auth.ts:380:1-415:9",
   ],

@@ -5,7 +5,7 @@ import {
   RATE_LIMIT_DELAY_UNITS,
   RETRY_AFTER_CAP_MS,
   retryAfterMs,
-} from "../../backend/webhooks/Backoff.ts"
+} from "../../backend/webhooks/delivery/Backoff.ts"
 
 const NOW = Date.parse("2026-03-02T12:00:00Z")
 

@@ -1,6 +1,10 @@
 import type { LookupAddress } from "node:dns"
 import { assert, describe, it } from "@effect/vitest"
-import { DestinationRefused, guardedLookup, isForbiddenAddress } from "../../backend/webhooks/Egress.ts"
+import {
+  DestinationRefused,
+  guardedLookup,
+  isForbiddenAddress,
+} from "../../backend/webhooks/delivery/Egress.ts"
 
 describe("a destination address", () => {
   it("is refused in every internal IPv4 range, at both ends", () => {

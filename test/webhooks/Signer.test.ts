@@ -6,7 +6,7 @@ import {
   sign,
   signatureHeader,
   verifySignature,
-} from "../../backend/webhooks/Signer.ts"
+} from "../../backend/webhooks/delivery/Signer.ts"
 
 const utf8 = (text: string) => new TextEncoder().encode(text)
 const BODY = utf8('{"event":"policy.created"}')
