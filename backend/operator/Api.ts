@@ -109,7 +109,8 @@ export const DeliveryDetailAnswer = Schema.Struct({ delivery: DeliveryDetail })
 export const BulkRetry = Schema.Struct({
   id: Schema.Number,
   filter: Schema.Record(Schema.String, Schema.Unknown),
-  status: Schema.Literals(["running", "completed", "cancelled"]),
+  /** `previewed`: the snapshot is taken (`total` is what a start retries), not started yet. */
+  status: Schema.Literals(["previewed", "running", "completed", "cancelled"]),
   total: Schema.Number,
   done: Schema.Number,
   created_by: Schema.String,
@@ -123,6 +124,8 @@ export const BulkRetryRequest = Schema.Struct({
   rate_per_second: Schema.Number,
 })
 export type BulkRetryRequest = typeof BulkRetryRequest.Type
+export const BulkRetryPreviewRequest = Schema.Struct({ filter: Schema.Record(Schema.String, Schema.String) })
+export const BulkRetryStartRequest = Schema.Struct({ rate_per_second: Schema.Number })
 export const BulkRetryAnswer = Schema.Struct({ bulk_retry: BulkRetry })
 export const BulkRetriesAnswer = Schema.Struct({
   bulk_retries: Schema.Array(BulkRetry),

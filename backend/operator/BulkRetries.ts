@@ -73,7 +73,12 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
       db.transaction(
         Effect.gen(function* () {
           const job = yield* repo.lock(id)
-          if (job === undefined || job.status !== "running" || job.lease_owner !== owner) return true
+          if (
+            job === undefined ||
+            !["running", "previewed"].includes(job.status) ||
+            job.lease_owner !== owner
+          )
+            return true
           if (job.snapshot_complete) return true
           const read = readFilter(job.filter)
           if ("fields" in read) return yield* Effect.die(new Error(`bulk retry ${id} has an invalid filter`))
@@ -84,10 +89,23 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
         }),
       )
 
+    const readRate = (rateInput: unknown, fields: Record<string, string>) => {
+      const rate = rateInput === undefined || rateInput === null ? DEFAULT_RATE : rateInput
+      if (typeof rate !== "number" || !Number.isInteger(rate) || rate < 1 || rate > MAX_RATE) {
+        fields.rate_per_second = `must be an integer from 1 to ${MAX_RATE}`
+      }
+      return rate as number
+    }
+
+    /**
+     * A job over what `filterInput` matches now, its snapshot taken before it answers: running, or (`preview`) a
+     * preview whose `total` says how many a start will retry, which no worker takes until it is started.
+     */
     const create = Effect.fn("BulkRetries.create")(function* (
       filterInput: unknown,
       rateInput: unknown,
       createdBy: string,
+      preview = false,
     ) {
       const fields: Record<string, string> = {}
       if (!isJsonObject(filterInput)) fields.filter = "must be an object of filters"
@@ -100,10 +118,7 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
           fields.filter = "must name at least one filter"
         }
       }
-      const rate = rateInput === undefined || rateInput === null ? DEFAULT_RATE : rateInput
-      if (typeof rate !== "number" || !Number.isInteger(rate) || rate < 1 || rate > MAX_RATE) {
-        fields.rate_per_second = `must be an integer from 1 to ${MAX_RATE}`
-      }
+      const rate = readRate(rateInput, fields)
       if (Object.keys(fields).length > 0) return yield* new BulkRetryInvalid({ fields })
       const read = readFilter(filterInput as Readonly<Record<string, unknown>>)
       if ("fields" in read) return yield* new DeliveryFilterInvalid({ fields: read.fields })
@@ -114,7 +129,14 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
 
       // The creator holds the job while it takes the snapshot; should it stop half-way, a worker finishes it.
       const owner = `create-${randomUUID()}`
-      const job = yield* repo.insert(stored, rate as number, createdBy, owner, LEASE_SECONDS)
+      const job = yield* repo.insert(
+        stored,
+        rate,
+        createdBy,
+        owner,
+        LEASE_SECONDS,
+        preview ? "previewed" : "running",
+      )
       const id = Number(job.id)
       while (!(yield* snapshotBatch(id, owner))) {
         // Each batch commits on its own, so a large match holds no long transaction.
@@ -140,6 +162,35 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
 
     const get = Effect.fn("BulkRetries.get")(function* (id: string | number) {
       return toBulkRetry(yield* byId(id))
+    })
+
+    /**
+     * Starts a preview at `rateInput`: the workers retry exactly the deliveries its snapshot holds (its `total`);
+     * nothing matched completes at once. Anything but a preview is refused.
+     */
+    const start = Effect.fn("BulkRetries.start")(function* (
+      id: string | number,
+      rateInput: unknown,
+      createdBy: string,
+    ) {
+      const row = yield* byId(id)
+      const fields: Record<string, string> = {}
+      const rate = readRate(rateInput, fields)
+      if (Object.keys(fields).length > 0) return yield* new BulkRetryInvalid({ fields })
+      const jobId = Number(row.id)
+      yield* db.transaction(
+        Effect.gen(function* () {
+          const job = (yield* repo.lock(jobId))!
+          if (job.status !== "previewed") {
+            return yield* new BulkRetryInvalid({
+              fields: { status: `is ${job.status}: only a preview starts` },
+            })
+          }
+          yield* repo.start(jobId, rate, createdBy)
+          if (job.snapshot_complete && job.total === 0) yield* repo.advance(jobId, 0, true, LEASE_SECONDS)
+        }),
+      )
+      return toBulkRetry((yield* repo.get(jobId))!)
     })
 
     /** Stops a running job before its next step; a finished one is answered as it is. */
@@ -176,7 +227,7 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
     /** Leaves the leases `owner` holds (of one job, or all). */
     const release = (owner: string, id?: number) => repo.release(owner, id)
 
-    return { create, list, get, cancel, step, claim, release }
+    return { create, start, list, get, cancel, step, claim, release }
   }),
 }) {
   static readonly layer = Layer.effect(BulkRetries, BulkRetries.make).pipe(

@@ -3,7 +3,7 @@ import { Db } from "../platform/Db.ts"
 
 /** The SQL of bulk retries: jobs, their snapshot of delivery ids, and the lease a worker holds a job under. */
 
-export type BulkRetryStatus = "running" | "completed" | "cancelled"
+export type BulkRetryStatus = "previewed" | "running" | "completed" | "cancelled"
 
 export interface BulkRetryRow {
   readonly id: string
@@ -42,20 +42,21 @@ export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
       const db = yield* Db
       const one = (rows: ReadonlyArray<BulkRetryRow>) => rows[0]
 
-      /** A new running job, leased to `owner` (its creator, while it takes the snapshot). */
+      /** A new job (running, or a preview), leased to `owner` (its creator, while it takes the snapshot). */
       const insert = (
         filter: Readonly<Record<string, unknown>>,
         rate: number,
         createdBy: string,
         owner: string,
         leaseSeconds: number,
+        status: "running" | "previewed" = "running",
       ) =>
         db
           .query(
             (sql) => sql<Array<BulkRetryRow>>`
-              insert into bulk_retries (filter, rate_per_second, created_by, lease_owner, lease_until)
+              insert into bulk_retries (filter, rate_per_second, created_by, lease_owner, lease_until, status)
               values (${sql.json(filter as never)}, ${rate}, ${createdBy}, ${owner},
-                      now() + ${leaseSeconds} * interval '1 second')
+                      now() + ${leaseSeconds} * interval '1 second', ${status})
               returning ${sql(COLUMNS)}`,
           )
           .pipe(Effect.map((rows) => rows[0]!))
@@ -79,7 +80,7 @@ export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
         db.query(
           (sql) => sql<Array<BulkRetryRow>>`
             select ${sql(COLUMNS)} from bulk_retries
-            ${before === undefined ? sql`` : sql`where id < ${before}`}
+            where status <> 'previewed' ${before === undefined ? sql`` : sql`and id < ${before}`}
             order by id desc limit ${limit}`,
         )
 
@@ -126,6 +127,15 @@ export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
             where id = ${id}`,
         )
 
+      /** Starts a preview (locked by the caller) at `rate`, as created by `createdBy` now; workers take it from here. */
+      const start = (id: number, rate: number, createdBy: string) =>
+        db.query(
+          (sql) => sql`
+            update bulk_retries set status = 'running', rate_per_second = ${rate}, created_by = ${createdBy},
+              created_at = now(), lease_owner = null, lease_until = null
+            where id = ${id} and status = 'previewed'`,
+        )
+
       /** Cancels a running job; a finished one is left as it is. */
       const cancel = (id: number) =>
         db.query(
@@ -159,7 +169,20 @@ export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
             where lease_owner = ${owner} ${id === undefined ? sql`` : sql`and id = ${id}`}`,
         )
 
-      return { insert, get, lock, list, addItems, saveSnapshot, items, advance, cancel, claim, release }
+      return {
+        insert,
+        get,
+        lock,
+        list,
+        addItems,
+        saveSnapshot,
+        items,
+        advance,
+        start,
+        cancel,
+        claim,
+        release,
+      }
     }),
   },
 ) {

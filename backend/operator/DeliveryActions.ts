@@ -57,6 +57,35 @@ export class DeliveryActions extends Context.Service<DeliveryActions>()(
         return job
       })
 
+      /** A bulk retry's preview: the snapshot taken, nothing retried (so nothing is audited until it starts). */
+      const previewBulkRetry = Effect.fn("DeliveryActions.previewBulkRetry")(function* (
+        filter: unknown,
+        actor: string,
+      ) {
+        return yield* bulkRetries.create(filter, undefined, actor, true)
+      })
+
+      /** Starts a preview; audited as a bulk retry's creation, with the total it retries. */
+      const startBulkRetry = Effect.fn("DeliveryActions.startBulkRetry")(function* (
+        id: string,
+        rate: unknown,
+        actor: string,
+      ) {
+        const job = yield* bulkRetries.start(id, rate, actor)
+        yield* recordAudit(db, {
+          actor,
+          action: "bulk_retries.create",
+          target: `bulk_retry:${job.id}`,
+          after: {
+            filter: job.filter,
+            rate_per_second: rate ?? DEFAULT_RATE,
+            total: job.total,
+            status: job.status,
+          },
+        })
+        return job
+      })
+
       /** Cancels a running job; one already finished is answered unchanged and nothing is recorded. */
       const cancelBulkRetry = Effect.fn("DeliveryActions.cancelBulkRetry")(function* (
         id: string,
@@ -76,7 +105,7 @@ export class DeliveryActions extends Context.Service<DeliveryActions>()(
         return after
       })
 
-      return { retry, createBulkRetry, cancelBulkRetry }
+      return { retry, createBulkRetry, previewBulkRetry, startBulkRetry, cancelBulkRetry }
     }),
   },
 ) {

@@ -39,8 +39,8 @@ export class RetentionRepo extends Context.Service<RetentionRepo>()(
             .pipe(Effect.map(count)),
 
         /**
-         * Up to `limit` items of the bulk retries that finished before `before`; once none are left, up to `limit`
-         * of those jobs. How many rows went.
+         * Up to `limit` items of the bulk retries that finished before `before` (a preview never started: created
+         * before it); once none are left, up to `limit` of those jobs. How many rows went.
          */
         pruneBulkRetries: (before: Date, limit: number) =>
           Effect.gen(function* () {
@@ -51,7 +51,7 @@ export class RetentionRepo extends Context.Service<RetentionRepo>()(
                   delete from bulk_retry_items where (bulk_retry_id, position) in (
                     select i.bulk_retry_id, i.position
                     from bulk_retries b join bulk_retry_items i on i.bulk_retry_id = b.id
-                    where b.status <> 'running' and b.finished_at < ${before}
+                    where b.status <> 'running' and coalesce(b.finished_at, b.created_at) < ${before}
                     limit ${limit}
                   )
                   returning 1
@@ -66,7 +66,7 @@ export class RetentionRepo extends Context.Service<RetentionRepo>()(
                 with gone as (
                   delete from bulk_retries where id in (
                     select id from bulk_retries j
-                    where j.status <> 'running' and j.finished_at < ${before}
+                    where j.status <> 'running' and coalesce(j.finished_at, j.created_at) < ${before}
                       and not exists (select 1 from bulk_retry_items i where i.bulk_retry_id = j.id)
                     limit ${limit}
                   )

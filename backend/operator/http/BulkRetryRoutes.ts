@@ -6,7 +6,10 @@ import { encodeCursor } from "./Cursor.ts"
 import { checkedQuery, queryReader } from "./Query.ts"
 import { actorOf, objectBody, route } from "./Route.ts"
 
-/** Bulk retries: starting one over a delivery filter, the list newest first, following and cancelling one. */
+/**
+ * Bulk retries: one over a delivery filter, at once or previewed (the snapshot taken, its total shown) and then
+ * started; the list newest first (previews left out); following and cancelling one.
+ */
 export const bulkRetryRoutes = [
   route("POST", "/api/bulk-retries", "operator", (request) =>
     Effect.gen(function* () {
@@ -17,6 +20,24 @@ export const bulkRetryRoutes = [
         actorOf(request),
       )
       return json(201, { bulk_retry: job })
+    }),
+  ),
+  route("POST", "/api/bulk-retries/previews", "operator", (request) =>
+    Effect.gen(function* () {
+      const body = yield* objectBody(request, "bulk_retry")
+      const job = yield* (yield* DeliveryActions).previewBulkRetry(body.filter, actorOf(request))
+      return json(201, { bulk_retry: job })
+    }),
+  ),
+  route("POST", "/api/bulk-retries/:id/start", "operator", (request) =>
+    Effect.gen(function* () {
+      const body = yield* objectBody(request, "bulk_retry")
+      const job = yield* (yield* DeliveryActions).startBulkRetry(
+        request.params.id ?? "",
+        body.rate_per_second,
+        actorOf(request),
+      )
+      return json(200, { bulk_retry: job })
     }),
   ),
   route("GET", "/api/bulk-retries", "viewer", (request) =>

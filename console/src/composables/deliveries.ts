@@ -2,7 +2,6 @@ import {
   BulkRetriesAnswer,
   BulkRetryAnswer,
   DeliveryAnswer,
-  DeliveryCount,
   DeliveryDetailAnswer,
   DeliveryPage,
 } from "../schemas"
@@ -23,19 +22,19 @@ export type DeliveryFilter = (typeof DELIVERY_FILTERS)[number]
 export const listDeliveries = (filters: Query) =>
   api(DeliveryPage, "GET", withQuery("/api/deliveries", filters))
 
-export const countDeliveries = async (filters: Query) =>
-  (await api(DeliveryCount, "GET", withQuery("/api/deliveries/count", filters))).count
-
 export const getDelivery = async (id: string) =>
   (await api(DeliveryDetailAnswer, "GET", `/api/deliveries/${encodeURIComponent(id)}`)).delivery
 
 export const retryDelivery = async (id: string | number) =>
   (await api(DeliveryAnswer, "POST", `/api/deliveries/${encodeURIComponent(String(id))}/retry`, {})).delivery
 
-export const startBulkRetry = async (filter: Record<string, string>, ratePerSecond: number) =>
+/** The job a bulk retry of `filter` would be, its snapshot taken: its `total` is what a start retries. */
+export const previewBulkRetry = async (filter: Record<string, string>) =>
+  (await api(BulkRetryAnswer, "POST", "/api/bulk-retries/previews", { filter })).bulk_retry
+
+export const startPreviewedBulkRetry = async (id: number, ratePerSecond: number) =>
   (
-    await api(BulkRetryAnswer, "POST", "/api/bulk-retries", {
-      filter,
+    await api(BulkRetryAnswer, "POST", `/api/bulk-retries/${id}/start`, {
       rate_per_second: ratePerSecond,
     })
   ).bulk_retry
