@@ -55,6 +55,9 @@ import { Endpoints } from "./webhooks/endpoints/Endpoints.ts"
 import { webhookRoutes } from "./webhooks/endpoints/Http.ts"
 import { EndpointOperations } from "./webhooks/endpoints/Operations.ts"
 import { webhookWorkersLayer } from "./webhooks/delivery/Workers.ts"
+import { replayRoutes } from "./webhooks/replays/Http.ts"
+import { replayRunnerLayer } from "./webhooks/replays/ReplayRunner.ts"
+import { Replays } from "./webhooks/replays/Replays.ts"
 
 /** The operator console's build (`console/build.mjs`), served by the console role; backend/ runs from source. */
 const CONSOLE_DIST = fileURLToPath(new URL("../dist/console", import.meta.url))
@@ -74,6 +77,7 @@ type AppServices =
   | StagingResets
   | Ingest
   | Endpoints
+  | Replays
   | Policies
   | Journey
   | MoveOuts
@@ -104,6 +108,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
         ...rosterRoutes,
         ...prospectRoutes,
         ...webhookRoutes,
+        ...replayRoutes,
         ...moveOutRoutes,
         ...(serviceEnv === "staging" ? stagingRoutes : []),
         ...(serviceEnv === "production" ? [] : testClockRoutes),
@@ -145,6 +150,7 @@ export const appLayer = (config: AppConfigShape) => {
         lifecycleJobLayer,
         ingestWorkersLayer,
         webhookWorkersLayer,
+        replayRunnerLayer,
         BulkRetries.runnerLayer,
         Health.pruneLayer,
         Retention.sweepLayer,
@@ -159,7 +165,7 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(BulkRetries.layer),
     Layer.provideMerge(Layer.mergeAll(Deliveries.layer, Health.layer, Retention.layer)),
     Layer.provideMerge(Ingest.layer),
-    Layer.provideMerge(Endpoints.layer),
+    Layer.provideMerge(Layer.mergeAll(Endpoints.layer, Replays.layer)),
     Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
     Layer.provideMerge(Journey.layer),
     Layer.provideMerge(lifecycleLayer),

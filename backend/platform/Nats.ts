@@ -111,7 +111,32 @@ export interface NatsShape {
     since: Date | undefined,
     onMessage: (msg: FollowedMessage) => void,
   ) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * What a stream holds now: its last sequence, and since when it holds every message it was given (undefined
+   * when it never dropped one), which is how far back a reader can go.
+   */
+  readonly streamState: (stream: string) => Effect.Effect<StreamState>
+  /**
+   * The stored messages matching `subject` (already prefixed), stored at `since` or later and at sequence `upTo`
+   * at most, oldest first: an ordered consumer read until it has caught up with `upTo`. One subject: servers
+   * before 2.10 take no list of filters.
+   */
+  readonly readStored: (
+    stream: string,
+    subject: string,
+    since: Date,
+    upTo: number,
+  ) => Effect.Effect<ReadonlyArray<FollowedMessage>>
   readonly ping: Effect.Effect<void>
+}
+
+export interface StreamState {
+  readonly lastSeq: number
+  /**
+   * When its oldest message kept was stored, once it dropped older ones (age or size limits, a purge); when it
+   * dropped them all, when its last message was stored. Undefined while it has every message it was given.
+   */
+  readonly keptSince: Date | undefined
 }
 
 /**
@@ -338,6 +363,44 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           ),
         )
 
+      const streamState = (stream: string) =>
+        Effect.promise(() => jsm.streams.info(stream)).pipe(
+          Effect.map((info): StreamState => ({
+            lastSeq: info.state.last_seq,
+            keptSince:
+              info.state.first_seq <= 1
+                ? undefined
+                : new Date(info.state.messages === 0 ? info.state.last_ts : info.state.first_ts),
+          })),
+        )
+
+      const readStored = (stream: string, filter: string, since: Date, upTo: number) =>
+        Effect.promise(async () => {
+          const consumer = await js.consumers.get(stream, {
+            filter_subjects: filter,
+            deliver_policy: DeliverPolicy.StartTime,
+            opt_start_time: since.toISOString(),
+          })
+          const found: Array<FollowedMessage> = []
+          // The messages matching when the read starts, counted by the server: the read ends after that many
+          // (a message's own pending count is not exact on every server), or at `upTo`. None: a consume would
+          // wait for a message that may never come.
+          const matching = (await consumer.info()).num_pending
+          if (matching === 0) return found
+          const messages = await consumer.consume()
+          try {
+            let read = 0
+            for await (const msg of messages) {
+              if (msg.seq > upTo) break
+              found.push(msg)
+              if (msg.seq === upTo || ++read >= matching) break
+            }
+          } finally {
+            await messages.close()
+          }
+          return found
+        })
+
       return Nats.of({
         prefix,
         subject,
@@ -355,6 +418,8 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         streamExists,
         puller: (stream, consumer) => puller(connection, stream, consumer),
         follow,
+        streamState,
+        readStored,
         ping: Effect.promise(() => connection.flush()),
       })
     }),

@@ -91,6 +91,8 @@ const PARTS: ReadonlyMap<string, ReadonlyArray<readonly [string, ReadonlyArray<s
     [
       ["delivery", []],
       ["endpoints", ["delivery"]],
+      // Replays find endpoints as endpoint management does and hand their deliveries to the engine.
+      ["replays", ["delivery", "endpoints"]],
     ],
   ],
   // The console's routes sit on the operator services, which know nothing of HTTP.

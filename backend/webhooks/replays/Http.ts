@@ -1,0 +1,191 @@
+import { Effect } from "effect"
+import {
+  type ApiError,
+  type HttpRequest,
+  json,
+  NotFound,
+  parseJsonText,
+  type Route,
+  Unprocessable,
+} from "../../platform/Http.ts"
+import type { EndpointNotFound, OwnerUnknown, ProviderNotProvisioned, SubscriberRef } from "../Domain.ts"
+import {
+  type ReplayBeyondRetention,
+  ReplayCreatedResponse,
+  type ReplayInvalid,
+  type ReplayNotFound,
+  ReplayRequest,
+  ReplayResponse,
+} from "./Domain.ts"
+import { PER_SECOND } from "./ReplayRunner.ts"
+import { Replays } from "./Replays.ts"
+
+type Kind = SubscriberRef["kind"]
+
+const PREFIX: Record<Kind, string> = {
+  owner: "/partners/:owner_slug/webhooks/endpoints/:endpoint_id",
+  provider: "/partners/providers/:provider/webhooks/endpoints/:endpoint_id",
+}
+
+const SCOPE = { scope: "webhooks:manage" } as const
+const TAG = "Webhooks"
+
+const refOf = (kind: Kind, request: HttpRequest): SubscriberRef =>
+  kind === "owner"
+    ? { kind, slug: request.params.owner_slug ?? "" }
+    : { kind, name: request.params.provider ?? "" }
+
+const decoder = new TextDecoder()
+
+/** The JSON body; an empty one is no body at all (a 422 naming what is missing), not a JSON error. */
+const body = (request: HttpRequest) =>
+  Effect.flatMap(request.bytes, (bytes) =>
+    bytes.length === 0 ? Effect.succeed(undefined) : parseJsonText(decoder.decode(bytes)),
+  )
+
+type ReplayError =
+  | ReplayInvalid
+  | ReplayBeyondRetention
+  | ReplayNotFound
+  | EndpointNotFound
+  | ProviderNotProvisioned
+  | OwnerUnknown
+
+/** The one place where the replay failures become the contract's error bodies. */
+const apiErrors = <A, R>(
+  effect: Effect.Effect<A, ReplayError | ApiError, R>,
+): Effect.Effect<A, ApiError, R> =>
+  Effect.mapError(effect, (error): ApiError => {
+    switch (error._tag) {
+      case "ReplayInvalid":
+        return new Unprocessable({
+          message: "Invalid replay params.",
+          resource: "replay",
+          fields: error.fields,
+        })
+      case "ReplayBeyondRetention":
+        return new Unprocessable({
+          message: `Since is before the oldest event kept, ${error.oldest}.`,
+          resource: "replay",
+          fields: { since: `Since must be ${error.oldest} or later (the oldest event kept)` },
+        })
+      case "ReplayNotFound":
+        return new NotFound({ message: "Replay not found." })
+      case "EndpointNotFound":
+        return new NotFound({ message: "Endpoint not found." })
+      case "ProviderNotProvisioned":
+        return new NotFound({
+          message: "Provider not found: its webhooks have not been provisioned by the service.",
+        })
+      case "OwnerUnknown":
+        return new NotFound({ message: "Property owner not found." })
+      default:
+        return error
+    }
+  })
+
+const notFound = (kind: Kind) =>
+  kind === "owner"
+    ? "Unknown owner, or no such endpoint of this owner"
+    : "Provider not provisioned by the service yet, or no such endpoint of this provider"
+
+const replayRoutesOf = (kind: Kind): ReadonlyArray<Route<Replays>> => {
+  const base = PREFIX[kind]
+  const whose = kind === "provider" ? "a provider " : "an "
+  return [
+    {
+      method: "POST",
+      path: `${base}/replay`,
+      access: SCOPE,
+      doc: {
+        summary: `Replay events to ${whose}endpoint`,
+        description:
+          "Sends the endpoint again what it missed: every event " +
+          (kind === "owner" ? "of the owner" : "of the owners and buildings the provider covers") +
+          " stored since `since` (and until `until`, now when omitted) that the endpoint subscribes to (only " +
+          "`events` when given) and has no delivery of yet. The events are found when the replay is asked for " +
+          "(`total`); each goes out as a new delivery, signed, rate-limited and retried like any other, at most " +
+          `${PER_SECOND} a second, in the order they were stored. A replay survives a restart of the service; ` +
+          "`GET .../replays/{id}` shows its progress and `POST .../replays/{id}/cancel` stops it. A second " +
+          "replay of the same range finds nothing new (`total` 0). Events are kept seven days: a `since` before " +
+          "the oldest one kept is a 422 naming it.",
+        tag: TAG,
+        body: ReplayRequest,
+        responses: [
+          {
+            status: 202,
+            description: "The replay, started (or completed at once when `total` is 0)",
+            schema: ReplayCreatedResponse,
+          },
+          { status: 400, description: "The body is not JSON" },
+          { status: 404, description: notFound(kind) },
+          {
+            status: 422,
+            description:
+              "`Invalid replay params.` with a message per field (`since`, `until`, `events`), or `Since is " +
+              "before the oldest event kept, <time>.`",
+          },
+        ],
+      },
+      handle: (request) =>
+        Effect.gen(function* () {
+          const input = yield* body(request)
+          const replay = yield* Replays.use((replays) =>
+            replays.start(refOf(kind, request), request.params.endpoint_id ?? "", input),
+          )
+          return json(202, { status_code: 202, replay })
+        }).pipe(apiErrors),
+    },
+    {
+      method: "GET",
+      path: `${base}/replays/:id`,
+      access: SCOPE,
+      doc: {
+        summary: `Fetch a replay of ${whose}endpoint`,
+        description:
+          "Its status (`running`, `completed`, `canceled`), how many events it found and how many went out.",
+        tag: TAG,
+        responses: [
+          { status: 200, description: "The replay", schema: ReplayResponse },
+          { status: 404, description: `${notFound(kind)}, or no such replay of it` },
+        ],
+      },
+      handle: (request) =>
+        Replays.use((replays) =>
+          replays.show(refOf(kind, request), request.params.endpoint_id ?? "", request.params.id ?? ""),
+        ).pipe(
+          Effect.map((replay) => json(200, { status_code: 200, replay })),
+          apiErrors,
+        ),
+    },
+    {
+      method: "POST",
+      path: `${base}/replays/:id/cancel`,
+      access: SCOPE,
+      doc: {
+        summary: `Cancel a replay of ${whose}endpoint`,
+        description:
+          "Stops a running replay: the events not sent yet are not sent (the deliveries already made go on). A " +
+          "replay that already ended is answered as it ended. The body is ignored.",
+        tag: TAG,
+        responses: [
+          { status: 200, description: "The replay, canceled", schema: ReplayResponse },
+          { status: 404, description: `${notFound(kind)}, or no such replay of it` },
+        ],
+      },
+      handle: (request) =>
+        Replays.use((replays) =>
+          replays.cancel(refOf(kind, request), request.params.endpoint_id ?? "", request.params.id ?? ""),
+        ).pipe(
+          Effect.map((replay) => json(200, { status_code: 200, replay })),
+          apiErrors,
+        ),
+    },
+  ]
+}
+
+/** The replay routes of the partner gateway, on the owner and provider paths. */
+export const replayRoutes: ReadonlyArray<Route<Replays>> = [
+  ...replayRoutesOf("owner"),
+  ...replayRoutesOf("provider"),
+]

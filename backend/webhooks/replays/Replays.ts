@@ -1,0 +1,196 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { isEventName } from "../../events/Catalog.ts"
+import { EVENT_PROPERTY_HEADER } from "../../events/Envelope.ts"
+import { Nats } from "../../platform/Nats.ts"
+import { isJsonObject } from "../../platform/Validation.ts"
+import { EndpointNotFound, type SubscriberRef } from "../Domain.ts"
+import { WebhooksRepo } from "../endpoints/Repo.ts"
+import { Secrets } from "../endpoints/Secrets.ts"
+import { ReplayBeyondRetention, ReplayInvalid, ReplayNotFound, type WebhookReplay } from "./Domain.ts"
+import { type Coverage, type ReplayEventInput, type ReplayRow, ReplaysRepo } from "./Repo.ts"
+
+/** Ids are positive integers that JSON carries exactly; anything else names no record (404). */
+const ID = /^[1-9]\d{0,14}$/
+
+/** RFC 3339's date-time: a full date and time with seconds and an offset. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})$/
+
+type Fields = Record<string, string>
+
+export interface ReplayRange {
+  readonly since: Date
+  readonly until: Date
+  readonly events: ReadonlyArray<string>
+}
+
+const time = (value: unknown, label: string, fields: Fields, key: string) => {
+  if (typeof value !== "string" || !RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
+    fields[key] = `${label} must be an RFC 3339 time, e.g. 2026-11-20T08:00:00Z`
+    return undefined
+  }
+  return new Date(value)
+}
+
+/** The range a replay body asks for, checked against the endpoint's subscriptions and the time now. */
+export const readReplay = (
+  body: unknown,
+  subscribed: ReadonlyArray<string>,
+  now: Date,
+): { readonly range: ReplayRange } | { readonly fields: Fields } => {
+  if (!isJsonObject(body)) return { fields: { base: "Replay must be an object with since" } }
+  const fields: Fields = {}
+  const since = body.since === undefined ? undefined : time(body.since, "Since", fields, "since")
+  if (body.since === undefined) fields.since = "Since can't be blank"
+  const until =
+    body.until === undefined || body.until === null ? now : time(body.until, "Until", fields, "until")
+  if (since !== undefined && since.getTime() > now.getTime()) fields.since = "Since must not be in the future"
+  if (
+    fields.since === undefined &&
+    since !== undefined &&
+    until !== undefined &&
+    until.getTime() < since.getTime()
+  )
+    fields.until = "Until must not be before since"
+  let events = subscribed
+  if (body.events !== undefined && body.events !== null) {
+    if (!Array.isArray(body.events) || !body.events.every((e): e is string => typeof e === "string")) {
+      fields.events = "Events must be an array of event names"
+    } else if (body.events.length === 0) {
+      fields.events = "Events can't be blank"
+    } else {
+      const other = body.events.filter((e) => !subscribed.includes(e))
+      if (other.length > 0) {
+        const named = other.slice(0, 10).map((e) => (e.length > 80 ? `${e.slice(0, 80)}…` : e))
+        fields.events = `Events must be events the endpoint subscribes to, not ${named.join(", ")}`
+      } else events = [...new Set(body.events)]
+    }
+  }
+  if (Object.keys(fields).length > 0 || since === undefined || until === undefined) return { fields }
+  return { range: { since, until: until.getTime() > now.getTime() ? now : until, events } }
+}
+
+const iso = (date: Date) => date.toISOString()
+
+export const toReplay = (row: ReplayRow): WebhookReplay => ({
+  id: Number(row.id),
+  endpoint_id: Number(row.endpoint_id),
+  status: row.status,
+  total: row.total,
+  sent: row.sent,
+  since: iso(row.since),
+  until: iso(row.until),
+  events: row.events,
+  created_at: iso(row.created_at),
+  ended_at: row.ended_at === null ? null : iso(row.ended_at),
+})
+
+/**
+ * Replays of an endpoint's events: what `EVENTS` still holds of its owner (or its provider's coverage) in the
+ * range, subscribed, and not delivered to it yet, found when the replay is asked for and kept with it; the
+ * runner (`ReplayRunner.ts`) sends them.
+ */
+export class Replays extends Context.Service<Replays>()("partner-service/webhooks/Replays", {
+  make: Effect.gen(function* () {
+    const repo = yield* ReplaysRepo
+    const webhooks = yield* WebhooksRepo
+    const secrets = yield* Secrets
+    const nats = yield* Nats
+
+    const endpointOf = (ref: SubscriberRef, id: string) =>
+      Effect.gen(function* () {
+        const subscriberId = yield* secrets.subscriber(ref, false)
+        const row =
+          subscriberId === undefined || !ID.test(id) ? undefined : yield* webhooks.endpoint(subscriberId, id)
+        if (row === undefined) return yield* new EndpointNotFound()
+        return row
+      })
+
+    /** The events of the range `EVENTS` holds for the coverage, oldest first; fails past the stream's retention. */
+    const eventsFor = Effect.fn("Replays.eventsFor")(function* (
+      endpointId: string,
+      coverage: Coverage,
+      range: ReplayRange,
+    ) {
+      const stream = nats.streamName("EVENTS")
+      const state = yield* nats.streamState(stream)
+      if (state.keptSince !== undefined && range.since.getTime() < state.keptSince.getTime())
+        return yield* new ReplayBeyondRetention({ oldest: iso(state.keptSince) })
+      const owners = new Set(coverage.ownerSlugs)
+      const properties = new Set(coverage.propertyIds)
+      const wanted = new Set(range.events)
+      const slugs = [...new Set([...coverage.ownerSlugs, ...coverage.propertyOwnerSlugs])]
+      if (slugs.length === 0) return []
+      // One owner's subjects, or every event when the coverage spans several owners (read and sorted out here).
+      const stored = yield* nats.readStored(
+        stream,
+        nats.subject(slugs.length === 1 ? `events.${slugs[0]}.>` : "events.>"),
+        range.since,
+        state.lastSeq,
+      )
+      const found = new Map<string, ReplayEventInput>()
+      for (const msg of stored) {
+        if (msg.info.timestampNanos / 1e6 > range.until.getTime()) break
+        // `events.<owner_slug>.<event name>`, the event name holding dots of its own (as the router reads it).
+        const [, slug = "", ...name] = nats.unprefixed(msg.subject).split(".")
+        const event = name.join(".")
+        const eventId = msg.headers?.get("Nats-Msg-Id") ?? ""
+        if (eventId === "" || found.has(eventId) || !isEventName(event) || !wanted.has(event)) continue
+        const property = msg.headers?.get(EVENT_PROPERTY_HEADER) ?? ""
+        if (!owners.has(slug) && !properties.has(property)) continue
+        found.set(eventId, { seq: msg.seq, eventId, event, ownerSlug: slug, payload: msg.data })
+      }
+      const missing = yield* repo.undelivered(endpointId, [...found.keys()])
+      return [...found.values()].filter((e) => missing.has(e.eventId))
+    })
+
+    /** What a replay of the range would send now, without starting it (the console's preview). */
+    const preview = Effect.fn("Replays.preview")(function* (endpointId: string, body: unknown) {
+      const coverage = yield* repo.coverage(endpointId)
+      const read = readReplay(body, coverage.events, new Date(yield* Clock.currentTimeMillis))
+      if ("fields" in read) return yield* new ReplayInvalid({ fields: read.fields })
+      return (yield* eventsFor(endpointId, coverage, read.range)).length
+    })
+
+    /** Starts a replay of an endpoint (by id, whoever's it is). */
+    const startFor = Effect.fn("Replays.startFor")(function* (endpointId: string, body: unknown) {
+      const coverage = yield* repo.coverage(endpointId)
+      const read = readReplay(body, coverage.events, new Date(yield* Clock.currentTimeMillis))
+      if ("fields" in read) return yield* new ReplayInvalid({ fields: read.fields })
+      const events = yield* eventsFor(endpointId, coverage, read.range)
+      return toReplay(yield* repo.insert(endpointId, read.range, events))
+    })
+
+    const start = Effect.fn("Replays.start")(function* (
+      ref: SubscriberRef,
+      endpointId: string,
+      body: unknown,
+    ) {
+      const endpoint = yield* endpointOf(ref, endpointId)
+      return yield* startFor(endpoint.id, body)
+    })
+
+    const show = Effect.fn("Replays.show")(function* (ref: SubscriberRef, endpointId: string, id: string) {
+      const endpoint = yield* endpointOf(ref, endpointId)
+      const row = ID.test(id) ? yield* repo.find(endpoint.id, id) : undefined
+      if (row === undefined) return yield* new ReplayNotFound()
+      return toReplay(row)
+    })
+
+    const cancel = Effect.fn("Replays.cancel")(function* (
+      ref: SubscriberRef,
+      endpointId: string,
+      id: string,
+    ) {
+      const endpoint = yield* endpointOf(ref, endpointId)
+      const row = ID.test(id) ? yield* repo.cancel(endpoint.id, id) : undefined
+      if (row === undefined) return yield* new ReplayNotFound()
+      return toReplay(row)
+    })
+
+    return { start, startFor, preview, show, cancel }
+  }),
+}) {
+  static readonly layer = Layer.effect(Replays, Replays.make).pipe(
+    Layer.provide(Layer.mergeAll(ReplaysRepo.layer, WebhooksRepo.layer, Secrets.layer)),
+  )
+}
