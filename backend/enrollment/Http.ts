@@ -22,7 +22,8 @@ import {
   notFoundPage,
   unavailablePage,
 } from "./Notices.ts"
-import { journeyPage, parseChoice } from "./Pages.ts"
+import { parseChoice } from "./pages/ChoosePage.ts"
+import { journeyPage } from "./pages/JourneyPage.ts"
 import { assetHeaders, type Framing, pageHeaders } from "./SecurityHeaders.ts"
 import { isStepPage, nextPage, openPages, pageOfForm, pageOfStep, type StepPage } from "./StepPages.ts"
 import { IssuerConfig, type IssuerConfigShape, PaymentsConfig } from "../policies/Config.ts"
