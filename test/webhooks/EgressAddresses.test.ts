@@ -4,6 +4,7 @@ import {
   DestinationRefused,
   guardedLookup,
   isForbiddenAddress,
+  isLocalhostName,
 } from "../../backend/webhooks/delivery/Egress.ts"
 
 describe("a destination address", () => {
@@ -97,6 +98,32 @@ describe("a destination address", () => {
   it("is refused when it is no IP address at all", () => {
     for (const address of ["", "example.com", "999.1.1.1", "::g"])
       assert.isTrue(isForbiddenAddress(address), address)
+  })
+})
+
+describe("a destination's host name", () => {
+  it("is localhost, or a subdomain of it, in any case and with the root's trailing dots", () => {
+    for (const name of [
+      "localhost",
+      "LOCALHOST",
+      "localhost.",
+      "LocalHost..",
+      "api.localhost",
+      "a.b.LOCALHOST.",
+    ])
+      assert.isTrue(isLocalhostName(name), name)
+  })
+
+  it("is not localhost when localhost is only part of a label or not the last one", () => {
+    for (const name of [
+      "localhost.example.com",
+      "mylocalhost",
+      "localhostx",
+      "local.host",
+      "example.com.",
+      "",
+    ])
+      assert.isFalse(isLocalhostName(name), name)
   })
 })
 
