@@ -3,6 +3,7 @@ import { Context, Effect, Layer } from "effect"
 import type { BrowserContext, Page } from "playwright-core"
 import { AuditChannel, recordAudit } from "../../../backend/audit/Audit.ts"
 import { Db } from "../../../backend/platform/Db.ts"
+import { assertAccessible } from "../../support/Accessibility.ts"
 import {
   consoleService,
   openConsoleWith,
@@ -106,6 +107,7 @@ describe("console: the audit log's order and the times' zone", () => {
             assert.strictEqual(shownHour, hour % 12, `${utc.text} for ${local.title}`)
             assert.match(yield* promise(() => filterLabel("Since").innerText()), /Since \(UTC\)/)
             yield* screenshot(page, "audit-utc")
+            yield* promise(() => assertAccessible(page, "the audit page in UTC"))
 
             // Remembered: a new load of the console shows UTC still.
             yield* promise(() => page.reload())
@@ -159,6 +161,7 @@ describe("console: the audit log's order and the times' zone", () => {
             yield* promise(() => select.selectOption("operator"))
             const dialog = page.getByRole("dialog", { name: "Change role" })
             yield* promise(() => dialog.getByText(`Change ${other.email} from viewer to operator?`).waitFor())
+            yield* promise(() => assertAccessible(page, "the operators page asking to change a role"))
             // Back: nothing changed, the select shows the role it has.
             yield* promise(() => dialog.getByRole("button", { name: "Back" }).click())
             assert.strictEqual(
