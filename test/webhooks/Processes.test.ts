@@ -49,8 +49,18 @@ describe("webhook workers in two processes", () => {
             Effect.sync(() => receiver.received().length),
             (n) => n >= 60,
           )
+          // Answers held for a while, so both processes hold requests in flight when one is killed: those it held
+          // are sent again by the other, and the duplicates below have something to compare.
+          for (const path of paths) receiver.respond(path, () => ({ status: 200, delayMs: 1500 }))
+          const holding = receiver.received().length
+          yield* eventually(
+            Effect.sync(() => receiver.received().length),
+            (n) => n >= holding + 40,
+          )
           yield* workers[0]!.signal("SIGKILL")
           yield* workers[0]!.exited
+          for (const path of paths)
+            receiver.respond(path, (_, index) => ({ status: 200, delayMs: 20 + (index % 7) * 15 }))
           yield* Fiber.join(publishing)
 
           const duplicated: Array<string> = []
