@@ -24,11 +24,29 @@ export function useResource<T>(load: () => Promise<T>, source?: WatchSource) {
       if (mine === generation) loading.value = false
     }
   }
+  /**
+   * Loads again without showing it (a live update, a catch-up): what is shown stays until the answer replaces it,
+   * and a failure leaves it as it was, for the next update or reconnection to try again.
+   */
+  const refresh = async () => {
+    const mine = ++generation
+    try {
+      const value = await load()
+      if (mine === generation) {
+        data.value = value
+        error.value = undefined
+      }
+    } catch {
+      // Kept as it was: see above.
+    } finally {
+      if (mine === generation) loading.value = false
+    }
+  }
   // An empty source (a route parameter while the router leaves the page) loads nothing.
   if (source)
     watch(source, (value) => value !== undefined && value !== "" && void reload(), { immediate: true })
   else void reload()
-  return { data, error, loading, reload }
+  return { data, error, loading, reload, refresh }
 }
 
 /** A button's action: its pending state and the error it ended with, shown beside it. */
