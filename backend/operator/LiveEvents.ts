@@ -24,10 +24,10 @@ export type LiveDelivery = typeof LiveDelivery.Type
 export const LiveEndpoint = Schema.Struct({ id: Schema.String })
 export type LiveEndpoint = typeof LiveEndpoint.Type
 
-/** `bulk_retry`: a bulk retry started, moved on, or finished. */
+/** `bulk_retry`: a bulk retry was previewed, started, moved on, or finished. */
 export const LiveBulkRetry = Schema.Struct({
   id: Schema.String,
-  status: Schema.Literals(["running", "completed", "cancelled"]),
+  status: Schema.Literals(["previewed", "running", "completed", "cancelled"]),
   total: Schema.Number,
   done: Schema.Number,
 })
