@@ -20,6 +20,7 @@ import { Crypto } from "./platform/Crypto.ts"
 import { gatewayLayer, metricsLayer } from "./platform/Gateway.ts"
 import { type Guard, ListeningPorts, type Route } from "./platform/Http.ts"
 import { relayLayer } from "./platform/Outbox.ts"
+import { tracingLayer } from "./platform/Tracing.ts"
 import { PlatformLayer } from "./Infrastructure.ts"
 import { documentActor } from "./policies/Consumer.ts"
 import { lifecycleLayer } from "./policies/Lifecycle.ts"
@@ -191,6 +192,8 @@ export const appLayer = (config: AppConfigShape) => {
         IngestConfig.layer,
       ),
     ),
+    // Spans go out from the first layer on: every layer above is built, and its fibers run, with this tracer.
+    Layer.provideMerge(tracingLayer(config)),
     Layer.provide(Layer.succeed(AppConfig, config)),
   )
 }

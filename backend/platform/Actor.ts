@@ -5,6 +5,7 @@ import { metrics } from "./Observability.ts"
 import { dependencyPause } from "./DependencyPause.ts"
 import { type Leases, partitionLeases } from "./PartitionLeases.ts"
 import { makeSettlements } from "./Settlements.ts"
+import { continueTrace, TRACEPARENT, Traced } from "./Tracing.ts"
 import { unavailableIn } from "./Unavailable.ts"
 
 /** What a handler decided: exactly one of these settles every message. */
@@ -131,6 +132,7 @@ export const runActor = <A, R>(
     // JSON.parse, then the schema: cheaper than `Schema.fromJsonString`, and it runs on every message.
     const decode = Schema.decodeUnknownResult(actor.schema)
     const maxDefects = actor.maxDefects ?? 5
+    const traced = yield* Traced
     let stopped = false
     const settlements = makeSettlements()
     // A message whose handler found a dependency unavailable is nak'd with `UNAVAILABLE_DELAY`, never terminated.
@@ -270,14 +272,32 @@ export const runActor = <A, R>(
         ),
       )
 
+    /**
+     * While traces are exported, a message is handled in a consumer span continuing the trace of its
+     * `traceparent` header (the outbox's, the router's).
+     */
+    const handleTraced = (item: Delivered<A> & { readonly msg: PulledMessage }) =>
+      traced
+        ? handleOne(item).pipe(
+            continueTrace(`Actor.${actor.name}`, item.msg.headers?.get(TRACEPARENT), {
+              kind: "consumer",
+              attributes: {
+                "messaging.system": "nats",
+                "messaging.destination.name": item.delivery.subject,
+                "messaging.message.delivery_count": item.delivery.deliveryCount,
+              },
+            }),
+          )
+        : handleOne(item)
+
     const process = (msg: PulledMessage, partition: number) =>
       Effect.suspend(() => {
         const item = received(msg, partition)
         return "undecodable" in item
           ? poison(msg, item.undecodable)
-          : Effect.flatMap(handleOne(item), (outcome) => settle(msg, outcome))
+          : Effect.flatMap(handleTraced(item), (outcome) => settle(msg, outcome))
       }).pipe(
-        // No span per message: it costs more than a small handler, and the handler may open its own.
+        // No span per message unless traces are exported: it costs more than a small handler.
         // Only a drain timeout interrupts a handler: hand the message back at once rather than after ack_wait.
         Effect.onInterrupt(() => Effect.sync(() => settlements.nak(msg))),
       )

@@ -169,7 +169,88 @@ export interface AppConfigShape {
   readonly streamMaxBytes: Readonly<Record<StreamLimitName, number>>
   readonly logLevel: "trace" | "debug" | "info" | "warn" | "error"
   readonly dataDir: string
+  /** Where traces go over OTLP/HTTP (the standard `OTEL_*` variables); none, and nothing is exported. */
+  readonly traceExport: Option.Option<TraceExport>
 }
+
+export interface TraceExport {
+  /** The collector's traces URL (`.../v1/traces`). */
+  readonly url: string
+  readonly protocol: "http/json" | "http/protobuf"
+  readonly serviceName: string
+  readonly headers: Readonly<Record<string, string>>
+  /** Milliseconds between two exports of the spans ended meanwhile. */
+  readonly exportIntervalMs: number
+}
+
+/** `key=value,key2=value2`, values percent-encoded, as `OTEL_EXPORTER_OTLP_HEADERS` has them. */
+const otlpHeaders = (value: string) => {
+  const out: Record<string, string> = {}
+  for (const pair of value.split(",")) {
+    if (pair.trim() === "") continue
+    const at = pair.indexOf("=")
+    if (at <= 0) return undefined
+    try {
+      out[decodeURIComponent(pair.slice(0, at).trim()).toLowerCase()] = decodeURIComponent(
+        pair.slice(at + 1).trim(),
+      )
+    } catch {
+      return undefined
+    }
+  }
+  return out
+}
+
+/**
+ * The OpenTelemetry exporter variables: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is the traces URL as given,
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` a base that `/v1/traces` is appended to; with neither, no export.
+ */
+const traceExport = Effect.gen(function* () {
+  const httpUrl = url(["http:", "https:"])
+  const tracesUrl = yield* setting(
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "an http(s) URL of a collector's OTLP/HTTP traces endpoint",
+    httpUrl,
+    () => undefined,
+    { sensitive: true },
+  )
+  const baseUrl = yield* setting(
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "an http(s) URL of a collector's OTLP/HTTP endpoint (`/v1/traces` is appended)",
+    httpUrl,
+    () => undefined,
+    { sensitive: true },
+  )
+  const protocol = yield* setting(
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "one of http/json, http/protobuf (gRPC is not supported)",
+    oneOf(["http/json", "http/protobuf"] as const),
+    () => "http/protobuf" as const,
+  )
+  const serviceName = yield* setting(
+    "OTEL_SERVICE_NAME",
+    "a service name",
+    (v) => v,
+    () => "partner-service",
+  )
+  const headers = yield* setting(
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "comma-separated key=value pairs, values percent-encoded",
+    otlpHeaders,
+    () => ({}),
+    { sensitive: true },
+  )
+  const exportIntervalMs = yield* setting(
+    "OTEL_BSP_SCHEDULE_DELAY",
+    "a whole number of milliseconds from 10 to 60000",
+    integer(10, 60_000),
+    () => 5000,
+  )
+  const target = tracesUrl ?? (baseUrl === undefined ? undefined : `${baseUrl}/v1/traces`)
+  return Option.fromUndefinedOr(
+    target === undefined ? undefined : { url: target, protocol, serviceName, headers, exportIntervalMs },
+  )
+})
 
 const LogLevels = ["trace", "debug", "info", "warn", "error"] as const
 
@@ -384,6 +465,7 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         (v) => v,
         () => `${process.cwd()}/.data`,
       ),
+      traceExport: yield* traceExport,
     }
   },
 )

@@ -30,6 +30,7 @@ import {
 import { Nats } from "./Nats.ts"
 import { metrics, registry } from "./Observability.ts"
 import { hasControlCharacter, hasLoneSurrogate } from "./Text.ts"
+import { Traced } from "./Tracing.ts"
 import { unavailableIn } from "./Unavailable.ts"
 
 /**
@@ -216,6 +217,35 @@ export const metricsLayer = Layer.effectDiscard(
   }),
 )
 
+/** `/partners/:owner_slug/prospects` as OpenTelemetry names a route: `/partners/{owner_slug}/prospects`. */
+const routeTemplate = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, "{$1}")
+
+/**
+ * The request's server span, named by its route (`POST /partners/{owner_slug}/prospects`), so one route's
+ * requests group together whatever their path. Each begins a trace: a caller's `traceparent` is not trusted at a
+ * public gateway.
+ */
+const serverSpan = <R>(
+  routePath: string,
+  request: Omit<HttpRequest, "caller">,
+  respond: Effect.Effect<Response, never, R>,
+) => {
+  const template = routeTemplate(routePath)
+  return respond.pipe(
+    Effect.tap((response) => Effect.annotateCurrentSpan("http.response.status_code", response.status)),
+    Effect.withSpan(`${request.method} ${template}`, {
+      kind: "server",
+      root: true,
+      attributes: {
+        "http.request.method": request.method,
+        "http.route": template,
+        "url.path": request.path,
+        "http.request.id": request.requestId,
+      },
+    }),
+  )
+}
+
 /**
  * One h3 app on the role's port: health and readiness (and metrics on the console's port only: never on a public
  * gateway), then `routes`, then a JSON 404. A non-public
@@ -235,6 +265,7 @@ export const gatewayLayer = <R, G = never>(
       const context = yield* Effect.context<R | G | Db | Nats | AppConfig>()
       // Requests run with this context, so its minimum level decides once whether request lines are written.
       const logRequests = yield* LogLevel.isEnabled("Debug")
+      const traced = yield* Traced
       const authenticate = (
         route: Route<unknown>,
         request: Omit<HttpRequest, "caller">,
@@ -302,7 +333,7 @@ export const gatewayLayer = <R, G = never>(
           }),
           Effect.annotateLogs({ role, request_id: requestId, method: request.method, path: request.path }),
         )
-        return Effect.runPromiseWith(context)(respond)
+        return Effect.runPromiseWith(context)(traced ? serverSpan(route.path, request, respond) : respond)
       }
 
       const observability = role === "console" ? [...healthRoutes, metricsRoute] : healthRoutes

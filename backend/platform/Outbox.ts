@@ -1,8 +1,9 @@
 import { Context, Effect, Layer, Schedule, Schema } from "effect"
 import { Db } from "./Db.ts"
-import { Nats } from "./Nats.ts"
+import { Nats, type NatsShape } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 import { OUTBOX_PARTITIONS, partitionOf } from "./Partition.ts"
+import { continueTrace, currentTraceparent, TRACEPARENT, Traced, traceparentOf } from "./Tracing.ts"
 import { logFailedPass } from "./Unavailable.ts"
 import { wakeLoop } from "./WakeLoop.ts"
 
@@ -52,8 +53,10 @@ export class Outbox extends Context.Service<
     Outbox,
     Effect.gen(function* () {
       const db = yield* Db
+      const traced = yield* Traced
       const enqueue = Effect.fn("Outbox.enqueue")(function* (messages: ReadonlyArray<OutboxMessage>) {
         if (messages.length === 0) return
+        const traceparent = traced ? ((yield* currentTraceparent) ?? null) : null
         const rows = yield* Effect.forEach(messages, (m) =>
           Effect.map(encodePayload(m), (payload) => ({
             key: m.key,
@@ -61,13 +64,15 @@ export class Outbox extends Context.Service<
             subject: m.subject,
             headers: m.headers ?? {},
             payload: Buffer.from(encoder.encode(JSON.stringify(payload))),
+            traceparent,
           })),
         )
         // One round trip: the rows and the wake-up, which Postgres delivers on commit, when the rows are visible.
         yield* db.query(
           (sql) => sql`
             with written as (
-              insert into outbox ${sql(rows, "key", "partition", "subject", "headers", "payload")} returning 1
+              insert into outbox ${sql(rows, "key", "partition", "subject", "headers", "payload", "traceparent")}
+              returning 1
             )
             select pg_notify(${CHANNEL}, '') from (select 1) once where exists (select 1 from written)`,
         )
@@ -84,6 +89,30 @@ interface OutboxRow {
   readonly subject: string
   readonly headers: Record<string, string>
   readonly payload: Buffer
+  /** Set only while traces are exported. */
+  readonly traceparent: string | null
+}
+
+/**
+ * A row's publish: under a producer span continuing the row's trace when it has one (only rows written while
+ * traces are exported do), with the trace context passed on in the message's headers.
+ */
+const publishRow = (nats: NatsShape, row: OutboxRow) => {
+  if (row.traceparent === null) {
+    return nats.publish(nats.subject(row.subject), row.payload, { msgID: row.id, headers: row.headers })
+  }
+  return Effect.gen(function* () {
+    const span = yield* Effect.currentSpan
+    const headers = { ...row.headers, [TRACEPARENT]: traceparentOf(span) }
+    return yield* nats.publish(nats.subject(row.subject), row.payload, { msgID: row.id, headers })
+  }).pipe(
+    continueTrace(`publish ${row.subject}`, row.traceparent, {
+      kind: "producer",
+      attributes: { "messaging.system": "nats", "messaging.destination.name": row.subject },
+    }),
+    // The relay's own passes are not traced (see `drain`); a row's publish belongs to the trace that wrote it.
+    Effect.withTracerEnabled(true),
+  )
 }
 
 /**
@@ -134,17 +163,15 @@ export const relayOnce = Effect.fn("Outbox.relayOnce")(function* () {
       if (claimed === undefined) return undefined
       const rows = yield* db.query(
         (sql) => sql<Array<OutboxRow>>`
-          select seq, id, key, subject, headers, payload from outbox
+          select seq, id, key, subject, headers, payload, traceparent from outbox
           where partition = ${claimed.partition} and sent_at is null
           order by seq limit ${BATCH}`,
       )
       for (const wave of waves(rows)) {
-        yield* Effect.forEach(
-          wave,
-          (row) =>
-            nats.publish(nats.subject(row.subject), row.payload, { msgID: row.id, headers: row.headers }),
-          { concurrency: "unbounded", discard: true },
-        )
+        yield* Effect.forEach(wave, (row) => publishRow(nats, row), {
+          concurrency: "unbounded",
+          discard: true,
+        })
       }
       yield* db.query(
         (sql) => sql`update outbox set sent_at = now() where seq = any(${rows.map((r) => r.seq)})`,
@@ -164,7 +191,10 @@ const drain = Effect.gen(function* () {
   while ((yield* relayOnce())?.more === true) {
     /* keep going */
   }
-})
+}).pipe(
+  // A pass every second, mostly finding nothing, would be a trace of its own each time.
+  Effect.withTracerEnabled(false),
+)
 
 /**
  * The relay: wakes on NOTIFY from `enqueue` and polls as a safety net, with `workers` partitions published

@@ -53,6 +53,11 @@ const badValues: ReadonlyArray<{
   { variable: "RETENTION_SWEEP_SECONDS", value: "0", expected: "a whole number of seconds from 1 to 86400" },
   { variable: "NATS_MAX_BYTES_INGEST", value: "2 GiB", expected: "a number of bytes from 1MB to 1024TB" },
   { variable: "NATS_MAX_BYTES_EVENTS", value: "1000", expected: "a number of bytes from 1MB to 1024TB" },
+  {
+    variable: "OTEL_EXPORTER_OTLP_PROTOCOL",
+    value: "grpc",
+    expected: "one of http/json, http/protobuf (gRPC is not supported)",
+  },
 ]
 
 /** AppConfig as the service reads it from `env`, and nothing else: no process environment leaks in. */
@@ -115,6 +120,7 @@ describe("AppConfig", () => {
       assert.strictEqual(config.httpMaxBodyBytes, 2 * 1024 * 1024)
       assert.strictEqual(config.logLevel, "info")
       assert.deepStrictEqual(config.retention, { deadLetterDays: 30, sweepSeconds: 300 })
+      assert.isTrue(Option.isNone(config.traceExport))
       const GIB = 1024 ** 3
       assert.deepStrictEqual(config.streamMaxBytes, {
         INGEST: GIB,
@@ -126,6 +132,42 @@ describe("AppConfig", () => {
         POLICY_DOCUMENTS: 4 * GIB,
       })
     }),
+  )
+
+  it.effect(
+    "exports traces only when an OTLP endpoint is set, to its /v1/traces unless given the traces URL",
+    () =>
+      Effect.gen(function* () {
+        const exportOf = (env: Record<string, string>) => Effect.map(configFrom(env), (c) => c.traceExport)
+        assert.deepStrictEqual(
+          yield* exportOf({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }),
+          Option.some({
+            url: "http://collector:4318/v1/traces",
+            protocol: "http/protobuf" as const,
+            serviceName: "partner-service",
+            headers: {},
+            exportIntervalMs: 5000,
+          }),
+        )
+        assert.deepStrictEqual(
+          yield* exportOf({
+            OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
+            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://traces.example/otlp/traces",
+            OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+            OTEL_SERVICE_NAME: "partners-staging",
+            OTEL_EXPORTER_OTLP_HEADERS: "Authorization=Bearer%20abc,x-team=partners",
+            OTEL_BSP_SCHEDULE_DELAY: "250",
+          }),
+          Option.some({
+            url: "https://traces.example/otlp/traces",
+            protocol: "http/json" as const,
+            serviceName: "partners-staging",
+            headers: { authorization: "Bearer abc", "x-team": "partners" },
+            exportIntervalMs: 250,
+          }),
+        )
+        assert.isTrue(Option.isNone(yield* exportOf({ OTEL_SERVICE_NAME: "partners" })))
+      }),
   )
 
   it.effect("reads stream byte limits plain or with a 1024-based unit", () =>

@@ -2,6 +2,7 @@ import { Clock, Context, Effect, Layer, type Types } from "effect"
 import { ack, type ActorDefinition, type Outcome } from "../../platform/Actor.ts"
 import { Crypto } from "../../platform/Crypto.ts"
 import { Nats } from "../../platform/Nats.ts"
+import { Traced } from "../../platform/Tracing.ts"
 import { backoffUnits, RATE_LIMIT_DELAY_UNITS, retryAfterMs } from "./Backoff.ts"
 import { batched } from "./Batch.ts"
 import {
@@ -159,6 +160,37 @@ export class DeliveryAttempts extends Context.Service<
       const scheduler = yield* Scheduler
       const cache = new Map<number, CachedSecrets>()
       const leaseMs = config.timeoutMs + LEASE_MARGIN_MS
+      const traced = yield* Traced
+
+      /**
+       * The POST, in a client span `webhook.attempt` while traces are exported (the delivery's trace continues
+       * from the router's attempt message), with the answer's status code.
+       */
+      const post = (claimed: ClaimedAttempt, headers: Record<string, string>): Effect.Effect<PostResult> => {
+        const posting = egress.post(claimed.destination_url, headers, claimed.payload)
+        if (!traced) return posting
+        return posting.pipe(
+          Effect.tap((result) =>
+            result._tag === "Response"
+              ? Effect.annotateCurrentSpan("http.response.status_code", result.statusCode)
+              : Effect.annotateCurrentSpan("error.type", result.reason),
+          ),
+          Effect.withSpan(
+            "webhook.attempt",
+            {
+              kind: "client",
+              attributes: {
+                "http.request.method": "POST",
+                "webhook.delivery.id": String(claimed.id),
+                "webhook.endpoint.id": claimed.endpoint_id,
+                "webhook.event": claimed.event,
+                "webhook.attempt.number": claimed.attempt_number,
+              },
+            },
+            { captureStackTrace: false },
+          ),
+        )
+      }
 
       /**
        * Claims of concurrent attempts, one statement per batch (of any of the attempts in hand); a duplicate key
@@ -263,8 +295,8 @@ export class DeliveryAttempts extends Context.Service<
         const result: PostResult =
           secrets.length === 0
             ? { _tag: "NoResponse", reason: "No active signing secret", durationMs: 0 }
-            : yield* egress.post(
-                claimed.destination_url,
+            : yield* post(
+                claimed,
                 deliveryHeaders({
                   custom: claimed.custom_headers,
                   event: claimed.event,
@@ -273,7 +305,6 @@ export class DeliveryAttempts extends Context.Service<
                   secrets,
                   body: claimed.payload,
                 }),
-                claimed.payload,
               )
         const finishedAt = yield* Clock.currentTimeMillis
         const decided = decide(result, claimed.attempt_number, finishedAt, config)

@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { ack, type ActorDefinition, type Delivery, type Outcome, term } from "../../platform/Actor.ts"
 import { Nats, type NatsShape } from "../../platform/Nats.ts"
+import { currentTraceparent, TRACEPARENT, Traced } from "../../platform/Tracing.ts"
 import { batched } from "./Batch.ts"
 import { RouterRepo, type EventToRoute } from "./RouterRepo.ts"
 import { isEventName } from "../../events/Catalog.ts"
@@ -38,14 +39,21 @@ const isEventBody = (value: unknown): value is EventBody =>
   typeof (value as EventBody).property_owner_slug === "string" &&
   typeof (value as EventBody).data === "object"
 
+interface EventInHand {
+  readonly message: unknown
+  readonly delivery: Delivery
+  readonly traceparent?: string | undefined
+}
+
 export class EventRouter extends Context.Service<
   EventRouter,
   {
     readonly route: (body: unknown, delivery: Delivery) => Effect.Effect<Outcome>
-    /** Many events in one statement, their attempts published together; one outcome per event, in order. */
-    readonly routeAll: (
-      events: ReadonlyArray<{ readonly message: unknown; readonly delivery: Delivery }>,
-    ) => Effect.Effect<ReadonlyArray<Outcome>>
+    /**
+     * Many events in one statement, their attempts published together; one outcome per event, in order. An
+     * event's `traceparent` (set while traces are exported) goes on its attempt messages.
+     */
+    readonly routeAll: (events: ReadonlyArray<EventInHand>) => Effect.Effect<ReadonlyArray<Outcome>>
   }
 >()("partner-service/webhooks/EventRouter") {
   static readonly layer = Layer.effect(
@@ -77,10 +85,13 @@ export class EventRouter extends Context.Service<
         }
       }
 
-      const routeAll = Effect.fn("EventRouter.routeAll")(function* (
-        events: ReadonlyArray<{ readonly message: unknown; readonly delivery: Delivery }>,
-      ) {
+      const routeAll = Effect.fn("EventRouter.routeAll")(function* (events: ReadonlyArray<EventInHand>) {
         const outcomes = events.map(({ message, delivery }) => check(message, delivery))
+        const traceparents = new Map<string, string>()
+        for (const [i, o] of outcomes.entries()) {
+          const traceparent = events[i]!.traceparent
+          if (traceparent !== undefined && "eventId" in o) traceparents.set(o.eventId, traceparent)
+        }
         // An event twice in hand (redelivered) is routed once: the first copy's bytes.
         const toRoute = new Map<string, EventToRoute>()
         for (const o of outcomes) {
@@ -96,10 +107,16 @@ export class EventRouter extends Context.Service<
           yield* nats.publishAll(
             routed
               .filter((d) => !d.held)
-              .map((d) => ({
-                subject: nats.subject(attemptSubject(d.endpoint_id)),
-                data: encodeAttempt(d),
-              })),
+              .map((d) => {
+                const traceparent = traceparents.get(d.event_id)
+                return {
+                  subject: nats.subject(attemptSubject(d.endpoint_id)),
+                  data: encodeAttempt(d),
+                  ...(traceparent === undefined
+                    ? {}
+                    : { options: { headers: { [TRACEPARENT]: traceparent } } }),
+                }
+              }),
           )
           for (const d of routed) {
             if (!d.created) continue
@@ -119,7 +136,13 @@ export class EventRouter extends Context.Service<
 
       /** Events handled concurrently (the actor's slots) are routed together, a batch per statement. */
       const routeOne = yield* batched({ max: CONCURRENCY, run: routeAll })
-      const route = (body: unknown, delivery: Delivery) => routeOne({ message: body, delivery })
+      // The event's own span (the actor's, while traces are exported) is the parent of its attempts.
+      const route = (yield* Traced)
+        ? (body: unknown, delivery: Delivery) =>
+            Effect.flatMap(currentTraceparent, (traceparent) =>
+              routeOne({ message: body, delivery, traceparent }),
+            )
+        : (body: unknown, delivery: Delivery) => routeOne({ message: body, delivery })
 
       return EventRouter.of({ route, routeAll })
     }),
