@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url"
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import type { BrowserContext, Page } from "playwright-core"
+import type { ListeningPorts } from "../../../backend/platform/Http.ts"
 import { launchBrowser } from "../../support/Browser.ts"
 import { spawnProcess } from "../../support/ChildProcess.ts"
 import {
@@ -14,24 +15,27 @@ import {
   signIn,
 } from "../../support/Console.ts"
 import { freePort } from "../../support/Net.ts"
-import type { Receiver } from "../../support/Receiver.ts"
-import {
-  awaitDeliveries,
-  engineService,
-  examplePayload,
-  publishEvent,
-  receiverEndpoint,
-} from "../../support/WebhookEngine.ts"
+import { completeProspect, ENROLLMENT_HOST, postProspect, prospectSetUp } from "../../support/Prospects.ts"
+import { type Receiver, startReceiver } from "../../support/Receiver.ts"
+import { awaitDeliveries, endpoint, engineService, query, subscriber } from "../../support/WebhookEngine.ts"
 
 /**
- * The workers run in the test process; the console role runs in a process of its own, so the test can stop and
- * start it while deliveries go on. A failed attempt is retried after two backoff units (2 s here): long enough to
- * see `retrying`, short enough to see it delivered.
+ * The partner API and the workers run in the test process; the console role runs in a process of its own, so the
+ * test can stop and start it while deliveries go on. A partner's prospect (`POST /partners/:slug/prospects`) is
+ * announced as `prospect.created`, which the owner's endpoint receives. A failed attempt is retried after two
+ * backoff units (2 s here): long enough to see `retrying`, short enough to see it delivered.
  */
-const workers = engineService({ ROLES: "workers", WEBHOOK_BACKOFF_UNIT_MS: "1000" })
+const workers = engineService({
+  ROLES: "partner-api,workers",
+  PARTNER_API_PORT: "0",
+  PUBLIC_BASE_URL: "https://partner-api.test",
+  PARTNER_API_AUDIENCE: "urn:partner-service:partner-api",
+  TOKEN_TTL_SECONDS: "",
+  ENROLLMENT_HOST,
+  WEBHOOK_BACKOFF_UNIT_MS: "1000",
+})
 const TIMEOUT = 240_000
-const OWNER = "acme"
-const EVENT = "policy.created"
+const SOURCE = "live-pms"
 const root = fileURLToPath(new URL("../../..", import.meta.url))
 
 /** The console role (`backend/main.ts`) on `port`, once it has logged that it started. */
@@ -56,12 +60,26 @@ class E2e extends Context.Service<
     readonly viewer: OperatorAccount
     readonly receiver: Receiver
     readonly endpointId: number
+    /** Sends a new prospect through the partner API: one `prospect.created` delivery. */
+    readonly newProspect: () => Effect.Effect<void, never, ListeningPorts>
   }
 >()("test/e2e/console/live/E2e") {
   static readonly layer = Layer.effect(
     E2e,
     Effect.gen(function* () {
-      const { receiver, endpointId } = yield* receiverEndpoint(OWNER, "/hook", [EVENT])
+      const { partner, slug } = yield* prospectSetUp("live-org", SOURCE)
+      const [ownerRow] = yield* query(
+        (sql) => sql<Array<{ id: string }>>`select id::text from owners where slug = ${slug}`,
+      )
+      const receiver = yield* startReceiver
+      const sub = yield* subscriber({ ownerId: ownerRow!.id })
+      const endpointId = yield* endpoint(sub.id, receiver.url("/hook"), ["prospect.created"])
+      let sent = 0
+      const newProspect = () =>
+        Effect.gen(function* () {
+          const answer = yield* postProspect(partner, slug, completeProspect(SOURCE, `p-${++sent}`))
+          assert.strictEqual(answer.body.status_code, 201, answer.text)
+        })
       yield* consoleBuilt
       const browser = yield* launchBrowser()
       const page = yield* promise(() => browser.newPage())
@@ -77,6 +95,7 @@ class E2e extends Context.Service<
         viewer,
         receiver,
         endpointId,
+        newProspect,
       }
     }),
   )
@@ -92,7 +111,7 @@ describe("console: live updates", () => {
         "a new delivery appears on the open deliveries page and turns from retrying to delivered in place",
         () =>
           Effect.gen(function* () {
-            const { page, port, origin, viewer, receiver, endpointId } = yield* E2e
+            const { page, port, origin, viewer, receiver, endpointId, newProspect } = yield* E2e
             yield* consoleProcess(port)
             yield* signIn(page, origin, viewer)
             yield* promise(() => liveStatus(page).getByText("Live · up to date").waitFor())
@@ -102,7 +121,7 @@ describe("console: live updates", () => {
             )
 
             receiver.respond("/hook", () => ({ status: 503, body: "warming up" }))
-            yield* publishEvent(EVENT, OWNER, examplePayload(EVENT))
+            yield* newProspect()
             const [delivery] = yield* awaitDeliveries(endpointId, (rows) => rows.length === 1)
             const row = rowOf(page, delivery!.id)
             yield* promise(() => row.waitFor({ timeout: 2_000 }))
@@ -127,7 +146,7 @@ describe("console: live updates", () => {
         "shows it is disconnected while the console is down, then catches up with no row twice",
         () =>
           Effect.gen(function* () {
-            const { page, port, origin, viewer, receiver, endpointId } = yield* E2e
+            const { page, port, origin, viewer, receiver, endpointId, newProspect } = yield* E2e
             receiver.respond("/hook", () => ({ status: 200, body: "ok" }))
             const first = yield* consoleProcess(port)
             yield* promise(() => page.goto(`${origin}/deliveries`))
@@ -145,8 +164,8 @@ describe("console: live updates", () => {
             )
             yield* screenshot(page, "deliveries-live-disconnected")
 
-            // While the console is away, deliveries go on.
-            for (let i = 0; i < 3; i++) yield* publishEvent(EVENT, OWNER, examplePayload(EVENT))
+            // While the console is away, partners' requests and deliveries go on.
+            for (let i = 0; i < 3; i++) yield* newProspect()
             const rows = yield* awaitDeliveries(
               endpointId,
               (rows) => rows.length === before + 3 && rows.every((row) => row.status === "delivered"),
