@@ -202,6 +202,35 @@ export const TestDeliveryAnswer = Schema.Struct({
   delivery: Schema.Struct({ id: Schema.Number, status: Schema.Literals(["pending", "held"]) }),
 })
 
+// Replays of an endpoint's missed events (the partner API's replay, started from the console).
+
+export const ReplayStatuses = ["running", "completed", "canceled"] as const
+export const Replay = Schema.Struct({
+  id: Schema.Number,
+  endpoint_id: Schema.Number,
+  status: Schema.Literals(ReplayStatuses),
+  /** Events found when it was asked for: stored in the range, subscribed, not delivered to the endpoint. */
+  total: Schema.Number,
+  /** Of those, how many went out as new deliveries so far. */
+  sent: Schema.Number,
+  since: Timestamp,
+  until: Timestamp,
+  events: Schema.Array(Schema.String),
+  created_at: Timestamp,
+  ended_at: NullableTimestamp,
+})
+export type Replay = typeof Replay.Type
+/** `POST /api/endpoints/:id/replays` and its preview: `until` is now and `events` every subscribed one if left out. */
+export const ReplayRequest = Schema.Struct({
+  since: Timestamp,
+  until: Schema.optionalKey(Timestamp),
+  events: Schema.optionalKey(Schema.Array(Schema.String)),
+})
+export type ReplayRequest = typeof ReplayRequest.Type
+export const ReplayPreviewAnswer = Schema.Struct({ count: Schema.Number })
+export const ReplayAnswer = Schema.Struct({ replay: Replay })
+export const ReplayList = Schema.Struct({ replays: Schema.Array(Replay) })
+
 // Signing secrets.
 
 export const Subscriber = Schema.Struct({

@@ -71,6 +71,15 @@ const ownerSecret = (slug: string) =>
 
 const tick = Effect.sleep("20 millis")
 
+/**
+ * An endpoint made before a test's events: once it has `count` deliveries, the router is done with those events,
+ * so an endpoint made after can only get them by a replay.
+ */
+const controlEndpoint = (partner: WebhookPartner, base: string, url: string, events: ReadonlyArray<string>) =>
+  Effect.map(createEndpoint(partner, base, { name: "Control", destination_url: url, events }), (control) => ({
+    routed: (count: number) => eventually(deliveriesOf(control.id), (rs) => rs.length === count),
+  }))
+
 describe("webhook replays", () => {
   layer(replayService().layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
     it.effect(
@@ -82,6 +91,9 @@ describe("webhook replays", () => {
           const partner = yield* webhookPartner({ owners: [slug] })
           const receiver = yield* startReceiver
           // The store's time is the server's; a margin keeps `since` before the first event whatever the skew.
+          const control = yield* controlEndpoint(partner, ownerEndpoints(slug), receiver.url("/early"), [
+            "prospect.ready",
+          ])
           const since = new Date(Date.now() - 1000).toISOString()
           yield* tick
           const published = yield* Effect.forEach(Array.from({ length: 10 }), () =>
@@ -92,6 +104,7 @@ describe("webhook replays", () => {
           yield* publishEvent("prospect.ready", "replay-other", examplePayload("prospect.ready"))
           yield* publishEvent("policy.created", slug, examplePayload("policy.created"))
 
+          yield* control.routed(10)
           const endpoint = yield* createEndpoint(partner, ownerEndpoints(slug), {
             name: "Late",
             destination_url: receiver.url("/late"),
@@ -153,6 +166,10 @@ describe("webhook replays", () => {
         yield* createOwner(slug)
         const partner = yield* webhookPartner({ owners: [slug] })
         const receiver = yield* startReceiver
+        const control = yield* controlEndpoint(partner, ownerEndpoints(slug), receiver.url("/control"), [
+          "prospect.ready",
+          "policy.created",
+        ])
         const since = new Date(Date.now() - 1000).toISOString()
         yield* tick
         const ready = yield* publishEvent("prospect.ready", slug, examplePayload("prospect.ready"))
@@ -161,6 +178,7 @@ describe("webhook replays", () => {
         const until = new Date().toISOString()
         yield* tick
         yield* publishEvent("prospect.ready", slug, examplePayload("prospect.ready"))
+        yield* control.routed(3)
         const endpoint = yield* createEndpoint(partner, ownerEndpoints(slug), {
           name: "Both",
           destination_url: receiver.url("/both"),
@@ -188,6 +206,12 @@ describe("webhook replays", () => {
         yield* provisionProvider("replay-platform", { owners: ["replay-covered", "replay-covered-too"] })
         const partner = yield* webhookPartner({ provider: "replay-platform" })
         const receiver = yield* startReceiver
+        const control = yield* controlEndpoint(
+          partner,
+          providerEndpoints("replay-platform"),
+          receiver.url("/control"),
+          ["prospect.ready"],
+        )
         const since = new Date(Date.now() - 1000).toISOString()
         yield* tick
         const covered = [
@@ -195,6 +219,7 @@ describe("webhook replays", () => {
           yield* publishEvent("prospect.ready", "replay-covered-too", examplePayload("prospect.ready")),
         ]
         yield* publishEvent("prospect.ready", "replay-uncovered", examplePayload("prospect.ready"))
+        yield* control.routed(2)
         const endpoint = yield* createEndpoint(partner, providerEndpoints("replay-platform"), {
           name: "Platform",
           destination_url: receiver.url("/platform"),
@@ -219,12 +244,16 @@ describe("webhook replays", () => {
         yield* createOwner(slug)
         const partner = yield* webhookPartner({ owners: [slug] })
         const receiver = yield* startReceiver
+        const control = yield* controlEndpoint(partner, ownerEndpoints(slug), receiver.url("/control"), [
+          "prospect.ready",
+        ])
         const since = new Date(Date.now() - 1000).toISOString()
         yield* tick
         // More than one batch: the replay is still running after its first second.
         yield* Effect.forEach(Array.from({ length: 60 }), () =>
           publishEvent("prospect.ready", slug, examplePayload("prospect.ready")),
         )
+        yield* control.routed(60)
         const endpoint = yield* createEndpoint(partner, ownerEndpoints(slug), {
           ...ENDPOINT,
           destination_url: receiver.url("/cancel"),
@@ -251,8 +280,8 @@ describe("webhook replays", () => {
         assert.strictEqual(replayOf(twice).status, "canceled")
         // A control replay of the same range on the now active endpoint runs to its end; the canceled one
         // sent nothing in the meantime.
-        const control = yield* replay(partner, path, { since })
-        yield* ended(partner, path, control.id)
+        const controlReplay = yield* replay(partner, path, { since })
+        yield* ended(partner, path, controlReplay.id)
         const shown = yield* api(partner, "GET", `${path}/replays/${started.id}`)
         assert.strictEqual(replayOf(shown).sent, 0)
         assert.strictEqual(replayOf(shown).status, "canceled")
@@ -379,11 +408,16 @@ describe("webhook replays past the stream's retention", () => {
         const slug = "replay-retention"
         yield* createOwner(slug)
         const partner = yield* webhookPartner({ owners: [slug] })
+        const receiver = yield* startReceiver
+        const control = yield* controlEndpoint(partner, ownerEndpoints(slug), receiver.url("/control"), [
+          "prospect.ready",
+        ])
         const before = new Date(Date.now() - 1000).toISOString()
         yield* tick
         yield* publishEvent("prospect.ready", slug, examplePayload("prospect.ready"))
         yield* tick
         yield* publishEvent("prospect.ready", slug, examplePayload("prospect.ready"))
+        yield* control.routed(2)
         // The stream drops its oldest message, as its age limit would.
         const nats = yield* Nats
         const client = yield* NatsClient

@@ -7,6 +7,7 @@ import { endpointRoutes } from "./EndpointRoutes.ts"
 import { liveRoutes } from "./LiveRoutes.ts"
 import { operatorRoutes } from "./OperatorRoutes.ts"
 import { referenceRoutes } from "./ReferenceRoutes.ts"
+import { replayRoutes } from "./ReplayRoutes.ts"
 import type { OperatorServices } from "./Route.ts"
 import { secretRoutes } from "./SecretRoutes.ts"
 import { sessionRoutes } from "./SessionRoutes.ts"
@@ -26,6 +27,7 @@ export const operatorApiRoutes: ReadonlyArray<Route<OperatorServices>> = [
   ...auditRoutes,
   ...operatorRoutes,
   ...endpointRoutes,
+  ...replayRoutes,
   ...deliveryRoutes,
   ...bulkRetryRoutes,
   ...liveRoutes,

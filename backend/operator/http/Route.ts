@@ -6,6 +6,7 @@ import type { Billing } from "../../policies/Billing.ts"
 import type { Revisions } from "../../policies/Revisions.ts"
 import type { EndpointOperations } from "../../webhooks/endpoints/Operations.ts"
 import type { BulkRetries } from "../BulkRetries.ts"
+import type { Replays } from "../../webhooks/replays/Replays.ts"
 import type { DeliveryActions } from "../DeliveryActions.ts"
 import type { Deliveries } from "../DeliveryQueries.ts"
 import type { Role } from "../Domain.ts"
@@ -20,6 +21,7 @@ export type OperatorServices =
   | Sessions
   | Operators
   | EndpointOperations
+  | Replays
   | Deliveries
   | DeliveryActions
   | Health
@@ -55,6 +57,14 @@ const toApiError = (error: { readonly _tag: string } & Record<string, unknown>):
       return new NotFound({ message: `No policy ${String(error.policyNumber).slice(0, 64)}.` })
     case "ProviderNotProvisioned":
       return new NotFound({ message: "Provider not found." })
+    case "ReplayInvalid":
+      return invalid("Invalid replay params.", "replay", error.fields as Record<string, string>)
+    case "ReplayBeyondRetention":
+      return invalid(`Since is before the oldest event kept, ${String(error.oldest)}.`, "replay", {
+        since: `must be ${String(error.oldest)} or later (the oldest event kept)`,
+      })
+    case "ReplayNotFound":
+      return new NotFound({ message: "Replay not found." })
     default:
       return error as unknown as ApiError
   }

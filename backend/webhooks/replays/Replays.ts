@@ -1,6 +1,8 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { isEventName } from "../../events/Catalog.ts"
 import { EVENT_PROPERTY_HEADER } from "../../events/Envelope.ts"
+import { recordAudit } from "../../audit/Audit.ts"
+import { Db } from "../../platform/Db.ts"
 import { Nats } from "../../platform/Nats.ts"
 import { isJsonObject } from "../../platform/Validation.ts"
 import { EndpointNotFound, type SubscriberRef } from "../Domain.ts"
@@ -95,6 +97,7 @@ export class Replays extends Context.Service<Replays>()("partner-service/webhook
     const webhooks = yield* WebhooksRepo
     const secrets = yield* Secrets
     const nats = yield* Nats
+    const db = yield* Db
 
     const endpointOf = (ref: SubscriberRef, id: string) =>
       Effect.gen(function* () {
@@ -143,21 +146,88 @@ export class Replays extends Context.Service<Replays>()("partner-service/webhook
       return [...found.values()].filter((e) => missing.has(e.eventId))
     })
 
+    /** The endpoint's coverage; the endpoint must exist and not be deleted. */
+    const coverageOf = (endpointId: string) =>
+      Effect.flatMap(
+        ID.test(endpointId) ? repo.coverage(endpointId) : Effect.succeed(undefined),
+        (coverage) =>
+          coverage === undefined ? Effect.fail(new EndpointNotFound()) : Effect.succeed(coverage),
+      )
+
     /** What a replay of the range would send now, without starting it (the console's preview). */
     const preview = Effect.fn("Replays.preview")(function* (endpointId: string, body: unknown) {
-      const coverage = yield* repo.coverage(endpointId)
+      const coverage = yield* coverageOf(endpointId)
       const read = readReplay(body, coverage.events, new Date(yield* Clock.currentTimeMillis))
       if ("fields" in read) return yield* new ReplayInvalid({ fields: read.fields })
       return (yield* eventsFor(endpointId, coverage, read.range)).length
     })
 
-    /** Starts a replay of an endpoint (by id, whoever's it is). */
-    const startFor = Effect.fn("Replays.startFor")(function* (endpointId: string, body: unknown) {
-      const coverage = yield* repo.coverage(endpointId)
+    /** Starts a replay of an endpoint (by id, whoever's it is); audited when an operator asks for it. */
+    const startFor = Effect.fn("Replays.startFor")(function* (
+      endpointId: string,
+      body: unknown,
+      actor?: string,
+    ) {
+      const coverage = yield* coverageOf(endpointId)
       const read = readReplay(body, coverage.events, new Date(yield* Clock.currentTimeMillis))
       if ("fields" in read) return yield* new ReplayInvalid({ fields: read.fields })
       const events = yield* eventsFor(endpointId, coverage, read.range)
-      return toReplay(yield* repo.insert(endpointId, read.range, events))
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const replay = toReplay(yield* repo.insert(endpointId, read.range, events))
+          if (actor !== undefined) {
+            yield* recordAudit(db, {
+              actor,
+              action: "webhook_replays.start",
+              target: `endpoint:${endpointId}`,
+              after: {
+                replay_id: replay.id,
+                since: replay.since,
+                until: replay.until,
+                events: replay.events,
+              },
+              details: { total: replay.total },
+            })
+          }
+          return replay
+        }),
+      )
+    })
+
+    const showFor = Effect.fn("Replays.showFor")(function* (endpointId: string, id: string) {
+      const row = ID.test(id) && ID.test(endpointId) ? yield* repo.find(endpointId, id) : undefined
+      if (row === undefined) return yield* new ReplayNotFound()
+      return toReplay(row)
+    })
+
+    const listFor = Effect.fn("Replays.listFor")(function* (endpointId: string) {
+      yield* coverageOf(endpointId)
+      return (yield* repo.list(endpointId, 10)).map(toReplay)
+    })
+
+    /** Cancels a running replay of an endpoint (by id); audited when an operator cancels it. */
+    const cancelFor = Effect.fn("Replays.cancelFor")(function* (
+      endpointId: string,
+      id: string,
+      actor?: string,
+    ) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const before = ID.test(id) && ID.test(endpointId) ? yield* repo.find(endpointId, id) : undefined
+          if (before === undefined) return yield* new ReplayNotFound()
+          const replay = toReplay((yield* repo.cancel(endpointId, id))!)
+          if (actor !== undefined && before.status === "running") {
+            yield* recordAudit(db, {
+              actor,
+              action: "webhook_replays.cancel",
+              target: `endpoint:${endpointId}`,
+              before: { replay_id: replay.id, status: before.status, sent: before.sent },
+              after: { replay_id: replay.id, status: replay.status, sent: replay.sent },
+            })
+          }
+          return replay
+        }),
+      )
     })
 
     const start = Effect.fn("Replays.start")(function* (
@@ -171,9 +241,7 @@ export class Replays extends Context.Service<Replays>()("partner-service/webhook
 
     const show = Effect.fn("Replays.show")(function* (ref: SubscriberRef, endpointId: string, id: string) {
       const endpoint = yield* endpointOf(ref, endpointId)
-      const row = ID.test(id) ? yield* repo.find(endpoint.id, id) : undefined
-      if (row === undefined) return yield* new ReplayNotFound()
-      return toReplay(row)
+      return yield* showFor(endpoint.id, id)
     })
 
     const cancel = Effect.fn("Replays.cancel")(function* (
@@ -182,12 +250,10 @@ export class Replays extends Context.Service<Replays>()("partner-service/webhook
       id: string,
     ) {
       const endpoint = yield* endpointOf(ref, endpointId)
-      const row = ID.test(id) ? yield* repo.cancel(endpoint.id, id) : undefined
-      if (row === undefined) return yield* new ReplayNotFound()
-      return toReplay(row)
+      return yield* cancelFor(endpoint.id, id)
     })
 
-    return { start, startFor, preview, show, cancel }
+    return { start, startFor, preview, show, showFor, listFor, cancel, cancelFor }
   }),
 }) {
   static readonly layer = Layer.effect(Replays, Replays.make).pipe(

@@ -86,15 +86,19 @@ export class ReplaysRepo extends Context.Service<ReplaysRepo>()("partner-service
                                   join properties pr on pr.id = pp.property_id join owners o on o.id = pr.owner_id
                                   where pp.provider_id = s.provider_id), '{}') as property_owners
             from webhook_endpoints e join webhook_subscribers s on s.id = e.subscriber_id
-            where e.id = ${endpointId}`,
+            where e.id = ${endpointId} and e.deleted_at is null`,
         )
         .pipe(
-          Effect.map(([row]): Coverage => ({
-            events: row!.events,
-            ownerSlugs: row!.owners,
-            propertyIds: row!.properties,
-            propertyOwnerSlugs: row!.property_owners,
-          })),
+          Effect.map(([row]): Coverage | undefined =>
+            row === undefined
+              ? undefined
+              : {
+                  events: row.events,
+                  ownerSlugs: row.owners,
+                  propertyIds: row.properties,
+                  propertyOwnerSlugs: row.property_owners,
+                },
+          ),
         )
 
     /** Of `eventIds`, those the endpoint has no delivery of. */
@@ -143,6 +147,14 @@ export class ReplaysRepo extends Context.Service<ReplaysRepo>()("partner-service
             select ${sql(REPLAY_COLUMNS)} from webhook_replays where id = ${id} and endpoint_id = ${endpointId}`,
         )
         .pipe(Effect.map(([row]) => row))
+
+    /** The endpoint's newest replays, newest first. */
+    const list = (endpointId: string, limit: number) =>
+      db.query(
+        (sql) => sql<Array<ReplayRow>>`
+          select ${sql(REPLAY_COLUMNS)} from webhook_replays where endpoint_id = ${endpointId}
+          order by id desc limit ${limit}`,
+      )
 
     /** Cancels a running replay (one that ended stays as it ended); the replay, if it is the endpoint's. */
     const cancel = (endpointId: string, id: string) =>
@@ -243,7 +255,7 @@ export class ReplaysRepo extends Context.Service<ReplaysRepo>()("partner-service
           ),
         )
 
-    return { coverage, undelivered, insert, find, cancel, runDue }
+    return { coverage, undelivered, insert, find, list, cancel, runDue }
   }),
 }) {
   static readonly layer = Layer.effect(ReplaysRepo, ReplaysRepo.make)
