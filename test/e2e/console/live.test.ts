@@ -3,6 +3,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import type { BrowserContext, Page } from "playwright-core"
 import type { ListeningPorts } from "../../../backend/platform/Http.ts"
+import { assertAccessible } from "../../support/Accessibility.ts"
 import { launchBrowser } from "../../support/Browser.ts"
 import { spawnProcess } from "../../support/ChildProcess.ts"
 import {
@@ -163,6 +164,7 @@ describe("console: live updates", () => {
                 .waitFor(),
             )
             yield* screenshot(page, "deliveries-live-disconnected")
+            yield* promise(() => assertAccessible(page, "deliveries, disconnected"))
 
             // While the console is away, partners' requests and deliveries go on.
             for (let i = 0; i < 3; i++) yield* newProspect()
@@ -187,6 +189,7 @@ describe("console: live updates", () => {
               rows.map((row) => row.id),
             )
             yield* screenshot(page, "deliveries-live-caught-up")
+            yield* promise(() => assertAccessible(page, "deliveries, live"))
             assert.deepStrictEqual((yield* E2e).problems(), [])
           }),
         TIMEOUT,
