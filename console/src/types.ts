@@ -17,6 +17,8 @@ export type {
   OperatorRole as Role,
   OwnerRef,
   ProviderRef,
+  Replay,
+  ReplayRequest,
   SessionBody,
   SessionOperator as Operator,
   Subscriber,
