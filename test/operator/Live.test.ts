@@ -3,7 +3,8 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { LIVE_BUFFER_BYTES } from "../../backend/operator/LiveFeed.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
-import { call, consolePort, consoleService, operatorSession } from "../support/Operator.ts"
+import { IDLE_TIMEOUT_MS } from "../../backend/operator/Sessions.ts"
+import { advanceClock, call, consolePort, consoleService, operatorSession } from "../support/Operator.ts"
 import { eventually } from "../support/Streams.ts"
 import { endpoint, owner, query, subscriber } from "../support/WebhookEngine.ts"
 
@@ -117,6 +118,21 @@ describe("GET /api/live", () => {
           (state) => state.ended,
         )
         assert.include(live.state.text, "event: session_ended")
+      }),
+    )
+
+    it.effect("ends the stream when the session times out, though the stream stayed open", () =>
+      Effect.gen(function* () {
+        const { cookie } = yield* operatorSession("live-idle@console.test", "viewer")
+        const live = yield* openLive(cookie)
+        // The stream itself is no request: the session goes idle behind it, found at the next check (15 s).
+        yield* advanceClock(IDLE_TIMEOUT_MS)
+        yield* eventually(
+          Effect.sync(() => live.state),
+          (state) => state.ended,
+        )
+        assert.include(live.state.text, "event: session_ended")
+        assert.strictEqual((yield* call("GET", "/api/live", { cookie })).status, 401)
       }),
     )
 
