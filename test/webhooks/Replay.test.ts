@@ -1,8 +1,9 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit, Layer, Scope } from "effect"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { Secrets } from "../../backend/webhooks/endpoints/Secrets.ts"
+import { replayRunnerLayer } from "../../backend/webhooks/replays/ReplayRunner.ts"
 import { authEnv, authService, createOwner, FORBIDDEN } from "../support/Auth.ts"
 import { startReceiver, testCa } from "../support/Receiver.ts"
 import { eventually } from "../support/Streams.ts"
@@ -442,6 +443,42 @@ describe("webhook replays past the stream's retention", () => {
         })
         const fromOldest = yield* replay(partner, path, { since: oldest })
         assert.strictEqual(fromOldest.total, 1, "the event kept is replayed from its own time")
+      }),
+    )
+  })
+})
+
+describe("webhook replays across a restart", () => {
+  // The partner gateway alone: no process sends replays until the test starts a runner.
+  layer(authService().layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
+    it.effect("a replay asked for while no worker runs is sent by the next runner, from its rows", () =>
+      Effect.gen(function* () {
+        const slug = "replay-restart"
+        yield* createOwner(slug)
+        const partner = yield* webhookPartner({ owners: [slug] })
+        const since = new Date(Date.now() - 1000).toISOString()
+        yield* tick
+        const published = yield* Effect.forEach(Array.from({ length: 3 }), () =>
+          publishEvent("prospect.ready", slug, examplePayload("prospect.ready")),
+        )
+        // No router runs here either: the endpoint has no delivery of the events but by the replay.
+        const endpoint = yield* createEndpoint(partner, ownerEndpoints(slug), {
+          ...ENDPOINT,
+          events: ["prospect.ready"],
+        })
+        const path = `${ownerEndpoints(slug)}/${endpoint.id}`
+        const started = yield* replay(partner, path, { since })
+        assert.strictEqual(started.total, 3)
+        const shown = yield* api(partner, "GET", `${path}/replays/${started.id}`)
+        assert.deepStrictEqual([replayOf(shown).status, replayOf(shown).sent], ["running", 0])
+
+        const scope = yield* Scope.make()
+        yield* Layer.buildWithScope(replayRunnerLayer, scope)
+        const done = yield* ended(partner, path, started.id)
+        yield* Scope.close(scope, Exit.void)
+        assert.deepStrictEqual([done.status, done.sent], ["completed", 3])
+        const rows = yield* deliveriesOf(endpoint.id)
+        assert.deepStrictEqual(rows.map((r) => r.event_id).sort(), published.map((p) => p.eventId).sort())
       }),
     )
   })
