@@ -110,7 +110,7 @@ const publishRow = (nats: NatsShape, row: OutboxRow) => {
       kind: "producer",
       attributes: { "messaging.system": "nats", "messaging.destination.name": row.subject },
     }),
-    // The relay's own passes are not traced (see `drain`); a row's publish belongs to the trace that wrote it.
+    // The relay's passes are not traced (`wakeLoop`); a row's publish belongs to the trace that wrote it.
     Effect.withTracerEnabled(true),
   )
 }
@@ -191,10 +191,7 @@ const drain = Effect.gen(function* () {
   while ((yield* relayOnce())?.more === true) {
     /* keep going */
   }
-}).pipe(
-  // A pass every second, mostly finding nothing, would be a trace of its own each time.
-  Effect.withTracerEnabled(false),
-)
+})
 
 /**
  * The relay: wakes on NOTIFY from `enqueue` and polls as a safety net, with `workers` partitions published

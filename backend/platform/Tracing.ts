@@ -35,7 +35,8 @@ export const parentFrom = (traceparent: string | null | undefined): Tracer.Exter
 export const currentTraceparent: Effect.Effect<string | undefined> = Effect.flatMap(Traced, (traced) =>
   traced
     ? Effect.map(Effect.option(Effect.currentSpan), (span) =>
-        Option.isSome(span) ? traceparentOf(span.value) : undefined,
+        // An untraced stretch (`withTracerEnabled(false)`) has a span that names no trace.
+        Option.isSome(span) && span.value.sampled ? traceparentOf(span.value) : undefined,
       )
     : Effect.succeed(undefined),
 )

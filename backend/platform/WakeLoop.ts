@@ -54,6 +54,9 @@ export const wakeLoop = <E, R>(
       Effect.gen(function* () {
         planned[index] = Number.NEGATIVE_INFINITY
         const due = yield* options.drain.pipe(
+          // A pass every few seconds, mostly finding nothing, would be a trace of its own each time; what a pass
+          // sends on (an outbox row, a retry) carries the trace of the work that made it.
+          Effect.withTracerEnabled(false),
           Effect.catchCause((cause) => options.onFailure(cause).pipe(Effect.as(undefined))),
         )
         const now = yield* Clock.currentTimeMillis

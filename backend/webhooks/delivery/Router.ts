@@ -63,7 +63,7 @@ export class EventRouter extends Context.Service<
       const nats = yield* Nats
 
       /** The event to route, or why the message is not one. */
-      const check = (body: unknown, delivery: Delivery): EventToRoute | Outcome => {
+      const check = ({ message: body, delivery, traceparent }: EventInHand): EventToRoute | Outcome => {
         const eventId = delivery.headers["Nats-Msg-Id"]
         if (!eventId) return term("event without a Nats-Msg-Id")
         if (!isEventBody(body)) return term("not an event envelope")
@@ -82,16 +82,12 @@ export class EventRouter extends Context.Service<
           // The body as published, byte for byte.
           payload: delivery.raw,
           redelivered: delivery.deliveryCount > 1,
+          traceparent: traceparent ?? null,
         }
       }
 
       const routeAll = Effect.fn("EventRouter.routeAll")(function* (events: ReadonlyArray<EventInHand>) {
-        const outcomes = events.map(({ message, delivery }) => check(message, delivery))
-        const traceparents = new Map<string, string>()
-        for (const [i, o] of outcomes.entries()) {
-          const traceparent = events[i]!.traceparent
-          if (traceparent !== undefined && "eventId" in o) traceparents.set(o.eventId, traceparent)
-        }
+        const outcomes = events.map(check)
         // An event twice in hand (redelivered) is routed once: the first copy's bytes.
         const toRoute = new Map<string, EventToRoute>()
         for (const o of outcomes) {
@@ -108,13 +104,11 @@ export class EventRouter extends Context.Service<
             routed
               .filter((d) => !d.held)
               .map((d) => {
-                const traceparent = traceparents.get(d.event_id)
+                const traceparent = toRoute.get(d.event_id)!.traceparent ?? null
                 return {
                   subject: nats.subject(attemptSubject(d.endpoint_id)),
                   data: encodeAttempt(d),
-                  ...(traceparent === undefined
-                    ? {}
-                    : { options: { headers: { [TRACEPARENT]: traceparent } } }),
+                  ...(traceparent === null ? {} : { options: { headers: { [TRACEPARENT]: traceparent } } }),
                 }
               }),
           )

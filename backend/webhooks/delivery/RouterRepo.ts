@@ -15,6 +15,8 @@ export interface EventToRoute {
    * announcing them. Only then are its deliveries still pending looked up (and announced again).
    */
   readonly redelivered: boolean
+  /** The trace context its deliveries' attempts continue (only while traces are exported). */
+  readonly traceparent?: string | null
 }
 
 /** A delivery the router made (or found still pending) for an event: one attempt message each. */
@@ -58,8 +60,9 @@ export class RouterRepo extends Context.Service<
               select * from unnest(${events.map((e) => e.eventId)}::text[], ${events.map((e) => e.event)}::text[],
                                    ${events.map((e) => e.ownerSlug)}::text[],
                                    ${events.map((e) => e.propertyId)}::bigint[],
-                                   ${events.map((e) => Buffer.from(e.payload.buffer, e.payload.byteOffset, e.payload.byteLength).toString("hex"))}::text[])
-                as i(event_id, event, owner_slug, property_id, payload)
+                                   ${events.map((e) => Buffer.from(e.payload.buffer, e.payload.byteOffset, e.payload.byteLength).toString("hex"))}::text[],
+                                   ${events.map((e) => e.traceparent ?? null)}::text[])
+                as i(event_id, event, owner_slug, property_id, payload, traceparent)
             ),
             subscribers as (
               select i.event_id, s.id as subscriber_id from input i
@@ -76,7 +79,7 @@ export class RouterRepo extends Context.Service<
               join webhook_subscribers s on s.provider_id = pp.provider_id
             ),
             targets as (
-              select i.event_id, i.event, i.owner_slug, i.payload, e.id as endpoint_id,
+              select i.event_id, i.event, i.owner_slug, i.payload, i.traceparent, e.id as endpoint_id,
                      e.status = 'suspended' as held
               from subscribers sub
               join input i on i.event_id = sub.event_id
@@ -86,9 +89,9 @@ export class RouterRepo extends Context.Service<
             created as (
               -- A suspended endpoint's delivery is recorded held and not announced: its endpoint's activation
               -- releases it (the scheduler makes it due), a disable or delete fails it.
-              insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, dispatched_at,
-                                              held_since)
-              select endpoint_id, event_id, event, owner_slug, decode(payload, 'hex'),
+              insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, traceparent,
+                                              dispatched_at, held_since)
+              select endpoint_id, event_id, event, owner_slug, decode(payload, 'hex'), traceparent,
                      case when held then null else ${now}::timestamptz end,
                      case when held then ${now}::timestamptz end
               from targets order by event_id, endpoint_id

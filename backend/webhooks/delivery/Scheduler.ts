@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { Nats } from "../../platform/Nats.ts"
+import { TRACEPARENT } from "../../platform/Tracing.ts"
 import { wakeLoop, warnFailedPass } from "../../platform/WakeLoop.ts"
 import { type DueAttempt, SchedulerRepo } from "./SchedulerRepo.ts"
 import { attemptSubject, encodeAttempt } from "./Messages.ts"
@@ -54,6 +55,8 @@ export class Scheduler extends Context.Service<
           rows.map((row) => ({
             subject: nats.subject(attemptSubject(row.endpoint_id)),
             data: encodeAttempt(row),
+            // A retry continues its event's trace, as the first attempt did.
+            ...(row.traceparent === null ? {} : { options: { headers: { [TRACEPARENT]: row.traceparent } } }),
           })),
         )
 

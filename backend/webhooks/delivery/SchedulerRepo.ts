@@ -11,6 +11,8 @@ export interface DueAttempt {
   readonly endpoint_id: number
   readonly series: number
   readonly attempt_number: number
+  /** The trace context of the event it was routed from (only while traces are exported). */
+  readonly traceparent: string | null
 }
 
 /**
@@ -59,7 +61,7 @@ export class SchedulerRepo extends Context.Service<
             // claimed by a process that stopped): their message was lost. A held delivery waits for its endpoint.
             const rows = yield* db.query(
               (sql) => sql`
-                select id, endpoint_id, series, attempt_number from webhook_deliveries
+                select id, endpoint_id, series, attempt_number, traceparent from webhook_deliveries
                 where (next_retry_at <= ${now} and next_retry_at is not null
                        and status in ('pending', 'retrying', 'rate_limited')
                        and (dispatched_at is null or dispatched_at < next_retry_at
@@ -76,6 +78,7 @@ export class SchedulerRepo extends Context.Service<
               endpoint_id: int(r.endpoint_id),
               series: int(r.series),
               attempt_number: int(r.attempt_number),
+              traceparent: r.traceparent as string | null,
             }))
             yield* publish(due)
             yield* db.query(
