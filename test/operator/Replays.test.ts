@@ -93,6 +93,10 @@ describe("replays from the console", () => {
         assert.strictEqual(canceled.status, 200, canceled.text)
         assert.strictEqual(canceled.body.replay.status, "canceled")
         assert.strictEqual(canceled.body.replay.sent, 0)
+        const kept = yield* query(
+          (sql) => sql<Array<{ n: number }>>`select count(*)::int as n from webhook_replay_events`,
+        )
+        assert.strictEqual(kept[0]!.n, 0, "an ended replay keeps none of its events")
         const missing = yield* call("POST", `${base}/999999/cancel`, as(ops))
         assert.strictEqual(missing.status, 404, missing.text)
         assert.strictEqual(missing.body.error, "Replay not found.")

@@ -165,6 +165,9 @@ export class ReplaysRepo extends Context.Service<ReplaysRepo>()("partner-service
               update webhook_replays set status = 'canceled', ended_at = now(), updated_at = now()
               where id = ${id} and endpoint_id = ${endpointId} and status = 'running'
               returning ${sql(REPLAY_COLUMNS)}
+            ),
+            dropped as (
+              delete from webhook_replay_events where replay_id in (select id from canceled)
             )
             select * from canceled
             union all
@@ -175,7 +178,7 @@ export class ReplaysRepo extends Context.Service<ReplaysRepo>()("partner-service
 
     /**
      * One batch of every replay due (at most `replays` of them, skipping those another process holds): up to
-     * `perReplay` of its events not yet sent become deliveries (an event the endpoint got a delivery of meanwhile
+     * `perReplay` of the events it still holds become deliveries and leave it (an event the endpoint got a delivery of meanwhile
      * is passed over), and the replay is due again `pauseMs` later, completed once nothing is left, canceled if its
      * endpoint was disabled or deleted. A suspended endpoint's replay waits. The deliveries made.
      */
@@ -197,15 +200,20 @@ export class ReplaysRepo extends Context.Service<ReplaysRepo>()("partner-service
             select x.replay_id, x.seq, x.event_id, x.event, x.owner_slug, x.payload, d.endpoint_id
             from due d cross join lateral (
               select * from webhook_replay_events x
-              where x.replay_id = d.id and x.sent_at is null
+              where x.replay_id = d.id
               order by x.seq limit ${perReplay}
             ) x
             where d.endpoint_status = 'active' and not d.deleted
           ),
-          marked as (
-            update webhook_replay_events x set sent_at = ${now}
-            from batch b where x.replay_id = b.replay_id and x.seq = b.seq
-            returning x.replay_id
+          -- An event sent (or passed over) leaves the replay, and so do those of a replay that ends canceled: only
+          -- what a running replay still has to send is kept.
+          taken as (
+            delete from webhook_replay_events x using batch b
+            where x.replay_id = b.replay_id and x.seq = b.seq
+          ),
+          dropped as (
+            delete from webhook_replay_events x using due d
+            where x.replay_id = d.id and (d.deleted or d.endpoint_status = 'disabled')
           ),
           created as (
             insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, dispatched_at)
@@ -224,13 +232,13 @@ export class ReplaysRepo extends Context.Service<ReplaysRepo>()("partner-service
               sent = r.sent + coalesce(c.sent, 0),
               status = case
                 when d.deleted or d.endpoint_status = 'disabled' then 'canceled'
-                when not exists (select 1 from webhook_replay_events x where x.replay_id = r.id and x.sent_at is null
+                when not exists (select 1 from webhook_replay_events x where x.replay_id = r.id
                                  and x.seq > coalesce((select max(b.seq) from batch b where b.replay_id = r.id), -1))
                   then 'completed'
                 else 'running' end,
               ended_at = case
                 when d.deleted or d.endpoint_status = 'disabled' then ${now}::timestamptz
-                when not exists (select 1 from webhook_replay_events x where x.replay_id = r.id and x.sent_at is null
+                when not exists (select 1 from webhook_replay_events x where x.replay_id = r.id
                                  and x.seq > coalesce((select max(b.seq) from batch b where b.replay_id = r.id), -1))
                   then ${now}::timestamptz
                 end,
@@ -240,7 +248,7 @@ export class ReplaysRepo extends Context.Service<ReplaysRepo>()("partner-service
             where r.id = d.id
             returning r.id
           )
-          -- Every statement of a WITH runs to completion whether read or not: marked and updated need no reader.
+          -- Every statement of a WITH runs to completion whether read or not: taken, dropped and updated need no reader.
           select c.id, c.endpoint_id, c.event, c.series, c.attempt_number from created c`,
         )
         .pipe(
