@@ -70,7 +70,9 @@ export const call = (
         headers,
         ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
       })
-      const text = await response.text()
+      // A stream (`/api/live`) never ends: its answer is the status and headers.
+      const streaming = response.headers.get("content-type")?.startsWith("text/event-stream") === true
+      const text = streaming ? (await response.body?.cancel(), "") : await response.text()
       let body: unknown
       try {
         body = JSON.parse(text)
