@@ -12,6 +12,7 @@ import { Deliveries } from "./operator/DeliveryQueries.ts"
 import { Health } from "./operator/Health.ts"
 import { LiveFeed } from "./operator/LiveFeed.ts"
 import { Retention } from "./operator/Retention.ts"
+import { System } from "./operator/System.ts"
 import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
 import { actorLayer } from "./platform/Actor.ts"
@@ -94,6 +95,7 @@ type AppServices =
   | Health
   | BulkRetries
   | LiveFeed
+  | System
   | Revisions
 
 /**
@@ -159,12 +161,12 @@ export const appLayer = (config: AppConfigShape) => {
         ...(config.serviceEnv === "staging" ? [stagingResetJobLayer] : []),
       ]
     : []
-  return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, ...workers).pipe(
+  return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, System.gaugesLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
     Layer.provideMerge(LiveFeed.layer),
     Layer.provideMerge(DeliveryActions.layer),
     Layer.provideMerge(BulkRetries.layer),
-    Layer.provideMerge(Layer.mergeAll(Deliveries.layer, Health.layer, Retention.layer)),
+    Layer.provideMerge(Layer.mergeAll(Deliveries.layer, Health.layer, Retention.layer, System.layer)),
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Layer.mergeAll(Endpoints.layer, Replays.layer)),
     Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),

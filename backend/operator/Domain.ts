@@ -36,3 +36,5 @@ export class SignInRefused extends Schema.TaggedError<SignInRefused>()("SignInRe
 export class SignInThrottled extends Schema.TaggedError<SignInThrottled>()("SignInThrottled", {
   retryAfterSeconds: Schema.Number,
 }) {}
+
+export class DeadLetterNotFound extends Schema.TaggedError<DeadLetterNotFound>()("DeadLetterNotFound", {}) {}

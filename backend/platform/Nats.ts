@@ -4,6 +4,8 @@ import {
   DiscardPolicy,
   JetStreamApiCodes,
   JetStreamApiError,
+  type ConsumerInfo,
+  type MsgRequest,
   RetentionPolicy,
   StorageType,
   type StreamConfig,
@@ -16,15 +18,18 @@ import { acknowledgedPublisher } from "./nats/Publisher.ts"
 import { puller } from "./nats/Puller.ts"
 import { DependencyUnavailable } from "./Unavailable.ts"
 import {
+  type ConsumerReport,
   type DurableConsumer,
   type FollowedMessage,
   type PublishAck,
   PublishFailed,
   type PublishOptions,
   type Puller,
+  type StreamReport,
 } from "./nats/Types.ts"
 
 export type {
+  ConsumerReport,
   DurableConsumer,
   FollowedMessage,
   MessageHeaders,
@@ -32,6 +37,7 @@ export type {
   PublishOptions,
   PulledMessage,
   Puller,
+  StreamReport,
 } from "./nats/Types.ts"
 export { PublishFailed, PullFailed } from "./nats/Types.ts"
 
@@ -127,6 +133,12 @@ export interface NatsShape {
     since: Date,
     upTo: number,
   ) => Effect.Effect<ReadonlyArray<FollowedMessage>>
+  /**
+   * Every provisioned stream with its figures, limits and durable consumers, as JetStream reports them now (a
+   * stream not created yet is left out). One info request per stream and per consumer, and one message lookup per
+   * consumer behind.
+   */
+  readonly streamReports: Effect.Effect<ReadonlyArray<StreamReport>>
   readonly ping: Effect.Effect<void>
 }
 
@@ -400,6 +412,66 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           }
           return found
         })
+      // The server sends `last_active` as an RFC 3339 time (nats.js types it as nanoseconds), absent when never.
+      const timeOf = (at: unknown) =>
+        typeof at === "string" && !at.startsWith("0001-") ? new Date(at) : undefined
+      const consumerReport = async (stream: string, info: ConsumerInfo): Promise<ConsumerReport> => {
+        const behind = info.num_pending + info.num_ack_pending > 0
+        // The first message past the ack floor that the consumer's filter takes: the oldest it has not acknowledged.
+        const oldest = behind
+          ? await jsm.streams
+              .getMessage(stream, {
+                seq: info.ack_floor.stream_seq + 1,
+                next_by_subj: info.config.filter_subject || ">",
+              } as unknown as MsgRequest)
+              .catch(() => null)
+          : null
+        const lastActive = [info.delivered.last_active, info.ack_floor.last_active]
+          .map((at) => timeOf(at))
+          .filter((at) => at !== undefined)
+          .sort((a, b) => b.getTime() - a.getTime())[0]
+        return {
+          name: info.name,
+          pending: info.num_pending,
+          ackPending: info.num_ack_pending,
+          redelivered: info.num_redelivered,
+          oldestUnacknowledgedAt: oldest === null ? undefined : oldest.time,
+          lastActiveAt: lastActive,
+        }
+      }
+      const streamReport = async (base: StreamBase): Promise<StreamReport | undefined> => {
+        const name = streamName(base)
+        const info = await jsm.streams
+          .info(name)
+          .catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)))
+        if (info === undefined) return undefined
+        const consumers: Array<ConsumerReport> = []
+        for await (const consumer of jsm.consumers.list(name)) {
+          if (consumer.config.durable_name === undefined) continue
+          consumers.push(await consumerReport(name, consumer))
+        }
+        consumers.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }))
+        return {
+          name,
+          subjects: info.config.subjects ?? [],
+          messages: info.state.messages,
+          bytes: info.state.bytes,
+          firstSeq: info.state.first_seq,
+          lastSeq: info.state.last_seq,
+          limits: {
+            maxMessages: info.config.max_msgs,
+            maxBytes: info.config.max_bytes,
+            maxAgeSeconds: info.config.max_age / 1_000_000_000,
+            discard: info.config.discard === DiscardPolicy.Old ? "old" : "new",
+          },
+          consumers,
+        }
+      }
+      const streamReports = Effect.promise(() =>
+        Promise.all(Object.keys(streams).map((base) => streamReport(base))).then((all) =>
+          all.filter((s) => s !== undefined),
+        ),
+      ).pipe(Effect.withSpan("Nats.streamReports"))
 
       return Nats.of({
         prefix,
@@ -420,6 +492,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         follow,
         streamState,
         readStored,
+        streamReports,
         ping: Effect.promise(() => connection.flush()),
       })
     }),

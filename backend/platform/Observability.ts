@@ -9,6 +9,9 @@ collectDefaultMetrics({ register: registry })
 const counter = (name: string, help: string, labelNames: ReadonlyArray<string>) =>
   new Counter({ name, help, labelNames, registers: [registry] })
 
+const gauge = (name: string, help: string, labelNames: ReadonlyArray<string>) =>
+  new Gauge({ name, help, labelNames, registers: [registry] })
+
 /**
  * A counter or gauge updated per message: each labelled series is a plain number on the hot path, handed to
  * prom-client only when the registry is read (prom-client validates and hashes the label object on every update).
@@ -79,6 +82,40 @@ export const metrics = {
     "actor",
     "partition",
   ]),
+  streamMessages: gauge("jetstream_stream_messages", "Messages a JetStream stream holds", ["stream"]),
+  streamBytes: gauge("jetstream_stream_bytes", "Bytes a JetStream stream holds", ["stream"]),
+  consumerPending: gauge(
+    "jetstream_consumer_pending",
+    "Messages a durable consumer has not been delivered yet",
+    ["stream", "consumer"],
+  ),
+  consumerAckPending: gauge(
+    "jetstream_consumer_ack_pending",
+    "Messages a durable consumer was delivered and has not acknowledged",
+    ["stream", "consumer"],
+  ),
+  consumerRedelivered: gauge(
+    "jetstream_consumer_redelivered",
+    "Messages a durable consumer was delivered more than once and has not acknowledged",
+    ["stream", "consumer"],
+  ),
+  consumerOldestSeconds: gauge(
+    "jetstream_consumer_oldest_unacked_seconds",
+    "Age of the oldest message a durable consumer has not acknowledged (0 when caught up)",
+    ["stream", "consumer"],
+  ),
+  outboxBacklog: gauge("outbox_backlog", "Outbox rows committed and not yet published", []),
+  outboxOldestSeconds: gauge(
+    "outbox_oldest_seconds",
+    "Age of the oldest outbox row not yet published (0 when none)",
+    [],
+  ),
+  deadLetters: gauge("dead_letters_total", "Messages actors terminated, kept in dead_letters", []),
+  systemSampledAt: gauge(
+    "system_sample_timestamp_seconds",
+    "When the stream, consumer, outbox and dead-letter gauges were last sampled",
+    [],
+  ),
   tokenHashes: new Gauge({
     name: "token_hashes_in_progress",
     help: "Client secrets being checked against their hash, by gateway",

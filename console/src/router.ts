@@ -71,6 +71,12 @@ export const router = createRouter({
       meta: { title: "Audit" },
     },
     {
+      path: "/system",
+      name: "system",
+      component: () => import("./pages/SystemPage.vue"),
+      meta: { title: "System" },
+    },
+    {
       path: "/operators",
       name: "operators",
       component: () => import("./pages/OperatorsPage.vue"),

@@ -11,6 +11,7 @@ import { replayRoutes } from "./ReplayRoutes.ts"
 import type { OperatorServices } from "./Route.ts"
 import { secretRoutes } from "./SecretRoutes.ts"
 import { sessionRoutes } from "./SessionRoutes.ts"
+import { systemRoutes } from "./SystemRoutes.ts"
 
 /** Unknown `/api` paths answer the JSON 404, whatever the console's page fallback serves elsewhere. */
 const apiNotFound: Route<never> = {
@@ -32,5 +33,6 @@ export const operatorApiRoutes: ReadonlyArray<Route<OperatorServices>> = [
   ...bulkRetryRoutes,
   ...liveRoutes,
   ...secretRoutes,
+  ...systemRoutes,
   ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).map((method) => ({ ...apiNotFound, method })),
 ]

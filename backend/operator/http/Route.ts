@@ -14,6 +14,7 @@ import type { Health } from "../Health.ts"
 import type { LiveFeed } from "../LiveFeed.ts"
 import type { Operators } from "../Operators.ts"
 import type { Sessions } from "../Sessions.ts"
+import type { System } from "../System.ts"
 import { needs } from "./Guard.ts"
 
 /** What the operator routes use. */
@@ -27,6 +28,7 @@ export type OperatorServices =
   | Health
   | BulkRetries
   | LiveFeed
+  | System
   | Revisions
   | Billing
   | AppConfig
@@ -55,6 +57,8 @@ const toApiError = (error: { readonly _tag: string } & Record<string, unknown>):
       return invalid("Invalid filter.", "filter", error.fields as Record<string, string>)
     case "PolicyNotFound":
       return new NotFound({ message: `No policy ${String(error.policyNumber).slice(0, 64)}.` })
+    case "DeadLetterNotFound":
+      return new NotFound({ message: "Dead letter not found." })
     case "ProviderNotProvisioned":
       return new NotFound({ message: "Provider not found." })
     case "ReplayInvalid":

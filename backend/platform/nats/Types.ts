@@ -95,3 +95,35 @@ export class PullFailed extends Schema.TaggedError<PullFailed>()("PullFailed", {
   message: Schema.String,
   received: Schema.Number,
 }) {}
+
+/** A durable consumer as JetStream reports it (`NatsShape.streamReports`). */
+export interface ConsumerReport {
+  readonly name: string
+  /** Messages matching its filter not yet delivered. */
+  readonly pending: number
+  /** Messages delivered and not yet acknowledged. */
+  readonly ackPending: number
+  /** Messages delivered more than once and not yet acknowledged. */
+  readonly redelivered: number
+  /** When the oldest message it has not acknowledged was stored; undefined when it is caught up. */
+  readonly oldestUnacknowledgedAt: Date | undefined
+  /** When it last delivered a message or had one acknowledged; undefined when it never has. */
+  readonly lastActiveAt: Date | undefined
+}
+
+/** A stream as JetStream reports it, with its limits (-1: none) and its durable consumers. */
+export interface StreamReport {
+  readonly name: string
+  readonly subjects: ReadonlyArray<string>
+  readonly messages: number
+  readonly bytes: number
+  readonly firstSeq: number
+  readonly lastSeq: number
+  readonly limits: {
+    readonly maxMessages: number
+    readonly maxBytes: number
+    readonly maxAgeSeconds: number
+    readonly discard: "old" | "new"
+  }
+  readonly consumers: ReadonlyArray<ConsumerReport>
+}

@@ -1,0 +1,250 @@
+import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { recordAudit } from "../audit/Audit.ts"
+import { Db } from "../platform/Db.ts"
+import { Nats, type StreamReport } from "../platform/Nats.ts"
+import { metrics } from "../platform/Observability.ts"
+import type { DeadLetter, OutboxState, SystemAnswer, SystemStream, SystemThresholds } from "./Api.ts"
+import { DeadLetterNotFound } from "./Domain.ts"
+
+/**
+ * Where work piles up, for the console's system page and for `/metrics`: every stream and durable consumer as
+ * JetStream reports them, the outbox's unpublished rows, and the dead letters, which an operator may publish
+ * again.
+ */
+
+/**
+ * Past these a consumer or the outbox is flagged. A healthy consumer's oldest unacknowledged message is seconds
+ * old (handlers take milliseconds; a retry waits in Postgres, not in JetStream), and the relay publishes a row
+ * within a second of its commit; the counts leave room for a burst (a roster batch, a bulk retry). The alert
+ * rules (`infra/prometheus/alerts.yml`) fire on the same figures held for a few minutes.
+ */
+export const THRESHOLDS: SystemThresholds = {
+  consumer_pending: 10_000,
+  consumer_oldest_seconds: 300,
+  outbox_backlog: 10_000,
+  outbox_oldest_seconds: 60,
+}
+
+const DEAD_LETTERS_SHOWN = 100
+/** How often each process refreshes the gauges of `/metrics`. */
+const SAMPLE_INTERVAL = "15 seconds"
+
+interface DeadLetterRow {
+  readonly id: string
+  readonly actor: string
+  readonly stream: string
+  readonly stream_seq: string
+  readonly subject: string
+  readonly reason: string
+  readonly delivery_count: number
+  readonly created_at: Date
+  readonly retries: number
+  readonly retried_at: Date | null
+}
+
+const deadLetterView = (row: DeadLetterRow): DeadLetter => ({
+  id: Number(row.id),
+  actor: row.actor,
+  stream: row.stream,
+  stream_seq: Number(row.stream_seq),
+  subject: row.subject,
+  reason: row.reason,
+  delivery_count: row.delivery_count,
+  created_at: row.created_at.toISOString(),
+  retries: row.retries,
+  retried_at: row.retried_at?.toISOString() ?? null,
+})
+
+const secondsSince = (at: Date | undefined, now: number) =>
+  at === undefined ? null : Math.max(0, Math.round((now - at.getTime()) / 1000))
+
+const consumerFlag = (pending: number, oldestSeconds: number | null) =>
+  pending > THRESHOLDS.consumer_pending
+    ? `more than ${THRESHOLDS.consumer_pending} messages pending`
+    : oldestSeconds !== null && oldestSeconds > THRESHOLDS.consumer_oldest_seconds
+      ? `oldest unacknowledged message older than ${THRESHOLDS.consumer_oldest_seconds} s`
+      : null
+
+const streamView = (stream: StreamReport, now: number): SystemStream => ({
+  name: stream.name,
+  subjects: stream.subjects,
+  messages: stream.messages,
+  bytes: stream.bytes,
+  first_seq: stream.firstSeq,
+  last_seq: stream.lastSeq,
+  limits: {
+    max_messages: stream.limits.maxMessages,
+    max_bytes: stream.limits.maxBytes,
+    max_age_seconds: stream.limits.maxAgeSeconds,
+    discard: stream.limits.discard,
+  },
+  consumers: stream.consumers.map((c) => {
+    const oldest = secondsSince(c.oldestUnacknowledgedAt, now)
+    return {
+      name: c.name,
+      pending: c.pending,
+      ack_pending: c.ackPending,
+      redelivered: c.redelivered,
+      oldest_unacknowledged_at: c.oldestUnacknowledgedAt?.toISOString() ?? null,
+      oldest_unacknowledged_seconds: oldest,
+      last_active_at: c.lastActiveAt?.toISOString() ?? null,
+      flag: consumerFlag(c.pending, oldest),
+    }
+  }),
+})
+
+/** Headers a retry leaves out: its own `Nats-Msg-Id` replaces the original's, which JetStream may still hold. */
+const DROPPED_HEADERS = new Set(["nats-msg-id"])
+
+export class System extends Context.Service<System>()("partner-service/operator/System", {
+  make: Effect.gen(function* () {
+    const db = yield* Db
+    const nats = yield* Nats
+
+    const outbox = Effect.fn("System.outbox")(function* (now: number) {
+      // On the `outbox_unsent` partial index: only unpublished rows are read.
+      const [row] = yield* db.query(
+        (sql) => sql<Array<{ backlog: number; oldest: Date | null }>>`
+          select count(*)::int as backlog, min(created_at) as oldest from outbox where sent_at is null`,
+      )
+      const oldest = secondsSince(row?.oldest ?? undefined, now)
+      const backlog = row?.backlog ?? 0
+      return {
+        backlog,
+        oldest_at: row?.oldest?.toISOString() ?? null,
+        oldest_seconds: oldest,
+        flag:
+          backlog > THRESHOLDS.outbox_backlog
+            ? `more than ${THRESHOLDS.outbox_backlog} rows unpublished`
+            : oldest !== null && oldest > THRESHOLDS.outbox_oldest_seconds
+              ? `oldest unpublished row older than ${THRESHOLDS.outbox_oldest_seconds} s`
+              : null,
+      } satisfies OutboxState
+    })
+
+    const deadLetterCount = db
+      .query((sql) => sql<Array<{ n: number }>>`select count(*)::int as n from dead_letters`)
+      .pipe(Effect.map(([row]) => row?.n ?? 0))
+
+    /** Everything the system page shows, read now. */
+    const status = Effect.fn("System.status")(function* () {
+      const [streams, box, total, deadLetters] = yield* Effect.all(
+        [
+          nats.streamReports,
+          outbox(yield* Clock.currentTimeMillis),
+          deadLetterCount,
+          db.query(
+            (sql) => sql<Array<DeadLetterRow>>`
+              select id, actor, stream, stream_seq, subject, reason, delivery_count, created_at, retries, retried_at
+              from dead_letters order by id desc limit ${DEAD_LETTERS_SHOWN}`,
+          ),
+        ],
+        { concurrency: "unbounded" },
+      )
+      const now = yield* Clock.currentTimeMillis
+      return {
+        checked_at: new Date(now).toISOString(),
+        thresholds: THRESHOLDS,
+        streams: streams.map((s) => streamView(s, now)),
+        outbox: box,
+        dead_letters: { total, items: deadLetters.map(deadLetterView) },
+      } satisfies SystemAnswer
+    })
+
+    /**
+     * Publishes a dead letter again on its subject, with its headers and body, under a message id of its own, so
+     * its actor reads it as a new message; counted on the row and audited in one transaction. A publish that
+     * JetStream did not acknowledge leaves nothing changed.
+     */
+    const retryDeadLetter = Effect.fn("System.retryDeadLetter")(function* (id: string, actor: string) {
+      if (!/^\d{1,18}$/.test(id)) return yield* new DeadLetterNotFound()
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const [row] = yield* db.query(
+            (sql) => sql<Array<DeadLetterRow & { headers: Record<string, string>; payload: Buffer }>>`
+              select id, actor, stream, stream_seq, subject, reason, delivery_count, created_at, retries, retried_at,
+                     headers, payload
+              from dead_letters where id = ${id} for update`,
+          )
+          if (row === undefined) return yield* new DeadLetterNotFound()
+          const headers = Object.fromEntries(
+            Object.entries(row.headers).filter(([key]) => !DROPPED_HEADERS.has(key.toLowerCase())),
+          )
+          const ack = yield* nats.publish(nats.subject(row.subject), row.payload, {
+            msgID: `dead-letter-${row.id}-retry-${row.retries + 1}`,
+            headers,
+          })
+          const [after] = yield* db.query(
+            (sql) => sql<Array<DeadLetterRow>>`
+              update dead_letters set retries = retries + 1, retried_at = now() where id = ${id}
+              returning id, actor, stream, stream_seq, subject, reason, delivery_count, created_at, retries,
+                        retried_at`,
+          )
+          yield* recordAudit(db, {
+            actor,
+            action: "dead_letters.retry",
+            target: `dead_letter:${row.id}`,
+            before: { retries: row.retries },
+            after: { retries: after!.retries },
+            details: {
+              actor: row.actor,
+              subject: row.subject,
+              reason: row.reason,
+              stream: ack.stream,
+              stream_seq: ack.seq,
+            },
+          })
+          return deadLetterView(after!)
+        }),
+      )
+    })
+
+    /** Sets the gauges of `/metrics` from one reading; series of consumers that are gone are dropped. */
+    const sample = Effect.fn("System.sample")(function* () {
+      const answer = yield* status()
+      const consumerGauges = [
+        metrics.consumerPending,
+        metrics.consumerAckPending,
+        metrics.consumerRedelivered,
+        metrics.consumerOldestSeconds,
+      ]
+      for (const g of [metrics.streamMessages, metrics.streamBytes, ...consumerGauges]) g.reset()
+      for (const stream of answer.streams) {
+        metrics.streamMessages.set({ stream: stream.name }, stream.messages)
+        metrics.streamBytes.set({ stream: stream.name }, stream.bytes)
+        for (const c of stream.consumers) {
+          const labels = { stream: stream.name, consumer: c.name }
+          metrics.consumerPending.set(labels, c.pending)
+          metrics.consumerAckPending.set(labels, c.ack_pending)
+          metrics.consumerRedelivered.set(labels, c.redelivered)
+          metrics.consumerOldestSeconds.set(labels, c.oldest_unacknowledged_seconds ?? 0)
+        }
+      }
+      metrics.outboxBacklog.set(answer.outbox.backlog)
+      metrics.outboxOldestSeconds.set(answer.outbox.oldest_seconds ?? 0)
+      metrics.deadLetters.set(answer.dead_letters.total)
+      metrics.systemSampledAt.set(Date.parse(answer.checked_at) / 1000)
+    })
+
+    return { status, retryDeadLetter, sample }
+  }),
+}) {
+  static readonly layer = Layer.effect(System, System.make)
+
+  /** In every process: the gauges refreshed at start and every `SAMPLE_INTERVAL`; a failed reading is logged. */
+  static readonly gaugesLayer = Layer.effectDiscard(
+    Effect.gen(function* () {
+      const system = yield* System
+      yield* Effect.forkScoped(
+        system.sample().pipe(
+          Effect.catchCause((cause) =>
+            Effect.logWarning("system gauges not sampled").pipe(
+              Effect.annotateLogs({ cause: String(cause) }),
+            ),
+          ),
+          Effect.repeat(Schedule.spaced(SAMPLE_INTERVAL)),
+        ),
+      )
+    }),
+  )
+}
