@@ -1,0 +1,131 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { Nats } from "../../backend/platform/Nats.ts"
+import { call, consoleService, operatorSession } from "../support/Operator.ts"
+import { eventually } from "../support/Streams.ts"
+import { query } from "../support/WebhookEngine.ts"
+
+interface DeadLetterRow {
+  readonly id: string
+  readonly actor: string
+  readonly subject: string
+  readonly stream_seq: string
+  readonly reason: string
+}
+
+const deadLetters = query(
+  (sql) =>
+    sql<Array<DeadLetterRow>>`select id, actor, subject, stream_seq, reason from dead_letters order by id`,
+)
+
+describe("the system page's API", () => {
+  layer(consoleService({ ROLES: "console,workers" }).layer, { excludeTestServices: true, timeout: 120_000 })(
+    (it) => {
+      it.effect(
+        "lists every stream and consumer, and a dead letter an operator publishes again, audited; a viewer may not",
+        () =>
+          Effect.gen(function* () {
+            const nats = yield* Nats
+            const viewer = yield* operatorSession("viewer@system.test", "viewer")
+            const operator = yield* operatorSession("operator@system.test", "operator")
+            // The router cannot decode this body: it terminates the message, which becomes a dead letter.
+            const ack = yield* nats.publish(
+              nats.subject("events.acme.prospect.ready"),
+              Buffer.from("not json"),
+            )
+            const [dead] = yield* eventually(deadLetters, (rows) => rows.length === 1)
+            assert.strictEqual(dead!.stream_seq, String(ack.seq))
+
+            const shown = yield* call("GET", "/api/system", viewer)
+            assert.strictEqual(shown.status, 200, shown.text)
+            const events = shown.body.streams.find(
+              (s: { name: string }) => s.name === nats.streamName("EVENTS"),
+            )
+            assert.deepStrictEqual(events.subjects, [nats.subject("events.>")])
+            assert.isAtLeast(events.messages, 1)
+            assert.strictEqual(events.last_seq, ack.seq)
+            assert.strictEqual(events.limits.discard, "new")
+            const router = events.consumers.find((c: { name: string }) => c.name === "webhook_router_p0")
+            assert.deepInclude(router, {
+              pending: 0,
+              ack_pending: 0,
+              oldest_unacknowledged_seconds: null,
+              flag: null,
+            })
+            assert.isString(router.last_active_at)
+            assert.deepStrictEqual(
+              shown.body.streams.map((s: { name: string }) => s.name).sort(),
+              ["DOCUMENTS", "ELIGIBILITY", "EVENTS", "INGEST", "ROSTER", "WEBHOOKS"]
+                .map((b) => nats.streamName(b))
+                .sort(),
+            )
+            assert.deepInclude(shown.body.outbox, { backlog: 0, oldest_at: null, flag: null })
+            assert.strictEqual(shown.body.dead_letters.total, 1)
+            assert.deepInclude(shown.body.dead_letters.items[0], {
+              id: Number(dead!.id),
+              actor: "webhook_router",
+              subject: "events.acme.prospect.ready",
+              delivery_count: 1,
+              retries: 0,
+              retried_at: null,
+            })
+            assert.match(shown.body.dead_letters.items[0].reason, /undecodable/)
+
+            const refused = yield* call("POST", `/api/dead-letters/${dead!.id}/retry`, viewer)
+            assert.strictEqual(refused.status, 403)
+            const missing = yield* call("POST", "/api/dead-letters/999999999/retry", operator)
+            assert.strictEqual(missing.status, 404)
+            assert.strictEqual(missing.body.error, "Dead letter not found.")
+
+            const retried = yield* call("POST", `/api/dead-letters/${dead!.id}/retry`, operator)
+            assert.strictEqual(retried.status, 200, retried.text)
+            assert.deepInclude(retried.body.dead_letter, { id: Number(dead!.id), retries: 1 })
+            assert.isString(retried.body.dead_letter.retried_at)
+
+            // Published again, read again by the router as a new message: still undecodable, so a second dead letter.
+            const [audit] = yield* query(
+              (sql) => sql<
+                Array<{ actor: string; channel: string; details: { stream_seq: number }; after: unknown }>
+              >`
+                select actor, channel, details, after from audit_log
+                where action = 'dead_letters.retry' and target = ${`dead_letter:${dead!.id}`}`,
+            )
+            assert.deepInclude(audit, {
+              actor: "operator@system.test",
+              channel: "console",
+              after: { retries: 1 },
+            })
+            const rows = yield* eventually(deadLetters, (rows) => rows.length === 2)
+            assert.deepInclude(rows[1], {
+              actor: "webhook_router",
+              subject: "events.acme.prospect.ready",
+              stream_seq: String(audit!.details.stream_seq),
+            })
+            assert.isAbove(audit!.details.stream_seq, ack.seq)
+          }),
+      )
+    },
+  )
+})
+
+describe("the system page's outbox", () => {
+  layer(consoleService().layer, { excludeTestServices: true, timeout: 60_000 })((it) => {
+    it.effect("counts rows committed and not yet published, and flags the oldest past its threshold", () =>
+      Effect.gen(function* () {
+        const viewer = yield* operatorSession("outbox@system.test", "viewer")
+        // No workers in this service: nothing publishes these rows.
+        yield* query(
+          (sql) => sql`
+            insert into outbox (key, partition, subject, payload, created_at)
+            values ('k1', 0, 'roster.acme.owner.created', '\\x7b7d', now() - interval '2 minutes'),
+                   ('k2', 1, 'roster.acme.owner.created', '\\x7b7d', now())`,
+        )
+        const shown = yield* call("GET", "/api/system", viewer)
+        assert.strictEqual(shown.status, 200, shown.text)
+        assert.strictEqual(shown.body.outbox.backlog, 2)
+        assert.isAtLeast(shown.body.outbox.oldest_seconds, 110)
+        assert.match(shown.body.outbox.flag, /oldest unpublished row older than 60 s/)
+      }),
+    )
+  })
+})
