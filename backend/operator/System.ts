@@ -208,10 +208,12 @@ export class System extends Context.Service<System>()("partner-service/operator/
         metrics.consumerRedelivered,
         metrics.consumerOldestSeconds,
       ]
-      for (const g of [metrics.streamMessages, metrics.streamBytes, ...consumerGauges]) g.reset()
+      for (const g of [metrics.streamMessages, metrics.streamBytes, metrics.streamMaxBytes, ...consumerGauges])
+        g.reset()
       for (const stream of answer.streams) {
         metrics.streamMessages.set({ stream: stream.name }, stream.messages)
         metrics.streamBytes.set({ stream: stream.name }, stream.bytes)
+        metrics.streamMaxBytes.set({ stream: stream.name }, stream.limits.max_bytes)
         for (const c of stream.consumers) {
           const labels = { stream: stream.name, consumer: c.name }
           metrics.consumerPending.set(labels, c.pending)
