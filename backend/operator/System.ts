@@ -208,7 +208,12 @@ export class System extends Context.Service<System>()("partner-service/operator/
         metrics.consumerRedelivered,
         metrics.consumerOldestSeconds,
       ]
-      for (const g of [metrics.streamMessages, metrics.streamBytes, metrics.streamMaxBytes, ...consumerGauges])
+      for (const g of [
+        metrics.streamMessages,
+        metrics.streamBytes,
+        metrics.streamMaxBytes,
+        ...consumerGauges,
+      ])
         g.reset()
       for (const stream of answer.streams) {
         metrics.streamMessages.set({ stream: stream.name }, stream.messages)

@@ -84,7 +84,9 @@ export const metrics = {
   ]),
   streamMessages: gauge("jetstream_stream_messages", "Messages a JetStream stream holds", ["stream"]),
   streamBytes: gauge("jetstream_stream_bytes", "Bytes a JetStream stream holds", ["stream"]),
-  streamMaxBytes: gauge("jetstream_stream_max_bytes", "A JetStream stream's byte limit (-1: none)", ["stream"]),
+  streamMaxBytes: gauge("jetstream_stream_max_bytes", "A JetStream stream's byte limit (-1: none)", [
+    "stream",
+  ]),
   consumerPending: gauge(
     "jetstream_consumer_pending",
     "Messages a durable consumer has not been delivered yet",

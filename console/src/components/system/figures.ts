@@ -12,8 +12,14 @@ export const bytes = (n: number) => {
 
 /** A duration in seconds, in its largest whole unit past a minute. */
 export const seconds = (s: number) =>
-  s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : s < 172_800 ? `${Math.round(s / 3600)} h` : `${Math.round(s / 86_400)} days`
+  s < 120
+    ? `${s} s`
+    : s < 7200
+      ? `${Math.round(s / 60)} min`
+      : s < 172_800
+        ? `${Math.round(s / 3600)} h`
+        : `${Math.round(s / 86_400)} days`
 
-/** A JetStream limit (-1 is none). */
+/** A figure's JetStream limit, after the figure (-1 is none). */
 export const limit = (n: number, show: (n: number) => string = (v) => v.toLocaleString("en")) =>
-  n < 0 ? "no limit" : show(n)
+  n < 0 ? "(no limit)" : `of ${show(n)}`
