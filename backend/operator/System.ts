@@ -1,8 +1,8 @@
-import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { recordAudit } from "../audit/Audit.ts"
 import { Db } from "../platform/Db.ts"
 import { Nats, type StreamReport } from "../platform/Nats.ts"
-import { metrics } from "../platform/Observability.ts"
+import { metrics, setSystemSampler } from "../platform/Observability.ts"
 import type { DeadLetter, OutboxState, SystemAnswer, SystemStream, SystemThresholds } from "./Api.ts"
 import { DeadLetterNotFound } from "./Domain.ts"
 
@@ -26,8 +26,6 @@ export const THRESHOLDS: SystemThresholds = {
 }
 
 const DEAD_LETTERS_SHOWN = 100
-/** How often each process refreshes the gauges of `/metrics`. */
-const SAMPLE_INTERVAL = "15 seconds"
 
 interface DeadLetterRow {
   readonly id: string
@@ -238,19 +236,23 @@ export class System extends Context.Service<System>()("partner-service/operator/
 }) {
   static readonly layer = Layer.effect(System, System.make)
 
-  /** In every process: the gauges refreshed at start and every `SAMPLE_INTERVAL`; a failed reading is logged. */
+  /**
+   * In every process: the gauges of `/metrics` read at each scrape (`setSystemSampler`); a reading that fails or
+   * takes over 5 s is logged and leaves the previous figures, with their older `system_sample_timestamp_seconds`.
+   */
   static readonly gaugesLayer = Layer.effectDiscard(
     Effect.gen(function* () {
       const system = yield* System
-      yield* Effect.forkScoped(
-        system.sample().pipe(
-          Effect.catchCause((cause) =>
-            Effect.logWarning("system gauges not sampled").pipe(
-              Effect.annotateLogs({ cause: String(cause) }),
-            ),
-          ),
-          Effect.repeat(Schedule.spaced(SAMPLE_INTERVAL)),
+      const context = yield* Effect.context<never>()
+      const sample = system.sample().pipe(
+        Effect.timeout("5 seconds"),
+        Effect.catchCause((cause) =>
+          Effect.logWarning("system gauges not sampled").pipe(Effect.annotateLogs({ cause: String(cause) })),
         ),
+      )
+      yield* Effect.acquireRelease(
+        Effect.sync(() => setSystemSampler(() => Effect.runPromiseWith(context)(sample))),
+        () => Effect.sync(() => setSystemSampler(undefined)),
       )
     }),
   )

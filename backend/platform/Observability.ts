@@ -9,8 +9,29 @@ collectDefaultMetrics({ register: registry })
 const counter = (name: string, help: string, labelNames: ReadonlyArray<string>) =>
   new Counter({ name, help, labelNames, registers: [registry] })
 
+let systemSampler: (() => Promise<void>) | undefined
+let systemSample: Promise<void> | undefined
+
+/**
+ * Sets what refreshes the system gauges (streams, consumers, outbox, dead letters); undefined stops it. They are
+ * read when `/metrics` is, not on a timer: JetStream's consumer info costs the server work (nats-server before
+ * 2.9.15 recounts a consumer's pending messages on every later delivery), so it is asked only when someone looks.
+ */
+export const setSystemSampler = (sample: (() => Promise<void>) | undefined) => {
+  systemSampler = sample
+}
+
+/** One reading for every system gauge of a scrape: the registry collects its metrics concurrently. */
+const refreshSystem = () => {
+  if (systemSampler === undefined) return Promise.resolve()
+  systemSample ??= systemSampler().finally(() => {
+    systemSample = undefined
+  })
+  return systemSample
+}
+
 const gauge = (name: string, help: string, labelNames: ReadonlyArray<string>) =>
-  new Gauge({ name, help, labelNames, registers: [registry] })
+  new Gauge({ name, help, labelNames, registers: [registry], collect: refreshSystem })
 
 /**
  * A counter or gauge updated per message: each labelled series is a plain number on the hot path, handed to
@@ -116,7 +137,7 @@ export const metrics = {
   deadLetters: gauge("dead_letters_total", "Messages actors terminated, kept in dead_letters", []),
   systemSampledAt: gauge(
     "system_sample_timestamp_seconds",
-    "When the stream, consumer, outbox and dead-letter gauges were last sampled",
+    "When the stream, consumer, outbox and dead-letter gauges were last read (at a scrape)",
     [],
   ),
   tokenHashes: new Gauge({
