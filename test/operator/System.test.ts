@@ -71,8 +71,13 @@ describe("the system page's API", () => {
             })
             assert.match(shown.body.dead_letters.items[0].reason, /undecodable/)
 
+            assert.strictEqual((yield* call("GET", "/api/system")).status, 401)
             const refused = yield* call("POST", `/api/dead-letters/${dead!.id}/retry`, viewer)
             assert.strictEqual(refused.status, 403)
+            const noToken = yield* call("POST", `/api/dead-letters/${dead!.id}/retry`, {
+              cookie: operator.cookie,
+            })
+            assert.strictEqual(noToken.status, 403)
             const missing = yield* call("POST", "/api/dead-letters/999999999/retry", operator)
             assert.strictEqual(missing.status, 404)
             assert.strictEqual(missing.body.error, "Dead letter not found.")
