@@ -33,6 +33,18 @@ const request = (port: number, path: string, init: RequestInit = {}) =>
     return { status: response.status, headers: response.headers, text: await response.text() }
   })
 
+/** The contract's 404 body, but a GET on the renter's host has a page in its style, for a person who followed a link. */
+const assertNotFound = (
+  role: string,
+  answer: { status: number; text: string; headers: Headers },
+  method: string = "GET",
+) => {
+  assert.strictEqual(answer.status, 404, role)
+  if (role !== "enrollment" || method !== "GET") return assert.strictEqual(answer.text, NOT_FOUND, role)
+  assert.match(answer.headers.get("content-type") ?? "", /^text\/html/, role)
+  assert.include(answer.text, "<h1>Page not found</h1>", role)
+}
+
 const withRequestId = (requestId: string): RequestInit => ({ headers: { "x-request-id": requestId } })
 
 /** A body sent in chunks without a content-length, as a client streaming an upload does. */
@@ -117,8 +129,7 @@ describe("gateways of the service", () => {
           yield* request(port, "/healthz")
           const answer = yield* request(port, "/metrics")
           if (role !== "console") {
-            assert.strictEqual(answer.status, 404, role)
-            assert.strictEqual(answer.text, NOT_FOUND, role)
+            assertNotFound(role, answer)
             continue
           }
           assert.strictEqual(answer.status, 200, role)
@@ -128,18 +139,18 @@ describe("gateways of the service", () => {
       }),
     )
 
-    it.effect("answers an unknown path with the contract's 404 body on every port", () =>
-      Effect.gen(function* () {
-        for (const [role, port] of yield* gatewayPorts) {
-          for (const init of [{}, { method: "POST", body: "{}" }]) {
-            // The console's port answers every other GET with its single-page app (test/platform/ConsoleSite).
-            const path = role === "console" ? "/api/no/such/path" : "/no/such/path"
-            const answer = yield* request(port, path, init)
-            assert.strictEqual(answer.status, 404, role)
-            assert.strictEqual(answer.text, NOT_FOUND, role)
+    it.effect(
+      "answers an unknown path with the contract's 404 body on every port (the renter's, a page)",
+      () =>
+        Effect.gen(function* () {
+          for (const [role, port] of yield* gatewayPorts) {
+            for (const init of [{}, { method: "POST", body: "{}" }]) {
+              // The console's port answers every other GET with its single-page app (test/platform/ConsoleSite).
+              const path = role === "console" ? "/api/no/such/path" : "/no/such/path"
+              assertNotFound(role, yield* request(port, path, init), init.method)
+            }
           }
-        }
-      }),
+        }),
     )
 
     it.effect("answers a malformed percent-encoded path with 400 in the contract's shape on every port", () =>

@@ -143,7 +143,7 @@ describe("webhook endpoints: refusals", () => {
         const routes = routesFor("partner-api", "development").filter((route) =>
           route.path.includes("/webhooks/"),
         )
-        assert.strictEqual(routes.length, 16, "eight routes on the owner path, eight on the provider path")
+        assert.strictEqual(routes.length, 22, "eleven routes on the owner path, eleven on the provider path")
         const deep = (depth: number): unknown => (depth === 0 ? "x" : { endpoint: [deep(depth - 1)] })
         const hostileValues: ReadonlyArray<unknown> = [
           null,
