@@ -1,13 +1,5 @@
 import { Effect } from "effect"
-import {
-  type ApiError,
-  type HttpRequest,
-  json,
-  NotFound,
-  parseJsonText,
-  type Route,
-  Unprocessable,
-} from "../../platform/Http.ts"
+import { type ApiError, json, NotFound, type Route, Unprocessable } from "../../platform/Http.ts"
 import {
   DEFAULT_PER_PAGE,
   type DeliveryNotFound,
@@ -24,32 +16,9 @@ import {
   EndpointResponse,
   EndpointUpdateRequest,
   MAX_PER_PAGE,
-  type SubscriberRef,
 } from "../Domain.ts"
+import { body, ENDPOINTS_PATH as PREFIX, type Kind, refOf, SCOPE, TAG } from "../Routes.ts"
 import { Endpoints } from "./Endpoints.ts"
-
-type Kind = SubscriberRef["kind"]
-
-const PREFIX: Record<Kind, string> = {
-  owner: "/partners/:owner_slug/webhooks/endpoints",
-  provider: "/partners/providers/:provider/webhooks/endpoints",
-}
-
-const SCOPE = { scope: "webhooks:manage" } as const
-const TAG = "Webhooks"
-
-const refOf = (kind: Kind, request: HttpRequest): SubscriberRef =>
-  kind === "owner"
-    ? { kind, slug: request.params.owner_slug ?? "" }
-    : { kind, name: request.params.provider ?? "" }
-
-const decoder = new TextDecoder()
-
-/** The JSON body; an empty one is no body at all (a 422 naming what is missing), not a JSON error. */
-const body = (request: HttpRequest) =>
-  Effect.flatMap(request.bytes, (bytes) =>
-    bytes.length === 0 ? Effect.succeed(undefined) : parseJsonText(decoder.decode(bytes)),
-  )
 
 type WebhookError =
   | EndpointInvalid

@@ -1,14 +1,6 @@
 import { Effect } from "effect"
-import {
-  type ApiError,
-  type HttpRequest,
-  json,
-  NotFound,
-  parseJsonText,
-  type Route,
-  Unprocessable,
-} from "../../platform/Http.ts"
-import type { EndpointNotFound, OwnerUnknown, ProviderNotProvisioned, SubscriberRef } from "../Domain.ts"
+import { type ApiError, json, NotFound, type Route, Unprocessable } from "../../platform/Http.ts"
+import type { EndpointNotFound, OwnerUnknown, ProviderNotProvisioned } from "../Domain.ts"
 import {
   type ReplayBeyondRetention,
   ReplayCreatedResponse,
@@ -19,29 +11,12 @@ import {
 } from "./Domain.ts"
 import { PER_SECOND } from "./ReplayRunner.ts"
 import { Replays } from "./Replays.ts"
-
-type Kind = SubscriberRef["kind"]
+import { body, ENDPOINTS_PATH, type Kind, refOf, SCOPE, TAG } from "../Routes.ts"
 
 const PREFIX: Record<Kind, string> = {
-  owner: "/partners/:owner_slug/webhooks/endpoints/:endpoint_id",
-  provider: "/partners/providers/:provider/webhooks/endpoints/:endpoint_id",
+  owner: `${ENDPOINTS_PATH.owner}/:endpoint_id`,
+  provider: `${ENDPOINTS_PATH.provider}/:endpoint_id`,
 }
-
-const SCOPE = { scope: "webhooks:manage" } as const
-const TAG = "Webhooks"
-
-const refOf = (kind: Kind, request: HttpRequest): SubscriberRef =>
-  kind === "owner"
-    ? { kind, slug: request.params.owner_slug ?? "" }
-    : { kind, name: request.params.provider ?? "" }
-
-const decoder = new TextDecoder()
-
-/** The JSON body; an empty one is no body at all (a 422 naming what is missing), not a JSON error. */
-const body = (request: HttpRequest) =>
-  Effect.flatMap(request.bytes, (bytes) =>
-    bytes.length === 0 ? Effect.succeed(undefined) : parseJsonText(decoder.decode(bytes)),
-  )
 
 type ReplayError =
   | ReplayInvalid

@@ -1,0 +1,27 @@
+import { Effect } from "effect"
+import { type HttpRequest, parseJsonText } from "../platform/Http.ts"
+import type { SubscriberRef } from "./Domain.ts"
+
+/** What the webhook routes share: the endpoints' paths by kind of subscriber, their scope, tag and body. */
+export type Kind = SubscriberRef["kind"]
+
+export const ENDPOINTS_PATH: Record<Kind, string> = {
+  owner: "/partners/:owner_slug/webhooks/endpoints",
+  provider: "/partners/providers/:provider/webhooks/endpoints",
+}
+
+export const SCOPE = { scope: "webhooks:manage" } as const
+export const TAG = "Webhooks"
+
+export const refOf = (kind: Kind, request: HttpRequest): SubscriberRef =>
+  kind === "owner"
+    ? { kind, slug: request.params.owner_slug ?? "" }
+    : { kind, name: request.params.provider ?? "" }
+
+const decoder = new TextDecoder()
+
+/** The JSON body; an empty one is no body at all (a 422 naming what is missing), not a JSON error. */
+export const body = (request: HttpRequest) =>
+  Effect.flatMap(request.bytes, (bytes) =>
+    bytes.length === 0 ? Effect.succeed(undefined) : parseJsonText(decoder.decode(bytes)),
+  )
