@@ -33,17 +33,13 @@ export class DeliveryActions extends Context.Service<DeliveryActions>()(
         )
       })
 
-      /**
-       * A bulk retry job; audited once it exists (taking its snapshot spans several transactions of its own), with
-       * the filter, the rate and how many deliveries it will retry.
-       */
-      const createBulkRetry = Effect.fn("DeliveryActions.createBulkRetry")(function* (
-        filter: unknown,
+      /** Records a bulk retry's creation with the filter, the rate and how many deliveries it retries. */
+      const audited = <J extends { id: number; filter: unknown; total: number; status: string }>(
+        job: J,
         rate: unknown,
         actor: string,
-      ) {
-        const job = yield* bulkRetries.create(filter, rate, actor)
-        yield* recordAudit(db, {
+      ) =>
+        recordAudit(db, {
           actor,
           action: "bulk_retries.create",
           target: `bulk_retry:${job.id}`,
@@ -53,8 +49,18 @@ export class DeliveryActions extends Context.Service<DeliveryActions>()(
             total: job.total,
             status: job.status,
           },
-        })
-        return job
+        }).pipe(Effect.as(job))
+
+      /**
+       * A bulk retry job; audited once it exists (taking its snapshot spans several transactions of its own), with
+       * the filter, the rate and how many deliveries it will retry.
+       */
+      const createBulkRetry = Effect.fn("DeliveryActions.createBulkRetry")(function* (
+        filter: unknown,
+        rate: unknown,
+        actor: string,
+      ) {
+        return yield* audited(yield* bulkRetries.create(filter, rate, actor), rate, actor)
       })
 
       /** A bulk retry's preview: the snapshot taken, nothing retried (so nothing is audited until it starts). */
@@ -71,19 +77,7 @@ export class DeliveryActions extends Context.Service<DeliveryActions>()(
         rate: unknown,
         actor: string,
       ) {
-        const job = yield* bulkRetries.start(id, rate, actor)
-        yield* recordAudit(db, {
-          actor,
-          action: "bulk_retries.create",
-          target: `bulk_retry:${job.id}`,
-          after: {
-            filter: job.filter,
-            rate_per_second: rate ?? DEFAULT_RATE,
-            total: job.total,
-            status: job.status,
-          },
-        })
-        return job
+        return yield* audited(yield* bulkRetries.start(id, rate, actor), rate, actor)
       })
 
       /** Cancels a running job; one already finished is answered unchanged and nothing is recorded. */
