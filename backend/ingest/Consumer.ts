@@ -1,5 +1,6 @@
 import { Effect, Layer, Schedule } from "effect"
-import { ack, type ActorDefinition, actorLayer, type Delivery } from "../platform/Actor.ts"
+import { actorLayer } from "../platform/Actor.ts"
+import { ack, type ActorDefinition, type Delivery } from "../platform/ActorDefinition.ts"
 import { IngestEvent } from "./Domain.ts"
 import { type ConsumedEvent, HEADER_CLIENT, HEADER_RECEIVED_AT, Ingest, INGEST_PARTITIONS } from "./Ingest.ts"
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
 import { IngestConfig } from "./Config.ts"
-import type { Terminated } from "../platform/Actor.ts"
+import type { Terminated } from "../platform/ActorDefinition.ts"
 import { Db } from "../platform/Db.ts"
 import { textProblem } from "../contract/FieldLimits.ts"
 import {

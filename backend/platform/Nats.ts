@@ -2,10 +2,6 @@ import {
   AckPolicy,
   DeliverPolicy,
   DiscardPolicy,
-  JetStreamApiCodes,
-  JetStreamApiError,
-  type ConsumerInfo,
-  type MsgRequest,
   RetentionPolicy,
   StorageType,
   type StreamConfig,
@@ -17,8 +13,8 @@ import { perTurnBatch } from "./PerTurnBatch.ts"
 import { acknowledgedPublisher } from "./nats/Publisher.ts"
 import { puller } from "./nats/Puller.ts"
 import { DependencyUnavailable } from "./Unavailable.ts"
+import { isNotFound, streamReport } from "./nats/Reports.ts"
 import {
-  type ConsumerReport,
   type DurableConsumer,
   type FollowedMessage,
   type PublishAck,
@@ -173,10 +169,6 @@ export const subjectsOverlap = (a: string, b: string) => {
 
 export const streamNameFor = (prefix: string, base: StreamBase) =>
   prefix === "" ? base : `${prefix.replace(/[^A-Za-z0-9]/g, "_").toUpperCase()}_${base}`
-
-const isNotFound = (error: unknown) =>
-  error instanceof JetStreamApiError &&
-  (error.code === JetStreamApiCodes.StreamNotFound || error.code === JetStreamApiCodes.ConsumerNotFound)
 
 const streamConfig = (
   name: string,
@@ -412,63 +404,8 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           }
           return found
         })
-      // The server sends `last_active` as an RFC 3339 time (nats.js types it as nanoseconds), absent when never.
-      const timeOf = (at: unknown) =>
-        typeof at === "string" && !at.startsWith("0001-") ? new Date(at) : undefined
-      const consumerReport = async (stream: string, info: ConsumerInfo): Promise<ConsumerReport> => {
-        const behind = info.num_pending + info.num_ack_pending > 0
-        // The first message past the ack floor that the consumer's filter takes: the oldest it has not acknowledged.
-        const oldest = behind
-          ? await jsm.streams
-              .getMessage(stream, {
-                seq: info.ack_floor.stream_seq + 1,
-                next_by_subj: info.config.filter_subject || ">",
-              } as unknown as MsgRequest)
-              .catch(() => null)
-          : null
-        const lastActive = [info.delivered.last_active, info.ack_floor.last_active]
-          .map((at) => timeOf(at))
-          .filter((at) => at !== undefined)
-          .sort((a, b) => b.getTime() - a.getTime())[0]
-        return {
-          name: info.name,
-          pending: info.num_pending,
-          ackPending: info.num_ack_pending,
-          redelivered: info.num_redelivered,
-          oldestUnacknowledgedAt: oldest === null ? undefined : oldest.time,
-          lastActiveAt: lastActive,
-        }
-      }
-      const streamReport = async (base: StreamBase): Promise<StreamReport | undefined> => {
-        const name = streamName(base)
-        const info = await jsm.streams
-          .info(name)
-          .catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)))
-        if (info === undefined) return undefined
-        const consumers: Array<ConsumerReport> = []
-        for await (const consumer of jsm.consumers.list(name)) {
-          if (consumer.config.durable_name === undefined) continue
-          consumers.push(await consumerReport(name, consumer))
-        }
-        consumers.sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }))
-        return {
-          name,
-          subjects: info.config.subjects ?? [],
-          messages: info.state.messages,
-          bytes: info.state.bytes,
-          firstSeq: info.state.first_seq,
-          lastSeq: info.state.last_seq,
-          limits: {
-            maxMessages: info.config.max_msgs,
-            maxBytes: info.config.max_bytes,
-            maxAgeSeconds: info.config.max_age / 1_000_000_000,
-            discard: info.config.discard === DiscardPolicy.Old ? "old" : "new",
-          },
-          consumers,
-        }
-      }
       const streamReports = Effect.promise(() =>
-        Promise.all(Object.keys(streams).map((base) => streamReport(base))).then((all) =>
+        Promise.all(Object.keys(streams).map((base) => streamReport(jsm, streamName(base)))).then((all) =>
           all.filter((s) => s !== undefined),
         ),
       ).pipe(Effect.withSpan("Nats.streamReports"))

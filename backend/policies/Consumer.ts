@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { ack, type ActorDefinition } from "../platform/Actor.ts"
+import { ack, type ActorDefinition } from "../platform/ActorDefinition.ts"
 import { DOCUMENT_PARTITIONS, DocumentsRequested } from "./Events.ts"
 import { Policies } from "./Policies.ts"
 

@@ -1,5 +1,5 @@
 import { Cause, Duration, Effect } from "effect"
-import { ack, type ActorDefinition, nak } from "../platform/Actor.ts"
+import { ack, type ActorDefinition, nak } from "../platform/ActorDefinition.ts"
 import { unavailableIn } from "../platform/Unavailable.ts"
 import { EligibilityDecisions } from "./EligibilityDecisions.ts"
 import { ELIGIBILITY_PARTITIONS, EligibilityRequested } from "./Events.ts"

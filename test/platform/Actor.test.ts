@@ -1,13 +1,13 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
+import { actorLayer } from "../../backend/platform/Actor.ts"
 import {
   ack,
-  actorLayer,
   type ActorDefinition,
   type Delivered,
   nak,
   type Outcome,
-} from "../../backend/platform/Actor.ts"
+} from "../../backend/platform/ActorDefinition.ts"
 import { NatsLayer } from "../../backend/Infrastructure.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"

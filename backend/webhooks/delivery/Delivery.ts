@@ -1,5 +1,5 @@
 import { Clock, Context, Effect, Layer, type Types } from "effect"
-import { ack, type ActorDefinition, type Outcome } from "../../platform/Actor.ts"
+import { ack, type ActorDefinition, type Outcome } from "../../platform/ActorDefinition.ts"
 import { Crypto } from "../../platform/Crypto.ts"
 import { Nats } from "../../platform/Nats.ts"
 import { Traced } from "../../platform/Tracing.ts"

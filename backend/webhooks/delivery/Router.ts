@@ -1,5 +1,11 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { ack, type ActorDefinition, type Delivery, type Outcome, term } from "../../platform/Actor.ts"
+import {
+  ack,
+  type ActorDefinition,
+  type Delivery,
+  type Outcome,
+  term,
+} from "../../platform/ActorDefinition.ts"
 import { Nats, type NatsShape } from "../../platform/Nats.ts"
 import { currentTraceparent, TRACEPARENT, Traced } from "../../platform/Tracing.ts"
 import { batched } from "./Batch.ts"
