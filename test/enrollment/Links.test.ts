@@ -9,7 +9,7 @@ import {
   pathOf,
   postForm,
 } from "../support/Enrollment.ts"
-import { ENROLLMENT_HOST, postProspect } from "../support/Prospects.ts"
+import { ENROLLMENT_HOST, LEASE, postProspect } from "../support/Prospects.ts"
 
 const service = enrollmentService()
 
@@ -59,8 +59,8 @@ describe("enrollment links", () => {
           first_name: "Ina",
           last_name: "Eligible",
           birthdate: "1990-05-15",
-          lease_start_date: "2026-02-01",
-          lease_end_date: "2027-01-31",
+          lease_start_date: LEASE.start,
+          lease_end_date: LEASE.end,
           monthly_rent_cents: 200000,
           deposit_amount_cents: 250000,
           screening_result: "approved",

@@ -10,7 +10,13 @@ import {
   prospectUpdate,
   send,
 } from "../support/Ingest.ts"
-import { awaitProspect, completeProspect, postProspect, prospectService } from "../support/Prospects.ts"
+import {
+  awaitProspect,
+  completeProspect,
+  LEASE,
+  postProspect,
+  prospectService,
+} from "../support/Prospects.ts"
 import { eventually, readStream } from "../support/Streams.ts"
 
 const service = prospectService()
@@ -94,7 +100,7 @@ describe("ingest actor: ingested and REST prospects", () => {
         assert.deepInclude(ready, {
           status: "ready",
           first_name: "Ana",
-          lease_start_date: "2026-02-01",
+          lease_start_date: LEASE.start,
           pms_unit_id: "pms-unit-1",
         })
         assert.isString(ready.enrollment_url)

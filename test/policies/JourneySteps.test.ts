@@ -11,6 +11,7 @@ import {
   completeProspect,
   getProspect,
   issueSource,
+  LEASE,
   postProspect,
   prospectPartner,
   provisionedOwner,
@@ -268,7 +269,7 @@ layer(service.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
         })
         assert.notStrictEqual(second.quote!.applicationId, first.quote!.applicationId)
         assert.strictEqual(second.quote!.premiumCents, 1_000)
-        // A payment for each month of the lease (February 1st 2026 to January 31st 2027) from the quote's day on.
+        // A payment for each month of the lease from the quote's day on.
         const [quoted] = yield* query(
           (sql) => sql<Array<{ on: string }>>`
             select (created_at at time zone 'UTC')::date::text as on from policy_applications
@@ -276,7 +277,7 @@ layer(service.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
         )
         assert.strictEqual(
           second.quote!.payments,
-          coverageMonths(billingAnchor("2026-02-01", quoted!.on), "2027-01-31"),
+          coverageMonths(billingAnchor(LEASE.start, quoted!.on), LEASE.end),
         )
         const statuses = yield* query(
           (sql) => sql<Array<{ status: string; outcome: string }>>`

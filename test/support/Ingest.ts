@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { Ingest } from "../../backend/ingest/Ingest.ts"
 import { partitionOf } from "../../backend/platform/Partition.ts"
 import { createClient, gatewayPort, httpRequest, obtainToken } from "./Auth.ts"
-import { issueSource, PROPERTY, prospectPartner, provisionedOwner } from "./Prospects.ts"
+import { issueSource, LEASE, PROPERTY, prospectPartner, provisionedOwner } from "./Prospects.ts"
 import { postBatch, query, type RosterPartner } from "./Roster.ts"
 import { eventually, readRawStream } from "./Streams.ts"
 
@@ -229,7 +229,7 @@ export const fullPayload = (id: string, updatedAt: string) => ({
     income: 90000,
   },
   screening: { result: "approved" },
-  lease: { move_in: "2026-02-01", end: "2027-01-31", rent: 200000, deposit: 250000 },
+  lease: { move_in: LEASE.start, end: LEASE.end, rent: 200000, deposit: 250000 },
   terms_accepted_at: "2025-01-15T10:30:00Z",
   members: [],
 })

@@ -82,6 +82,17 @@ export const provisionedOwner = (
     return slug
   })
 
+/**
+ * A twelve-month lease that holds today: it began on the first of the month nine months ago (UTC), so a prospect
+ * made of it stays eligible whatever day the suite runs.
+ */
+export const LEASE = (() => {
+  const now = new Date()
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 9, 1))
+  const end = new Date(Date.UTC(start.getUTCFullYear() + 1, start.getUTCMonth(), 0))
+  return { start: start.toISOString().slice(0, 10), end: end.toISOString().slice(0, 10) }
+})()
+
 /** Every field the spec requires, for a renter at the provisioned property and unit. */
 export const completeProspect = (
   source: string,
@@ -95,8 +106,8 @@ export const completeProspect = (
   first_name: "John",
   last_name: "Doe",
   birthdate: "1990-05-15",
-  lease_start_date: "2026-02-01",
-  lease_end_date: "2027-01-31",
+  lease_start_date: LEASE.start,
+  lease_end_date: LEASE.end,
   monthly_rent_cents: 200000,
   deposit_amount_cents: 250000,
   screening_result: "approved",
