@@ -53,12 +53,26 @@ const PAGES: Record<string, (r: Records) => string> = {
 const routeNames = () =>
   [...readFileSync("console/src/router.ts", "utf8").matchAll(/^\s*name: "([^"]+)",$/gm)].map((m) => m[1]!)
 
+/** The little of the DOM this test reads inside the page (the project's types have no DOM library). */
+interface PageWindow {
+  readonly innerWidth: number
+  readonly document: {
+    readonly documentElement: { readonly scrollWidth: number }
+    readonly querySelector: (selector: string) => unknown
+  }
+}
+
 /** The page once it has drawn: its heading shown and nothing loading any more; what it shows when it does not. */
 const settled = (page: Page, name: string) =>
   promise(async () => {
     try {
       await page.getByRole("heading", { level: 1 }).first().waitFor()
-      await page.waitForFunction(() => document.querySelector(".state-loading, [aria-busy='true']") === null)
+      await page.waitForFunction(
+        () =>
+          (globalThis as unknown as PageWindow).document.querySelector(
+            ".state-loading, [aria-busy='true']",
+          ) === null,
+      )
     } catch (error) {
       const shown = await page
         .locator("main")
@@ -72,7 +86,12 @@ const settled = (page: Page, name: string) =>
 
 /** How much wider than the window the page is: 0 when nothing makes it scroll sideways. */
 const overflow = (page: Page) =>
-  promise(() => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth))
+  promise(() =>
+    page.evaluate(() => {
+      const window = globalThis as unknown as PageWindow
+      return window.document.documentElement.scrollWidth - window.innerWidth
+    }),
+  )
 
 describe("console: every page", () => {
   layer(service.layer, { timeout: "600 seconds", excludeTestServices: true })((it) => {
