@@ -19,14 +19,15 @@ const DAY_MS = 86_400_000
 export interface Pruned {
   readonly deliveries: number
   readonly bulk_retry_rows: number
+  readonly replay_rows: number
   readonly dead_letters: number
   readonly operator_sessions: number
   readonly sign_in_failures: number
 }
 
 /**
- * Deletes what is past its retention: finished webhook deliveries with their attempts and finished bulk retries
- * (`WEBHOOK_DELIVERY_RETENTION_DAYS` after creation, or after finishing for a bulk retry), dead letters
+ * Deletes what is past its retention: finished webhook deliveries with their attempts, finished bulk retries and
+ * ended replays (`WEBHOOK_DELIVERY_RETENTION_DAYS` after creation, or after finishing for a job), dead letters
  * (`DEAD_LETTER_RETENTION_DAYS`), console sessions past their 12 hours and failed sign-ins outside the throttle's
  * window, in batches with a rest after each (`REST_PER_WORK`). Deliveries still under way are kept until they end;
  * the audit log and policy documents are never deleted. Every process with the workers role sweeps; concurrent sweeps skip each other's rows.
@@ -57,6 +58,7 @@ export class Retention extends Context.Service<Retention>()("partner-service/ope
           (yield* drain(batch, (limit) => repo.pruneDeliveries("delivered", deliveriesBefore, limit))) +
           (yield* drain(batch, (limit) => repo.pruneDeliveries("failed", deliveriesBefore, limit))),
         bulk_retry_rows: yield* drain(batch, (limit) => repo.pruneBulkRetries(deliveriesBefore, limit)),
+        replay_rows: yield* drain(batch, (limit) => repo.pruneReplays(deliveriesBefore, limit)),
         dead_letters: yield* drain(batch, (limit) =>
           repo.pruneDeadLetters(new Date(now - config.retention.deadLetterDays * DAY_MS), limit),
         ),

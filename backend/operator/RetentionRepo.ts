@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { Db } from "../platform/Db.ts"
+import { Db, type Sql } from "../platform/Db.ts"
 
 /**
  * The SQL of the retention sweep: each call deletes at most `limit` rows past their time, in one statement (its
@@ -12,6 +12,49 @@ export class RetentionRepo extends Context.Service<RetentionRepo>()(
     make: Effect.gen(function* () {
       const db = yield* Db
       const count = (rows: ReadonlyArray<{ readonly n: number }>) => rows[0]?.n ?? 0
+
+      /**
+       * Up to `limit` items of the jobs `ended` picks; once none are left, up to `limit` of those jobs, so no
+       * statement deletes more than a batch however many items a job has. How many rows went.
+       */
+      const pruneJobs = (
+        names: { readonly table: string; readonly items: string; readonly key: string },
+        ended: (sql: Sql) => ReturnType<Sql>,
+        limit: number,
+      ) =>
+        Effect.gen(function* () {
+          const items = yield* db
+            .query(
+              (sql) => sql<Array<{ n: number }>>`
+              with gone as (
+                delete from ${sql(names.items)} where ctid = any(array(
+                  select i.ctid from ${sql(names.table)} j join ${sql(names.items)} i on i.${sql(names.key)} = j.id
+                  where ${ended(sql)}
+                  limit ${limit}
+                ))
+                returning 1
+              )
+              select count(*)::int as n from gone`,
+            )
+            .pipe(Effect.map(count))
+          if (items === limit) return items
+          const jobs = yield* db
+            .query(
+              (sql) => sql<Array<{ n: number }>>`
+              with gone as (
+                delete from ${sql(names.table)} where id in (
+                  select id from ${sql(names.table)} j
+                  where ${ended(sql)}
+                    and not exists (select 1 from ${sql(names.items)} i where i.${sql(names.key)} = j.id)
+                  limit ${limit}
+                )
+                returning 1
+              )
+              select count(*)::int as n from gone`,
+            )
+            .pipe(Effect.map(count))
+          return items + jobs
+        })
 
       return {
         /**
@@ -43,40 +86,22 @@ export class RetentionRepo extends Context.Service<RetentionRepo>()(
          * before it); once none are left, up to `limit` of those jobs. How many rows went.
          */
         pruneBulkRetries: (before: Date, limit: number) =>
-          Effect.gen(function* () {
-            const items = yield* db
-              .query(
-                (sql) => sql<Array<{ n: number }>>`
-                with gone as (
-                  delete from bulk_retry_items where (bulk_retry_id, position) in (
-                    select i.bulk_retry_id, i.position
-                    from bulk_retries b join bulk_retry_items i on i.bulk_retry_id = b.id
-                    where b.status <> 'running' and coalesce(b.finished_at, b.created_at) < ${before}
-                    limit ${limit}
-                  )
-                  returning 1
-                )
-                select count(*)::int as n from gone`,
-              )
-              .pipe(Effect.map(count))
-            if (items === limit) return items
-            const jobs = yield* db
-              .query(
-                (sql) => sql<Array<{ n: number }>>`
-                with gone as (
-                  delete from bulk_retries where id in (
-                    select id from bulk_retries j
-                    where j.status <> 'running' and coalesce(j.finished_at, j.created_at) < ${before}
-                      and not exists (select 1 from bulk_retry_items i where i.bulk_retry_id = j.id)
-                    limit ${limit}
-                  )
-                  returning 1
-                )
-                select count(*)::int as n from gone`,
-              )
-              .pipe(Effect.map(count))
-            return items + jobs
-          }),
+          pruneJobs(
+            { table: "bulk_retries", items: "bulk_retry_items", key: "bulk_retry_id" },
+            (sql) => sql`status <> 'running' and coalesce(finished_at, created_at) < ${before}`,
+            limit,
+          ),
+
+        /**
+         * The same for replays that ended (completed or canceled) before `before`, with the event bodies they
+         * copied from the stream.
+         */
+        pruneReplays: (before: Date, limit: number) =>
+          pruneJobs(
+            { table: "webhook_replays", items: "webhook_replay_events", key: "replay_id" },
+            (sql) => sql`status <> 'running' and ended_at < ${before}`,
+            limit,
+          ),
 
         pruneDeadLetters: (before: Date, limit: number) =>
           db

@@ -137,6 +137,48 @@ describe("the retention sweep", () => {
         }),
     )
 
+    it.effect(
+      "deletes replays that ended before the retention with the event bodies they copied, not running ones",
+      () =>
+        Effect.gen(function* () {
+          const endpointId = yield* anEndpoint("acme-replays")
+          const replay = (status: string, endedAgoMs: number | null) =>
+            query(
+              (sql) => sql<Array<{ id: string }>>`
+              insert into webhook_replays (endpoint_id, since, until, events, status, total, sent, created_at,
+                                           ended_at)
+              values (${endpointId}, now() - interval '70 days', now() - interval '60 days', '{policy.created}',
+                      ${status}, 3, 3, now() - interval '60 days',
+                      ${endedAgoMs === null ? null : new Date(Date.now() - endedAgoMs)})
+              returning id`,
+            ).pipe(
+              Effect.tap(([row]) =>
+                query(
+                  (sql) => sql`
+                  insert into webhook_replay_events (replay_id, seq, event_id, event, owner_slug, payload)
+                  select ${row!.id}, n, 'evt-' || n, 'policy.created', 'acme', convert_to('{}', 'UTF8')
+                  from generate_series(1, 3) n`,
+                ),
+              ),
+              Effect.map(([row]) => row!.id),
+            )
+          const expired = [yield* replay("completed", 31 * DAY_MS), yield* replay("canceled", 45 * DAY_MS)]
+          const kept = [yield* replay("completed", 29 * DAY_MS), yield* replay("running", null)]
+          const pruned = yield* sweep(2)
+          assert.strictEqual(pruned.replay_rows, 2 * 3 + 2)
+          const replays = yield* query(
+            (sql) => sql<Array<{ id: string; events: number }>>`
+            select r.id::text,
+                   (select count(*)::int from webhook_replay_events e where e.replay_id = r.id) as events
+            from webhook_replays r where r.id = any(${[...expired, ...kept]}::bigint[]) order by r.id`,
+          )
+          assert.deepStrictEqual(
+            [...replays],
+            kept.map((id) => ({ id, events: 3 })),
+          )
+        }),
+    )
+
     it.effect("deletes dead letters older than DEAD_LETTER_RETENTION_DAYS", () =>
       Effect.gen(function* () {
         const letter = (seq: number, ageDays: number) =>
