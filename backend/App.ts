@@ -26,7 +26,7 @@ import { PlatformLayer } from "./Infrastructure.ts"
 import { documentActor } from "./policies/Consumer.ts"
 import { lifecycleLayer } from "./policies/Lifecycle.ts"
 import { lifecycleJobLayer } from "./policies/LifecycleJob.ts"
-import { stagingResetJobLayer } from "./policies/StagingResetJob.ts"
+import { resetPoliciesLayer, stagingResetJobLayer } from "./policies/StagingResetJob.ts"
 import type { MoveOuts } from "./policies/MoveOuts.ts"
 import { moveOutRoutes } from "./policies/MoveOutsHttp.ts"
 import { operatorApiRoutes } from "./operator/http/ApiRoutes.ts"
@@ -182,6 +182,8 @@ export const appLayer = (config: AppConfigShape) => {
         StagingResets.layer,
       ),
     ),
+    // How a staging reset ends a renter's policies: the policies context's answer to the prospects' question.
+    Layer.provideMerge(resetPoliciesLayer),
     Layer.provideMerge(Layer.mergeAll(Auth.layer, Roster.layer, Sources.layer, Crypto.layer)),
     Layer.provideMerge(PlatformLayer),
     // The contexts' settings first, so a bad one fails the start before anything connects.

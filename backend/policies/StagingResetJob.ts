@@ -1,9 +1,8 @@
 import { Clock, Duration, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
-import { Db } from "../platform/Db.ts"
 import { Outbox } from "../platform/Outbox.ts"
 import { wakeLoop, warnFailedPass } from "../platform/WakeLoop.ts"
-import { StagingResets } from "../prospects/StagingResets.ts"
+import { ResetPolicies, StagingResets } from "../prospects/StagingResets.ts"
 import { StagingConfig } from "./Config.ts"
 import { policyEvent } from "./Events.ts"
 import { IN_FORCE } from "./LifecycleDomain.ts"
@@ -25,31 +24,21 @@ const DAY_MS = 86_400_000
 const POLL = Duration.hours(1)
 
 /**
- * One pass of staging's scheduled reset: every renter nobody changed for `STAGING_RESET_DAYS` (the partner's
- * writes and the journey's both count) is reset as a partner's reset would (the prospect removed, so its
- * identifiers can be sent again), and in the same transaction its policies in force are canceled
- * (`policy.canceled`, no next charge), so nothing bills them or moves them through their lifecycle any more.
- * Each renter is reset under its prospect's lock, only if still unchanged, so concurrent passes and a partner's
- * write meanwhile are safe. Answers when the next renter falls due.
+ * A reset renter's policies in force are canceled in the reset's transaction (`policy.canceled`, no next charge),
+ * whether a partner asked for the reset or the scheduled one made it; the others stay as they are.
  */
-export const stagingResetPass = Effect.gen(function* () {
-  const db = yield* Db
-  const resets = yield* StagingResets
-  const lifecycle = yield* LifecycleRepo
-  const policiesRepo = yield* PoliciesRepo
-  const outbox = yield* Outbox
-  const config = yield* AppConfig
-  const { resetDays } = yield* StagingConfig
-  const before = new Date((yield* Clock.currentTimeMillis) - resetDays * DAY_MS)
-
-  const resetOne = (prospect: Parameters<typeof resets.resetIdle>[0]) =>
-    db.transaction(
+export const resetPoliciesLayer = Layer.effect(
+  ResetPolicies,
+  Effect.gen(function* () {
+    const lifecycle = yield* LifecycleRepo
+    const policiesRepo = yield* PoliciesRepo
+    const outbox = yield* Outbox
+    const config = yield* AppConfig
+    const end = (policyIds: ReadonlyArray<number>) =>
       Effect.gen(function* () {
-        const reset = yield* resets.resetIdle(prospect, before)
-        if (reset === undefined) return undefined
         const at = new Date(yield* Clock.currentTimeMillis)
         let canceled = 0
-        for (const id of reset.policyIds.map(String)) {
+        for (const id of policyIds.map(String)) {
           yield* lifecycle.lifecycleOf(id, true)
           const policy = (yield* policiesRepo.findPolicy(id))!
           if (!(IN_FORCE as ReadonlyArray<string>).includes(policy.status)) continue
@@ -59,8 +48,22 @@ export const stagingResetPass = Effect.gen(function* () {
           canceled += 1
         }
         return canceled
-      }),
-    )
+      })
+    return ResetPolicies.of({ end })
+  }),
+).pipe(Layer.provide(Layer.mergeAll(LifecycleRepo.layer, PoliciesRepo.layer)))
+
+/**
+ * One pass of staging's scheduled reset: every renter nobody changed for `STAGING_RESET_DAYS` (the partner's
+ * writes and the journey's both count) is reset as a partner's reset would (the prospect removed, so its
+ * identifiers can be sent again, and its policies in force canceled in the same transaction).
+ * Each renter is reset under its prospect's lock, only if still unchanged, so concurrent passes and a partner's
+ * write meanwhile are safe. Answers when the next renter falls due.
+ */
+export const stagingResetPass = Effect.gen(function* () {
+  const resets = yield* StagingResets
+  const { resetDays } = yield* StagingConfig
+  const before = new Date((yield* Clock.currentTimeMillis) - resetDays * DAY_MS)
 
   let renters = 0
   let policies = 0
@@ -68,10 +71,10 @@ export const stagingResetPass = Effect.gen(function* () {
     const idle = yield* resets.idleSince(before, BATCH)
     batch = idle.length
     for (const prospect of idle) {
-      const canceled = yield* resetOne(prospect)
-      if (canceled === undefined) continue
+      const reset = yield* resets.resetIdle(prospect, before)
+      if (reset === undefined) continue
       renters += 1
-      policies += canceled
+      policies += reset.canceled
     }
   }
   if (renters > 0) {

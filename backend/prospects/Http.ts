@@ -135,7 +135,7 @@ export const stagingRoutes: ReadonlyArray<Route<StagingResets>> = [
     access: { scope: "prospects:write" },
     doc: {
       summary: "Reset a test resident",
-      description: `Removes the prospect so its identifiers can be reused; the next POST creates it again. ${STAGING_ONLY}`,
+      description: `Removes the prospect so its identifiers can be reused; the next POST creates it again. Its policies in force are canceled. ${STAGING_ONLY}`,
       tag: "Staging",
       responses: [
         { status: 200, description: "What was reset", schema: TestResidentReset },
@@ -160,7 +160,7 @@ export const stagingRoutes: ReadonlyArray<Route<StagingResets>> = [
     access: { scope: "prospects:write", ownerFromQuery: true },
     doc: {
       summary: "Reset test data of a renter",
-      description: `Removes every prospect of \`owner_slug\` whose email is \`email\` (query parameters), so their identifiers can be reused. ${STAGING_ONLY}`,
+      description: `Removes every prospect of \`owner_slug\` whose email is \`email\` (query parameters), so their identifiers can be reused, and cancels their policies in force. ${STAGING_ONLY}`,
       tag: "Staging",
       responses: [
         { status: 200, description: "The prospects removed", schema: ResidentsReset },
@@ -193,7 +193,8 @@ export const stagingRoutes: ReadonlyArray<Route<StagingResets>> = [
       summary: "Reset the owner's test users",
       description:
         "The published API's name for the staging reset: removes the owner's prospects (only those whose email " +
-        "is `email`, when a query parameter or JSON body names one), so their identifiers can be reused. " +
+        "is `email`, when a query parameter or JSON body names one), so their identifiers can be reused, and " +
+        "cancels their policies in force. " +
         STAGING_ONLY,
       tag: "Staging",
       responses: [{ status: 200, description: "The prospects removed", schema: TestUsersReset }],

@@ -37,7 +37,7 @@ const numericId = (policy: { readonly id: string }) => Number(policy.id.replace(
 describe("a staging reset of renters who hold policies (SERVICE_ENV=staging)", () => {
   layer(enrollmentService({ SERVICE_ENV: "staging" }).layer, { excludeTestServices: true, timeout: 240_000 })(
     (it) => {
-      it.effect("lists the policies of each reset renter, which no longer belong to a prospect", () =>
+      it.effect("lists the policies of each reset renter and cancels them, as the scheduled reset does", () =>
         Effect.gen(function* () {
           const receiver = yield* startReceiver
           const owner = yield* lifecycleOwner(receiver, "org-stg-policies", "stg-policies", "/p")
@@ -54,6 +54,22 @@ describe("a staging reset of renters who hold policies (SERVICE_ENV=staging)", (
 
           const again = yield* reset(token, `/partners/${owner.slug}/test/sayrhino_users`)
           assert.deepStrictEqual(again.reset.insurance_policy_ids, [])
+
+          // Staging creates no real policies: a reset renter's policy is canceled, with no next charge.
+          for (const policy of [first, second]) {
+            const shown = yield* showPolicy(policy.policyNumber)
+            assert.strictEqual(shown.policy.status, "canceled")
+            assert.deepInclude(shown, { next_charge_on: null, cancellation_reason: STAGING_RESET_REASON })
+          }
+          const canceled = yield* awaitDeliveries(
+            receiver,
+            "/p",
+            (r) => r.filter((d) => d.event === "policy.canceled").length === 2,
+          )
+          assert.sameMembers(
+            canceled.filter((d) => d.event === "policy.canceled").map((d) => d.payload.id),
+            [first.id, second.id],
+          )
         }),
       )
     },
