@@ -1,4 +1,4 @@
-import type { LookupAddress } from "node:dns"
+import { type LookupAddress, V4MAPPED } from "node:dns"
 import { assert, describe, it } from "@effect/vitest"
 import {
   DestinationRefused,
@@ -133,7 +133,7 @@ interface Lookup {
   readonly family: number | undefined
 }
 
-const lookup = (hostname: string, options: { all?: boolean; family?: number } = {}) =>
+const lookup = (hostname: string, options: { all?: boolean; family?: number; hints?: number } = {}) =>
   new Promise<Lookup>((resolve) =>
     guardedLookup(hostname, options, (error, address, family) => resolve({ error, address, family })),
   )
@@ -159,6 +159,18 @@ describe("resolving a destination", () => {
       address: "2606:4700:4700::1111",
       family: 6,
     })
+  })
+
+  it("resolves in the family and with the hints asked for", async () => {
+    // localhost in IPv6: ::1, or where only its IPv4 address is known, that address mapped (V4MAPPED).
+    const { error } = await lookup("localhost", { family: 6, hints: V4MAPPED })
+    assert.instanceOf(error, DestinationRefused)
+    assert.match(
+      error?.message ?? "",
+      /^Destination refused: localhost resolves to (::1|::ffff:127\.0\.0\.1), /,
+    )
+    const v4 = await lookup("localhost", { family: 4 })
+    assert.match(v4.error?.message ?? "", /^Destination refused: localhost resolves to 127\.0\.0\.1, /)
   })
 
   it("passes a failed resolution on as it came", async () => {
