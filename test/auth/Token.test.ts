@@ -4,6 +4,7 @@ import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, type JSONWebKeySet
 import { Auth } from "../../backend/auth/Auth.ts"
 import type { Gateway } from "../../backend/auth/Domain.ts"
 import type { AppConfig } from "../../backend/platform/Config.ts"
+import { metrics } from "../../backend/platform/Observability.ts"
 import {
   ACCESS_DENIED,
   type Answer,
@@ -18,9 +19,11 @@ import {
   gatewayPort,
   httpRequest,
   requestToken,
+  signToken,
   type TokenFields,
+  UNAUTHORIZED,
 } from "../support/Auth.ts"
-import { heldClock, holdClock } from "../support/HeldClock.ts"
+import { advanceHeldClock, heldClock, holdClock } from "../support/HeldClock.ts"
 
 const OWNER = "token-owner"
 const GRANTED = ["properties:write", "prospects:read", "webhooks:manage"]
@@ -67,6 +70,21 @@ const tokenOf = (answer: Answer) => {
   return JSON.parse(answer.text) as TokenBody
 }
 
+/** Token requests this process answered 429 for a source's failures, on the partner gateway. */
+const throttledByFailures = Effect.promise(() => metrics.tokenRequestsThrottled.get()).pipe(
+  Effect.map(
+    (m) => m.values.find((v) => v.labels.gateway === "partner" && v.labels.reason === "failures")?.value ?? 0,
+  ),
+)
+
+/** Client secrets this process checked in `lane` on the partner gateway. */
+const secretChecks = (lane: "client" | "stranger") =>
+  Effect.promise(() => metrics.tokenSecretChecks.get()).pipe(
+    Effect.map(
+      (m) => m.values.find((v) => v.labels.gateway === "partner" && v.labels.lane === lane)?.value ?? 0,
+    ),
+  )
+
 const jwks = Effect.flatMap(portOf("partner"), (port) => httpRequest(port, "/.well-known/jwks.json")).pipe(
   Effect.map((answer) => JSON.parse(answer.text) as JSONWebKeySet),
 )
@@ -76,13 +94,12 @@ const ownerFixture = (token: string) =>
   Effect.flatMap(fixturePort, (port) => httpRequest(port, `/partners/${OWNER}/fixture`, bearer(token)))
 
 /** An RFC 6749 §5.2 error body: exactly `error` and `error_description`. */
-const assertTokenError = (answer: Answer, status: number, error: string) => {
+const assertTokenError = (answer: Answer, status: number, error: string, description: string) => {
   assert.strictEqual(answer.status, status, answer.text)
-  const body = JSON.parse(answer.text) as Record<string, unknown>
-  assert.sameMembers(Object.keys(body), ["error", "error_description"])
-  assert.strictEqual(body.error, error)
-  assert.isString(body.error_description)
+  assert.deepStrictEqual(JSON.parse(answer.text), { error, error_description: description })
 }
+
+const REQUIRED_STRINGS = "grant_type, client_id, client_secret and audience are required strings."
 
 describe("POST /token", () => {
   layer(Layer.effectDiscard(createOwner(OWNER)).pipe(Layer.provideMerge(service)), {
@@ -156,27 +173,35 @@ describe("POST /token", () => {
             encoding: "form",
             headers: { authorization: `Basic ${Buffer.from(credentials).toString("base64")}` },
           })
-          assertTokenError(answer, 400, "invalid_request")
+          assertTokenError(answer, 400, "invalid_request", "The Basic credentials are not form-encoded.")
         }
       }),
     )
 
     it.effect(
-      "signs a JWT with iss, sub, aud, scope, iat and exp = iat + 8600 under a kid the JWKS lists",
+      "signs a JWT with iss, sub, aud, scope, iat = now, exp = iat + 8600 and a random jti under a kid the JWKS lists",
       () =>
         Effect.gen(function* () {
+          yield* holdClock
           const client = yield* partnerClient()
-          const { access_token } = tokenOf(
-            yield* tokenRequest("partner", yield* credentials("partner", client)),
-          )
+          const fields = yield* credentials("partner", client)
+          const { access_token } = tokenOf(yield* tokenRequest("partner", fields))
           const claims = decodeJwt(access_token)
+          assert.sameMembers(Object.keys(claims), ["scope", "iss", "sub", "aud", "iat", "exp", "jti"])
           assert.strictEqual(claims.iss, env.PUBLIC_BASE_URL)
           assert.strictEqual(claims.sub, client.clientId)
           assert.strictEqual(claims.aud, env.PARTNER_API_AUDIENCE)
           assert.sameMembers(String(claims.scope).split(" "), GRANTED)
-          assert.isNumber(claims.iat)
+          assert.strictEqual(claims.iat, Math.floor(heldClock.currentTimeMillisUnsafe() / 1000))
           assert.strictEqual(claims.exp, claims.iat! + 8600)
-          const { kid, alg } = decodeProtectedHeader(access_token)
+          assert.match(claims.jti ?? "", /^[A-Za-z0-9_-]{16}$/)
+          assert.notStrictEqual(
+            decodeJwt(tokenOf(yield* tokenRequest("partner", fields)).access_token).jti,
+            claims.jti,
+          )
+          const header = decodeProtectedHeader(access_token)
+          const { kid, alg } = header
+          assert.deepStrictEqual(header, { alg: "ES256", kid: kid!, typ: "JWT" })
           const keySet = yield* jwks
           assert.include(
             keySet.keys.map((k) => k.kid),
@@ -190,7 +215,7 @@ describe("POST /token", () => {
             }),
           )
           assert.strictEqual(verified.protectedHeader.alg, alg)
-        }),
+        }).pipe(Effect.scoped),
     )
 
     it.effect("narrows the token to a requested subset of the granted scopes", () =>
@@ -216,12 +241,17 @@ describe("POST /token", () => {
       }),
     )
 
-    for (const scope of ["units:write", "prospects:read units:write", "ingest:events", "no:such"]) {
+    for (const [scope, outside] of [
+      ["units:write", "units:write"],
+      ["prospects:read units:write", "units:write"],
+      ["ingest:events  no:such prospects:read", "ingest:events no:such"],
+      ["no:such", "no:such"],
+    ] as const) {
       it.effect(`refuses the scope "${scope}", outside the grant, with 400 invalid_scope`, () =>
         Effect.gen(function* () {
           const client = yield* partnerClient()
           const answer = yield* tokenRequest("partner", yield* credentials("partner", client, { scope }))
-          assertTokenError(answer, 400, "invalid_scope")
+          assertTokenError(answer, 400, "invalid_scope", `Scopes not granted to this client: ${outside}.`)
         }),
       )
     }
@@ -326,11 +356,21 @@ describe("POST /token", () => {
             assert.strictEqual(answer.status, 401, `attempt ${attempt}`)
             assert.strictEqual(answer.text, ACCESS_DENIED)
           }
-          for (const attempt of [fields, { ...fields, client_secret: "guess" }]) {
-            const blocked = yield* tokenRequest("partner", attempt)
-            assertTokenError(blocked, 429, "slow_down")
-            assert.match(blocked.headers.get("retry-after") ?? "", /^[1-9][0-9]*$/)
-          }
+          const throttled = yield* throttledByFailures
+          /** The Retry-After of a refused attempt: the block's seconds left, rounded up. */
+          const retryAfter = (attempt: TokenFields) =>
+            Effect.map(tokenRequest("partner", attempt), (blocked) => {
+              assertTokenError(blocked, 429, "slow_down", "Too many failed attempts; retry later.")
+              return blocked.headers.get("retry-after")
+            })
+          // The fifth failure blocks that source for one second.
+          assert.strictEqual(yield* retryAfter(fields), "1")
+          yield* advanceHeldClock(400)
+          assert.strictEqual(yield* retryAfter({ ...fields, client_secret: "guess" }), "1")
+          assert.strictEqual((yield* throttledByFailures) - throttled, 2)
+          // The block ends at its instant: the right secret then gets a token.
+          yield* advanceHeldClock(600)
+          tokenOf(yield* tokenRequest("partner", fields))
           // The block is per client id: another client of the same partner still gets tokens.
           const other = yield* partnerClient()
           tokenOf(yield* tokenRequest("partner", yield* credentials("partner", other)))
@@ -373,7 +413,12 @@ describe("POST /token", () => {
         for (const field of ["grant_type", "client_id", "client_secret", "audience"] as const) {
           const { [field]: _, ...rest } = complete
           for (const encoding of ["json", "form"] as const) {
-            assertTokenError(yield* tokenRequest("partner", rest, { encoding }), 400, "invalid_request")
+            assertTokenError(
+              yield* tokenRequest("partner", rest, { encoding }),
+              400,
+              "invalid_request",
+              REQUIRED_STRINGS,
+            )
           }
         }
       }),
@@ -384,19 +429,20 @@ describe("POST /token", () => {
         const port = yield* portOf("partner")
         const client = yield* partnerClient()
         const complete = yield* credentials("partner", client)
-        for (const body of [
-          "",
-          "{not json",
-          "[]",
-          "null",
-          JSON.stringify({ ...complete, client_secret: 42 }),
-        ]) {
+        const notJson = "The body is neither JSON nor a form."
+        for (const [body, description] of [
+          ["", notJson],
+          ["{not json", notJson],
+          ["[]", REQUIRED_STRINGS],
+          ["null", REQUIRED_STRINGS],
+          [JSON.stringify({ ...complete, client_secret: 42 }), REQUIRED_STRINGS],
+        ] as const) {
           const answer = yield* httpRequest(port, "/token", {
             method: "POST",
             headers: { "content-type": "application/json" },
             body,
           })
-          assertTokenError(answer, 400, "invalid_request")
+          assertTokenError(answer, 400, "invalid_request", description)
         }
       }),
     )
@@ -409,7 +455,12 @@ describe("POST /token", () => {
             "partner",
             yield* credentials("partner", client, { grant_type: grantType }),
           )
-          assertTokenError(answer, 400, "unsupported_grant_type")
+          assertTokenError(
+            answer,
+            400,
+            "unsupported_grant_type",
+            "Only the client_credentials grant is supported.",
+          )
         }),
       )
     }
@@ -435,6 +486,118 @@ describe("POST /token", () => {
             [oldKid, newKid],
           )
         }),
+    )
+
+    it.effect(
+      "reads the requested scope as words: blank asks for the whole grant, a repeat counts once",
+      () =>
+        Effect.gen(function* () {
+          const client = yield* partnerClient()
+          const scopeOf = (scope: string) =>
+            credentials("partner", client, { scope }).pipe(
+              Effect.flatMap((fields) => tokenRequest("partner", fields)),
+              Effect.map(tokenOf),
+            )
+          for (const blank of ["", " ", "\t \n"])
+            assert.sameMembers((yield* scopeOf(blank)).scope.split(" "), GRANTED)
+          assert.strictEqual((yield* scopeOf(" prospects:read\t\tprospects:read ")).scope, "prospects:read")
+          const two = yield* scopeOf("prospects:read   properties:write prospects:read")
+          assert.strictEqual(two.scope, "prospects:read properties:write")
+          assert.strictEqual(decodeJwt(two.access_token).scope, "prospects:read properties:write")
+        }),
+    )
+
+    it.effect(
+      "checks a client's secret in its own lane until its source fails for its id, everyone else's as a stranger's",
+      () =>
+        Effect.gen(function* () {
+          const client = yield* partnerClient()
+          const fields = yield* credentials("partner", client)
+          /** The lane the secret of `attempt` was checked in, and the status it got. */
+          const laneOf = (attempt: TokenFields) =>
+            Effect.gen(function* () {
+              const before = {
+                client: yield* secretChecks("client"),
+                stranger: yield* secretChecks("stranger"),
+              }
+              const { status } = yield* tokenRequest("partner", attempt)
+              const clientChecks = (yield* secretChecks("client")) - before.client
+              const strangerChecks = (yield* secretChecks("stranger")) - before.stranger
+              assert.strictEqual(clientChecks + strangerChecks, 1)
+              return { lane: clientChecks === 1 ? "client" : "stranger", status }
+            })
+          assert.deepStrictEqual(yield* laneOf(fields), { lane: "client", status: 200 })
+          assert.deepStrictEqual(yield* laneOf({ ...fields, client_secret: "guess" }), {
+            lane: "client",
+            status: 401,
+          })
+          // That source failed for that id: its next check waits with the strangers', even with the right secret.
+          assert.deepStrictEqual(yield* laneOf(fields), { lane: "stranger", status: 200 })
+          assert.deepStrictEqual(yield* laneOf(fields), { lane: "client", status: 200 })
+
+          const unknown = yield* credentials("partner", { clientId: "cli_no_such_lane", clientSecret: "x" })
+          assert.deepStrictEqual(yield* laneOf(unknown), { lane: "stranger", status: 401 })
+          const ingest = yield* credentials("partner", yield* createClient({ gateway: "ingest" }))
+          assert.deepStrictEqual(yield* laneOf(ingest), { lane: "stranger", status: 401 })
+          const revoked = yield* partnerClient()
+          yield* Effect.orDie((yield* Auth).revokeClient(revoked.clientId))
+          assert.deepStrictEqual(yield* laneOf(yield* credentials("partner", revoked)), {
+            lane: "stranger",
+            status: 401,
+          })
+        }),
+    )
+
+    it.effect("honours a token until the second it expires, also one it verified before", () =>
+      Effect.gen(function* () {
+        yield* holdClock
+        const client = yield* partnerClient()
+        const fields = yield* credentials("partner", client)
+        const used = tokenOf(yield* tokenRequest("partner", fields)).access_token
+        const unused = tokenOf(yield* tokenRequest("partner", fields)).access_token
+        assert.strictEqual((yield* ownerFixture(used)).status, 200)
+        const expiresAt = decodeJwt(used).exp! * 1000
+        yield* advanceHeldClock(expiresAt - heldClock.currentTimeMillisUnsafe() - 1)
+        assert.strictEqual((yield* ownerFixture(used)).status, 200)
+        yield* advanceHeldClock(1)
+        for (const token of [used, unused]) {
+          const expired = yield* ownerFixture(token)
+          assert.strictEqual(expired.status, 401)
+          assert.strictEqual(expired.text, UNAUTHORIZED)
+        }
+      }).pipe(Effect.scoped),
+    )
+
+    it.effect(
+      "refuses a token signed with its own key but for another gateway, or without an expiry, issue time or subject",
+      () =>
+        Effect.gen(function* () {
+          const client = yield* partnerClient()
+          const signed = (options: Omit<Parameters<typeof signToken>[0], "clientId" | "scope">) =>
+            signToken({ clientId: client.clientId, scope: GRANTED.join(" "), ...options })
+          assert.strictEqual((yield* ownerFixture(yield* signed({}))).status, 200)
+          for (const [name, token] of [
+            ["the ingestion issuer", yield* signed({ issuerOf: "ingest" })],
+            ["the ingestion audience", yield* signed({ audienceOf: "ingest" })],
+            ["no exp", yield* signed({ without: ["exp"] })],
+            ["no iat", yield* signed({ without: ["iat"] })],
+            ["no sub", yield* signed({ without: ["sub"] })],
+            ["not a JWT", "not-a-jwt"],
+          ] as const) {
+            const refused = yield* ownerFixture(token)
+            assert.strictEqual(refused.status, 401, name)
+            assert.strictEqual(refused.text, UNAUTHORIZED, name)
+          }
+        }),
+    )
+
+    it.effect("grants no scope for a scope claim that is not text", () =>
+      Effect.gen(function* () {
+        const client = yield* partnerClient()
+        const refused = yield* ownerFixture(yield* signToken({ clientId: client.clientId, scope: 42 }))
+        assert.strictEqual(refused.status, 403)
+        assert.strictEqual(refused.text, `{"message":"Forbidden"}`)
+      }),
     )
   })
 })

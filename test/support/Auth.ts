@@ -218,15 +218,18 @@ const activeSigningKey = Effect.gen(function* () {
 /**
  * A token with the claims the service would put in it for `clientId` on `gateway`, signed by the active key
  * or, with `key: "another"`, by a fresh key pair that claims the active key's kid. Times are in seconds from
- * now.
+ * now. `issuerOf` and `audienceOf` name another gateway's issuer or audience, `without` leaves claims out.
  */
 export const signToken = (options: {
   readonly clientId: string
-  readonly scope: string
+  readonly scope: string | number
   readonly gateway?: Gateway
   readonly issuedAt?: number
   readonly expiresAt?: number
   readonly key?: "active" | "another"
+  readonly issuerOf?: Gateway
+  readonly audienceOf?: Gateway
+  readonly without?: ReadonlyArray<"sub" | "iat" | "exp">
 }) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
@@ -237,17 +240,16 @@ export const signToken = (options: {
         ? (yield* Effect.promise(() => generateKeyPair("ES256"))).privateKey
         : active.privateKey
     const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-    return yield* Effect.promise(() =>
-      new SignJWT({ scope: options.scope })
-        .setProtectedHeader({ alg: "ES256", kid: active.kid, typ: "JWT" })
-        .setIssuer(gateway === "partner" ? config.publicBaseUrl : config.ingestBaseUrl)
-        .setSubject(options.clientId)
-        .setAudience(config.audiences[gateway])
-        .setIssuedAt(now + (options.issuedAt ?? 0))
-        .setExpirationTime(now + (options.expiresAt ?? config.tokenTtlSeconds))
-        .setJti(`test-${now}`)
-        .sign(privateKey),
-    )
+    const without = new Set(options.without ?? [])
+    const token = new SignJWT({ scope: options.scope })
+      .setProtectedHeader({ alg: "ES256", kid: active.kid, typ: "JWT" })
+      .setIssuer((options.issuerOf ?? gateway) === "partner" ? config.publicBaseUrl : config.ingestBaseUrl)
+      .setAudience(config.audiences[options.audienceOf ?? gateway])
+      .setJti(`test-${now}`)
+    if (!without.has("sub")) token.setSubject(options.clientId)
+    if (!without.has("iat")) token.setIssuedAt(now + (options.issuedAt ?? 0))
+    if (!without.has("exp")) token.setExpirationTime(now + (options.expiresAt ?? config.tokenTtlSeconds))
+    return yield* Effect.promise(() => token.sign(privateKey))
   })
 
 /** Validly signed by the active key, for the right client and audience, but past its expiry. */

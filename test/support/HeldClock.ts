@@ -21,3 +21,10 @@ export const holdClock = Effect.acquireRelease(
   Effect.sync(() => void (heldAt = realClock.currentTimeMillisUnsafe())),
   () => Effect.sync(() => void (heldAt = undefined)),
 )
+
+/** Moves the held clock on by `millis` (inside `holdClock`'s scope): the time a test says has passed, exactly. */
+export const advanceHeldClock = (millis: number) =>
+  Effect.sync(() => {
+    if (heldAt === undefined) throw new Error("the clock is not held")
+    heldAt += millis
+  })
