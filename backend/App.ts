@@ -9,6 +9,7 @@ import { IngestConfig } from "./ingest/Config.ts"
 import { ingestRoutes } from "./ingest/Http.ts"
 import { BulkRetries } from "./operator/BulkRetries.ts"
 import { Deliveries } from "./operator/DeliveryQueries.ts"
+import { Directory } from "./operator/Directory.ts"
 import { Health } from "./operator/Health.ts"
 import { LiveFeed } from "./operator/LiveFeed.ts"
 import { Retention } from "./operator/Retention.ts"
@@ -91,6 +92,7 @@ type AppServices =
   | Revisions
   | Billing
   | Deliveries
+  | Directory
   | DeliveryActions
   | Health
   | BulkRetries
@@ -166,7 +168,9 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(LiveFeed.layer),
     Layer.provideMerge(DeliveryActions.layer),
     Layer.provideMerge(BulkRetries.layer),
-    Layer.provideMerge(Layer.mergeAll(Deliveries.layer, Health.layer, Retention.layer, System.layer)),
+    Layer.provideMerge(
+      Layer.mergeAll(Deliveries.layer, Directory.layer, Health.layer, Retention.layer, System.layer),
+    ),
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Layer.mergeAll(Endpoints.layer, Replays.layer)),
     Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),

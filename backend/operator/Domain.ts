@@ -38,3 +38,12 @@ export class SignInThrottled extends Schema.TaggedError<SignInThrottled>()("Sign
 }) {}
 
 export class DeadLetterNotFound extends Schema.TaggedError<DeadLetterNotFound>()("DeadLetterNotFound", {}) {}
+
+/** The console's owner page asked for a slug no owner has. */
+export class OwnerPageNotFound extends Schema.TaggedError<OwnerPageNotFound>()("OwnerPageNotFound", {}) {}
+
+/** The console's prospect page asked for an id (`tpp_<n>`) no prospect has. */
+export class ProspectPageNotFound extends Schema.TaggedError<ProspectPageNotFound>()(
+  "ProspectPageNotFound",
+  {},
+) {}

@@ -2,3 +2,4 @@
 // the same declarations the backend answers by.
 export * from "../../backend/operator/Api.ts"
 export * from "../../backend/operator/LiveEvents.ts"
+export * from "../../backend/operator/DirectoryApi.ts"

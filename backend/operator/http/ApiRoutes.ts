@@ -3,6 +3,7 @@ import { NotFound, type Route } from "../../platform/Http.ts"
 import { auditRoutes } from "./AuditRoutes.ts"
 import { bulkRetryRoutes } from "./BulkRetryRoutes.ts"
 import { deliveryRoutes } from "./DeliveryRoutes.ts"
+import { directoryRoutes } from "./DirectoryRoutes.ts"
 import { endpointRoutes } from "./EndpointRoutes.ts"
 import { liveRoutes } from "./LiveRoutes.ts"
 import { operatorRoutes } from "./OperatorRoutes.ts"
@@ -30,6 +31,7 @@ export const operatorApiRoutes: ReadonlyArray<Route<OperatorServices>> = [
   ...endpointRoutes,
   ...replayRoutes,
   ...deliveryRoutes,
+  ...directoryRoutes,
   ...bulkRetryRoutes,
   ...liveRoutes,
   ...secretRoutes,

@@ -9,6 +9,7 @@ import type { BulkRetries } from "../BulkRetries.ts"
 import type { Replays } from "../../webhooks/replays/Replays.ts"
 import type { DeliveryActions } from "../DeliveryActions.ts"
 import type { Deliveries } from "../DeliveryQueries.ts"
+import type { Directory } from "../Directory.ts"
 import type { Role } from "../Domain.ts"
 import type { Health } from "../Health.ts"
 import type { LiveFeed } from "../LiveFeed.ts"
@@ -25,6 +26,7 @@ export type OperatorServices =
   | Replays
   | Deliveries
   | DeliveryActions
+  | Directory
   | Health
   | BulkRetries
   | LiveFeed
@@ -57,6 +59,10 @@ const toApiError = (error: { readonly _tag: string } & Record<string, unknown>):
       return invalid("Invalid filter.", "filter", error.fields as Record<string, string>)
     case "PolicyNotFound":
       return new NotFound({ message: `No policy ${String(error.policyNumber).slice(0, 64)}.` })
+    case "OwnerPageNotFound":
+      return new NotFound({ message: "Owner not found." })
+    case "ProspectPageNotFound":
+      return new NotFound({ message: "Prospect not found." })
     case "DeadLetterNotFound":
       return new NotFound({ message: "Dead letter not found." })
     case "ProviderNotProvisioned":
