@@ -31,6 +31,7 @@ import { ingestClient, PROSPECT_UPDATE_MAPPING, prospectUpdate, setMapping } fro
 import { issueSource, prospectPartner, provisionedOwner } from "../support/Prospects.ts"
 import { natsUrl } from "../support/TestPlatform.ts"
 import type { LatencyRow } from "./Roster.ts"
+import { statementCounter } from "./Statements.ts"
 import { countSocketWrites, cpuProfile, machineCpu, natsServerPids, percentile, statCpu } from "./Probes.ts"
 
 /**
@@ -53,8 +54,8 @@ import { countSocketWrites, cpuProfile, machineCpu, natsServerPids, percentile, 
  *   3. mixed (unless `BENCH_INGEST_MIXED=0`): as many events again, for new prospects, with the workers running:
  *      accepted/s and latency while applying, and applied/s from the first POST to the last applied row.
  *
- * `BENCH_INGEST_APPLY=0` runs the first phase only; `BENCH_INGEST_QUERIES=1` adds a count and timing of every SQL
- * statement per event to the notes.
+ * `BENCH_INGEST_APPLY=0` runs the first phase only. Each phase's notes count the service's SQL statements and round
+ * trips per event, by statement (`Statements.ts`).
  *
  * `BENCH_INGEST_CPU_PROFILE=<prefix>` writes V8 CPU profiles of the main thread (`<prefix>-accept.cpuprofile`,
  * `<prefix>-apply.cpuprofile`, `<prefix>-mixed.cpuprofile`) and adds where their time went to the notes.
@@ -73,8 +74,6 @@ const MIXED = process.env.BENCH_INGEST_MIXED !== "0"
 /** `0`: only the gateway phase (and its baselines); no workers are started. */
 const APPLY = process.env.BENCH_INGEST_APPLY !== "0"
 const CPU_PROFILE = process.env.BENCH_INGEST_CPU_PROFILE
-/** `1`: count and time every SQL statement the service runs, by statement, per event (adds a little CPU). */
-const TRACE_QUERIES = process.env.BENCH_INGEST_QUERIES === "1"
 /** Applying gives up when the applied count has not moved for this long. */
 const STALL_MS = 30_000
 const POLL_MS = 50
@@ -658,59 +657,6 @@ const rawApply = async (
   return { seconds, handled, transactions: transactions!.n, figures }
 }
 
-interface QueryStat {
-  count: number
-  ms: number
-}
-
-/**
- * Counts and times the service's SQL statements by their text (the first template chunk), by wrapping `Db.query`
- * (repositories call it on the shared service object); BEGIN/COMMIT of `Db.transaction` are not statements here.
- */
-const queryTracer = (db: Db["Service"]) => {
-  const target = db as { query: Db["Service"]["query"] }
-  const original = target.query
-  const stats = new Map<string, QueryStat>()
-  target.query = ((run: (sql: postgres.Sql) => Promise<unknown>) =>
-    original((sql) => {
-      let label = "(helper call)"
-      const traced = new Proxy(sql, {
-        apply: (fn, self, args: Array<unknown>) => {
-          const strings = args[0]
-          if (Array.isArray(strings) && "raw" in strings && label === "(helper call)") {
-            label = (strings as ReadonlyArray<string>).join("$").replace(/\s+/g, " ").trim().slice(0, 90)
-          }
-          return Reflect.apply(fn, self, args) as unknown
-        },
-      })
-      const start = performance.now()
-      const record = () => {
-        const stat = stats.get(label) ?? { count: 0, ms: 0 }
-        stat.count++
-        stat.ms += performance.now() - start
-        stats.set(label, stat)
-      }
-      return Promise.resolve(run(traced)).finally(record)
-    })) as Db["Service"]["query"]
-  return {
-    stop: () => {
-      target.query = original
-    },
-    notes: (events: number) => {
-      const all = [...stats.entries()].sort((a, b) => b[1].count - a[1].count)
-      const total = all.reduce((sum, [, stat]) => sum + stat.count, 0)
-      return [
-        `SQL statements through Db.query per event: ${(total / events).toFixed(2)} (plus BEGIN and COMMIT per ` +
-          `transaction); by statement (per event, mean ms incl. waiting for a pooled connection):`,
-        ...all.map(
-          ([label, stat]) =>
-            `    ${(stat.count / events).toFixed(2)} x ${(stat.ms / stat.count).toFixed(2)} ms  ${label}`,
-        ),
-      ]
-    },
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 
 const outcomes = (admin: postgres.Sql) =>
@@ -793,7 +739,7 @@ export const ingestThroughput = Effect.gen(function* () {
     if ((warm.statuses["202"] ?? 0) !== WARMUP) throw new Error(`warm-up: ${statusNote(warm)}`)
     const bodies = eventBodies("a", EVENTS)
     const acks = publishTimer(nats, ingestSubjects)
-    const queries = TRACE_QUERIES ? queryTracer(db) : undefined
+    const queries = statementCounter(db)
     const usage = await usageProbe(admin, natsPids)
     const stopProfile =
       CPU_PROFILE === undefined ? undefined : await startProfile(`${CPU_PROFILE}-accept.cpuprofile`)
@@ -801,8 +747,8 @@ export const ingestThroughput = Effect.gen(function* () {
     const profile = await stopProfile?.()
     const figures = await usage(EVENTS)
     acks.stop()
-    queries?.stop()
-    return { result, figures, acks: acks.samples, profile, bodies, queries: queries?.notes(EVENTS) ?? [] }
+    queries.stop()
+    return { result, figures, acks: acks.samples, profile, bodies, queries: queries.notes(EVENTS, "event") }
   })
   const acceptedRate = EVENTS / accepted.result.seconds
 
@@ -911,7 +857,7 @@ export const ingestThroughput = Effect.gen(function* () {
       if (!APPLY) return
       const total = WARMUP + EVENTS
       const handler = handlerTimer(ingest)
-      const drainQueries = TRACE_QUERIES ? queryTracer(db) : undefined
+      const drainQueries = statementCounter(db)
       const drainUsage = yield* Effect.promise(() => usageProbe(admin, natsPids))
       const stopDrainProfile =
         CPU_PROFILE === undefined
@@ -924,7 +870,7 @@ export const ingestThroughput = Effect.gen(function* () {
       const drainProfile = yield* Effect.promise(async () => stopDrainProfile?.())
       const drainFigures = yield* Effect.promise(() => drainUsage(total))
       handler.stop()
-      drainQueries?.stop()
+      drainQueries.stop()
       const drainSeconds = (drained.lastAt - start) / 1000
       const appliedRate = drained.applied / drainSeconds
       rows.push(
@@ -952,7 +898,7 @@ export const ingestThroughput = Effect.gen(function* () {
         ...handlerNotes(handler.spans, drainFigures.wallMs).map((line) => `  ${line}`),
         `  ${formatUsage(drainFigures)}`,
         ...(drainProfile === undefined ? [] : profileSummary(drainProfile).map((line) => `  ${line}`)),
-        ...(drainQueries?.notes(total) ?? []).map((line) => `  ${line}`),
+        ...drainQueries.notes(total, "event").map((line) => `  ${line}`),
       )
 
       if (!MIXED) return
@@ -960,7 +906,7 @@ export const ingestThroughput = Effect.gen(function* () {
         const bodies = eventBodies("m", EVENTS)
         const handler = handlerTimer(ingest)
         const acks = publishTimer(nats, ingestSubjects)
-        const queries = TRACE_QUERIES ? queryTracer(db) : undefined
+        const queries = statementCounter(db)
         const usage = await usageProbe(admin, natsPids)
         const stopProfile =
           CPU_PROFILE === undefined ? undefined : await startProfile(`${CPU_PROFILE}-mixed.cpuprofile`)
@@ -971,7 +917,7 @@ export const ingestThroughput = Effect.gen(function* () {
         const figures = await usage(EVENTS)
         acks.stop()
         handler.stop()
-        queries?.stop()
+        queries.stop()
         const spans = handler.spans
         return {
           result,
@@ -981,7 +927,7 @@ export const ingestThroughput = Effect.gen(function* () {
           acks: acks.samples,
           spans,
           profile,
-          queries: queries?.notes(EVENTS),
+          queries: queries.notes(EVENTS, "event"),
         }
       })
       const mixedAccepted = EVENTS / mixed.result.seconds
@@ -1020,7 +966,7 @@ export const ingestThroughput = Effect.gen(function* () {
         ...handlerNotes(mixed.spans, mixed.figures.wallMs).map((line) => `  ${line}`),
         `  ${formatUsage(mixed.figures)} (per event: one accepted and one applied)`,
         ...(mixed.profile === undefined ? [] : profileSummary(mixed.profile).map((line) => `  ${line}`)),
-        ...(mixed.queries ?? []).map((line) => `  ${line}`),
+        ...mixed.queries.map((line) => `  ${line}`),
       )
     }),
   )

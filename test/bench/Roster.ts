@@ -6,6 +6,7 @@ import { AppConfig } from "../../backend/platform/Config.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { ListeningPorts } from "../../backend/platform/Http.ts"
 import { percentile } from "./Probes.ts"
+import { statementCounter } from "./Statements.ts"
 
 export interface LatencyRow {
   readonly name: string
@@ -68,9 +69,8 @@ const timedPost = (pool: Pool, path: string, token: string, body: unknown) =>
   })
 
 /** The raw baseline: one multi-row postgres.js upsert of 500 rows of the same width. */
-const rawUpsert = (round: number) =>
+const rawUpsert = (round: number, query: Db["Service"]["query"]) =>
   Effect.gen(function* () {
-    const db = yield* Db
     const rows = Array.from({ length: 500 }, (_, i) => ({
       id: i,
       name: `Unit ${i}`,
@@ -81,7 +81,7 @@ const rawUpsert = (round: number) =>
       pms_unit_id: `pms-u-${i}-${round}`,
     }))
     const start = performance.now()
-    yield* db.query(
+    yield* query(
       (sql) => sql`
         insert into bench_raw ${sql(rows, "id", "name", "line_one", "city", "state", "zip", "pms_unit_id")}
         on conflict (id) do update set name = excluded.name, line_one = excluded.line_one, city = excluded.city,
@@ -118,14 +118,41 @@ export const rosterBatches = Effect.gen(function* () {
       const properties: Array<number> = []
       const units: Array<number> = []
       const raw: Array<number> = []
+      // The service's statements of each kind of batch: the counter's totals before and after each of them.
+      const rawQuery = db.query
+      const statements = statementCounter(db)
+      const sql = { properties: { statements: 0, roundTrips: 0 }, units: { statements: 0, roundTrips: 0 } }
+      const counted = <A>(kind: keyof typeof sql, post: Effect.Effect<A>) =>
+        Effect.gen(function* () {
+          const before = statements.totals()
+          const result = yield* post
+          const after = statements.totals()
+          sql[kind].statements += after.statements - before.statements
+          sql[kind].roundTrips += after.roundTrips - before.roundTrips
+          return result
+        })
       for (let round = 0; round < RUNS; round++) {
-        properties.push(yield* timedPost(pool, "/partners/bench/properties", token, propertyBatch(round)))
-        units.push(yield* timedPost(pool, "/partners/bench/units", token, unitBatch()))
-        raw.push(yield* rawUpsert(round))
+        properties.push(
+          yield* counted(
+            "properties",
+            timedPost(pool, "/partners/bench/properties", token, propertyBatch(round)),
+          ),
+        )
+        units.push(yield* counted("units", timedPost(pool, "/partners/bench/units", token, unitBatch())))
+        raw.push(yield* rawUpsert(round, rawQuery))
       }
+      statements.stop()
+      const perItem = (kind: keyof typeof sql) =>
+        `${(sql[kind].statements / (RUNS * 500)).toFixed(3)} statements, ` +
+        `${(sql[kind].roundTrips / (RUNS * 500)).toFixed(3)} round trips`
       const baseline = { baselineP50: percentile(raw, 50), baselineP99: percentile(raw, 99) }
       const baselineName = "one postgres.js upsert of 500 rows"
-      return [
+      const notes = [
+        `roster: SQL per item: units ${perItem("units")}; properties ${perItem("properties")} ` +
+          `(BEGIN and COMMIT counted); by statement, both kinds:`,
+        ...statements.notes(RUNS * 1000, "item").slice(1),
+      ]
+      const latencies = [
         {
           name: `roster: 500-unit batch with addresses (matching, derivation), ${RUNS} runs`,
           p50: percentile(units, 50),
@@ -141,6 +168,7 @@ export const rosterBatches = Effect.gen(function* () {
           baselineName,
         },
       ] satisfies Array<LatencyRow>
+      return { latencies, notes }
     }),
   )
 })

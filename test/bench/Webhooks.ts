@@ -26,6 +26,7 @@ import {
   statCpu,
 } from "./Probes.ts"
 import type { LatencyRow } from "./Roster.ts"
+import { statementCounter } from "./Statements.ts"
 
 /**
  * The delivery engine against a local HTTPS receiver (in a worker thread, so it does not share the engine's
@@ -307,9 +308,11 @@ export const webhookBench = Effect.gen(function* () {
         )
       }
       yield* Effect.promise(() => receiver.reset(size))
+      // Taken before the statement counter wraps `db.query`: the bench's own polls are not the engine's statements.
+      const benchQuery = db.query
       const delivered = () =>
         Effect.runPromise(
-          db.query(
+          benchQuery(
             (sql) => sql`select count(*)::int as n from webhook_deliveries where status = 'delivered'`,
           ),
         ).then(([row]) => Number(row?.n))
@@ -351,11 +354,13 @@ export const webhookBench = Effect.gen(function* () {
         nats: Number(new URL(natsUrl).port || 4222),
         receiver: receiver.port,
       })
+      const statements = statementCounter(db)
       yield* Layer.build(webhookWorkersLayer)
       yield* Effect.promise(() => waitFor(() => receiver.stats().then((s) => s.count >= size), 600_000))
       const arrivedSeconds = (performance.now() - start) / 1000
       yield* Effect.promise(() => waitFor(() => delivered().then((n) => n >= size), 120_000))
       const recordedSeconds = (performance.now() - start) / 1000
+      statements.stop()
       const sendingSeconds = (performance.now() - sendingFrom) / 1000
       const cpuTo = yield* Effect.promise(() => cpuShares(receiver))
       const writes = stopCounting()
@@ -423,6 +428,7 @@ export const webhookBench = Effect.gen(function* () {
         claimedAfter,
         loopDelay: [loopDelay.percentile(50) / 1e6, loopDelay.percentile(99) / 1e6],
         failures: failures.map((f) => `${f.n} x ${f.reason}`),
+        statements: statements.notes(size, "delivery"),
       }
     })
   const round = (size: number, options: { readonly profile: boolean; readonly latency: boolean }) =>
@@ -519,6 +525,7 @@ export const webhookBench = Effect.gen(function* () {
         `to the receiver; garbage collections of the engine's thread: ${result.gc.minor} minor pausing it ` +
         `${((result.gc.minorMs * 1000) / DELIVERIES).toFixed(0)} µs per delivery, ${result.gc.major} major pausing ` +
         `it ${((result.gc.majorMs * 1000) / DELIVERIES).toFixed(0)} µs per delivery`,
+      ...result.statements.map((line, i) => (i === 0 ? `webhooks: ${line}` : line)),
       `webhooks: CPU time per raw signed POST: the sending thread ${rawCpu.engine.toFixed(0)} µs, the receiver's ` +
         `thread ${rawCpu.receiver.toFixed(0)} µs, the whole machine ${rawCpu.machine.toFixed(0)} µs`,
       ...(STAGED

@@ -308,13 +308,13 @@ const program = Effect.gen(function* () {
     notes.push(...token.notes)
   }
   if (selected("roster")) {
-    latencies.push(
-      ...(yield* Effect.scoped(
-        Layer.build(testPlatform({ PARTNER_API_PORT: "0" }).layer).pipe(
-          Effect.flatMap((ctx) => Effect.provide(rosterBatches, ctx)),
-        ),
-      )),
+    const roster = yield* Effect.scoped(
+      Layer.build(testPlatform({ PARTNER_API_PORT: "0" }).layer).pipe(
+        Effect.flatMap((ctx) => Effect.provide(rosterBatches, ctx)),
+      ),
     )
+    latencies.push(...roster.latencies)
+    notes.push(...roster.notes)
   }
   if (selected("prospects")) {
     // The partner gateway and the workers on a database and prefix of their own, dropped afterwards.
