@@ -14,6 +14,7 @@ import { Health } from "./operator/Health.ts"
 import { LiveFeed } from "./operator/LiveFeed.ts"
 import { Retention } from "./operator/Retention.ts"
 import { System } from "./operator/System.ts"
+import { IngestLog } from "./operator/IngestLog.ts"
 import { Ingest } from "./ingest/Ingest.ts"
 import { AppConfig, type AppConfigShape, type HttpRole, type ServiceEnv } from "./platform/Config.ts"
 import { actorLayer } from "./platform/Actor.ts"
@@ -98,6 +99,7 @@ type AppServices =
   | BulkRetries
   | LiveFeed
   | System
+  | IngestLog
   | Revisions
 
 /**
@@ -169,7 +171,14 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(DeliveryActions.layer),
     Layer.provideMerge(BulkRetries.layer),
     Layer.provideMerge(
-      Layer.mergeAll(Deliveries.layer, Directory.layer, Health.layer, Retention.layer, System.layer),
+      Layer.mergeAll(
+        Deliveries.layer,
+        Directory.layer,
+        Health.layer,
+        Retention.layer,
+        System.layer,
+        IngestLog.layer,
+      ),
     ),
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Layer.mergeAll(Endpoints.layer, Replays.layer)),

@@ -98,6 +98,7 @@ export interface ConsumedEvent {
 }
 
 interface Found {
+  readonly fields?: Readonly<Record<string, unknown>>
   readonly sourceProspectId?: string
   readonly occurredAt?: Date
   readonly prospectId?: string
@@ -120,6 +121,8 @@ const entryOf = (
   reason,
   prospect_id: found.prospectId ?? null,
   stream_seq: consumed.streamSequence,
+  client_id: consumed.clientId === "" ? null : consumed.clientId,
+  fields: found.fields ?? null,
 })
 
 const ignored = (consumed: ConsumedEvent, reason: string, found: Found) => ({
@@ -146,6 +149,7 @@ const plan = (consumed: ConsumedEvent, mappings: SourceMapping) => {
   const occurredAt = eventTime(fields.occurred_at)
   const problems = mappedTextProblems(mapping, fields)
   const found = {
+    fields,
     // The log keeps the prospect id only when it is one the prospect endpoint would take.
     ...(sourceProspectId === undefined || problems.source_prospect_id !== undefined
       ? {}
@@ -427,6 +431,8 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
           reason: terminated.reason,
           prospect_id: null,
           stream_seq: terminated.streamSequence,
+          client_id: loggable(terminated.headers[HEADER_CLIENT] ?? "") || null,
+          fields: null,
         },
       ])
     })

@@ -13,6 +13,10 @@ export interface IngestLogEntry {
   readonly reason: string | null
   readonly prospect_id: string | null
   readonly stream_seq: number
+  /** The API client that sent it. */
+  readonly client_id: string | null
+  /** What the source's mapping read from the payload, by field name, when a mapping was found. */
+  readonly fields: Readonly<Record<string, unknown>> | null
 }
 
 export interface IngestLogFilter {
@@ -80,6 +84,8 @@ export class IngestRepo extends Context.Service<IngestRepo>()("partner-service/i
                   "reason",
                   "prospect_id",
                   "stream_seq",
+                  "client_id",
+                  "fields",
                 )}`,
             ),
       log: (filter: IngestLogFilter) =>
@@ -87,7 +93,7 @@ export class IngestRepo extends Context.Service<IngestRepo>()("partner-service/i
           .query(
             (sql) => sql<
               Array<
-                Omit<IngestLogEntry, "prospect_id"> & {
+                Omit<IngestLogEntry, "prospect_id" | "client_id" | "fields"> & {
                   readonly id: string
                   readonly prospect_id: string | null
                 }

@@ -71,6 +71,12 @@ export const router = createRouter({
       meta: { title: "Audit" },
     },
     {
+      path: "/ingest",
+      name: "ingest",
+      component: () => import("./pages/IngestPage.vue"),
+      meta: { title: "Ingest log" },
+    },
+    {
       path: "/system",
       name: "system",
       component: () => import("./pages/SystemPage.vue"),

@@ -3,3 +3,4 @@
 export * from "../../backend/operator/Api.ts"
 export * from "../../backend/operator/LiveEvents.ts"
 export * from "../../backend/operator/DirectoryApi.ts"
+export * from "../../backend/operator/IngestApi.ts"

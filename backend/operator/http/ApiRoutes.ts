@@ -5,6 +5,7 @@ import { bulkRetryRoutes } from "./BulkRetryRoutes.ts"
 import { deliveryRoutes } from "./DeliveryRoutes.ts"
 import { directoryRoutes } from "./DirectoryRoutes.ts"
 import { endpointRoutes } from "./EndpointRoutes.ts"
+import { ingestRoutes } from "./IngestRoutes.ts"
 import { liveRoutes } from "./LiveRoutes.ts"
 import { operatorRoutes } from "./OperatorRoutes.ts"
 import { referenceRoutes } from "./ReferenceRoutes.ts"
@@ -36,5 +37,6 @@ export const operatorApiRoutes: ReadonlyArray<Route<OperatorServices>> = [
   ...liveRoutes,
   ...secretRoutes,
   ...systemRoutes,
+  ...ingestRoutes,
   ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).map((method) => ({ ...apiNotFound, method })),
 ]

@@ -12,6 +12,7 @@ import type { Deliveries } from "../DeliveryQueries.ts"
 import type { Directory } from "../Directory.ts"
 import type { Role } from "../Domain.ts"
 import type { Health } from "../Health.ts"
+import type { IngestLog } from "../IngestLog.ts"
 import type { LiveFeed } from "../LiveFeed.ts"
 import type { Operators } from "../Operators.ts"
 import type { Sessions } from "../Sessions.ts"
@@ -31,6 +32,7 @@ export type OperatorServices =
   | BulkRetries
   | LiveFeed
   | System
+  | IngestLog
   | Revisions
   | Billing
   | AppConfig

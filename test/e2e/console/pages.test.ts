@@ -45,6 +45,7 @@ const PAGES: Record<string, (r: Records) => string> = {
   policy: (r) => `/policies/${r.policyId}`,
   secrets: () => "/secrets",
   audit: () => "/audit",
+  ingest: () => "/ingest",
   system: () => "/system",
   operators: () => "/operators",
   "not-found": () => "/no-such-page",
