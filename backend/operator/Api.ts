@@ -64,6 +64,8 @@ const deliveryFields = {
   provider: Schema.NullOr(ProviderRef),
   endpoint: Schema.Struct({ id: Schema.Number, name: Schema.String, destination_url: Schema.String }),
   attempt_number: Schema.Number,
+  /** Attempts made so far, over every series (a retrying delivery's `attempt_number` is its next one). */
+  attempt_count: Schema.Number,
   created_at: Timestamp,
   last_attempted_at: NullableTimestamp,
   next_retry_at: NullableTimestamp,
@@ -184,7 +186,25 @@ export const EndpointHealth = Schema.Struct({
 })
 export type EndpointHealth = typeof EndpointHealth.Type
 
-export const EndpointPage = Schema.Struct({ endpoints: Schema.Array(Endpoint), next_cursor: NextCursor })
+/** The last hour of an endpoint at a glance, as its list row shows it. */
+export const HealthSummary = Schema.Struct({
+  attempts: Schema.Number,
+  succeeded: Schema.Number,
+  failed: Schema.Number,
+  /** 0..1; null without attempts. */
+  success_rate: Schema.NullOr(Schema.Number),
+  p95_ms: Schema.NullOr(Schema.Number),
+})
+export type HealthSummary = typeof HealthSummary.Type
+
+/** An endpoint as the console lists it: with its last hour's success rate and p95. */
+export const ListedEndpoint = Schema.Struct({ ...Endpoint.fields, last_hour: HealthSummary })
+export type ListedEndpoint = typeof ListedEndpoint.Type
+
+export const EndpointPage = Schema.Struct({
+  endpoints: Schema.Array(ListedEndpoint),
+  next_cursor: NextCursor,
+})
 export const EndpointAnswer = Schema.Struct({ endpoint: Endpoint })
 export const EndpointWithHealth = Schema.Struct({
   endpoint: Endpoint,

@@ -160,6 +160,7 @@ export const toDelivery = (row: DeliveryListRow): Delivery => ({
   provider: row.provider_name === null ? null : { name: row.provider_name },
   endpoint: { id: Number(row.endpoint_id), name: row.endpoint_name, destination_url: row.destination_url },
   attempt_number: row.attempt_number,
+  attempt_count: row.attempt_count,
   created_at: iso(row.created_at),
   last_attempted_at: isoOrNull(row.last_attempted_at),
   next_retry_at: isoOrNull(row.next_retry_at),

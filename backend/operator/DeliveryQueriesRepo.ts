@@ -43,6 +43,7 @@ export interface DeliveryListRow {
   readonly endpoint_name: string
   readonly destination_url: string
   readonly attempt_number: number
+  readonly attempt_count: number
   readonly created_at: Date
   readonly created_us: string
   readonly last_attempted_at: Date | null
@@ -124,7 +125,8 @@ const shownColumns = (sql: Sql) => sql`
   case when d.lease_until > now() then null else d.next_retry_at end as next_retry_at, d.delivered_at,
   (select a.status_code from webhook_attempts a where a.delivery_id = d.id
    order by a.series desc, a.attempt_number desc limit 1) as last_status_code,
-  d.last_attempt_failure_reason as last_failure_reason`
+  d.last_attempt_failure_reason as last_failure_reason,
+  (select count(*)::int from webhook_attempts a where a.delivery_id = d.id) as attempt_count`
 
 const shownJoins = (sql: Sql) => sql`
   join webhook_endpoints e on e.id = d.endpoint_id

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { Db } from "../platform/Db.ts"
 import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../webhooks/delivery/HealthBuckets.ts"
-import type { EndpointHealth, HealthBucket, HealthWindow } from "./Api.ts"
+import type { EndpointHealth, HealthBucket, HealthSummary, HealthWindow } from "./Api.ts"
 
 /**
  * An endpoint's health for the console: attempts, successes, failures and p50/p95 latency over the last hour
@@ -10,7 +10,7 @@ import type { EndpointHealth, HealthBucket, HealthWindow } from "./Api.ts"
  * is unknown (their process stopped mid-request) are not counted.
  */
 
-export type { EndpointHealth, HealthWindow } from "./Api.ts"
+export type { EndpointHealth, HealthSummary, HealthWindow } from "./Api.ts"
 export type HealthBucketShown = HealthBucket
 
 const HOUR_MS = 3_600_000
@@ -100,6 +100,33 @@ export class Health extends Context.Service<Health>()("partner-service/operator/
       } satisfies EndpointHealth
     })
 
+    /** The last hour of each endpoint in `endpointIds` (a list's page), read at once. */
+    const lastHour = Effect.fn("Health.lastHour")(function* (endpointIds: ReadonlyArray<number>, now: Date) {
+      const since = Math.floor(now.getTime() / BUCKET_MS) * BUCKET_MS - 11 * BUCKET_MS
+      const rows =
+        endpointIds.length === 0
+          ? []
+          : yield* db.query(
+              (sql) => sql<Array<Row & { readonly endpoint_id: string }>>`
+                select endpoint_id, bucket_start, attempts, succeeded, failed, latency
+                from webhook_endpoint_health
+                where endpoint_id = any(${endpointIds as Array<number>}::bigint[])
+                  and bucket_start >= ${new Date(since)}`,
+            )
+      return new Map(
+        endpointIds.map((id): [number, HealthSummary] => {
+          const hour = window(
+            rows.filter((row) => Number(row.endpoint_id) === id),
+            now.getTime(),
+            BUCKET_MS,
+            12,
+          )
+          const { attempts, succeeded, failed, success_rate, p95_ms } = hour
+          return [id, { attempts, succeeded, failed, success_rate, p95_ms }]
+        }),
+      )
+    })
+
     /** Deletes the buckets no window shows any more. */
     const prune = Effect.fn("Health.prune")(function* (now: Date) {
       yield* db.query(
@@ -108,7 +135,7 @@ export class Health extends Context.Service<Health>()("partner-service/operator/
       )
     })
 
-    return { health, prune }
+    return { health, lastHour, prune }
   }),
 }) {
   static readonly layer = Layer.effect(Health, Health.make)

@@ -28,8 +28,13 @@ export const endpointRoutes = [
         limit: reader.limit(),
       })
       const endpoints = yield* (yield* EndpointOperations).list(filter)
+      const now = new Date(yield* Clock.currentTimeMillis)
+      const health = yield* (yield* Health).lastHour(
+        endpoints.map((e) => e.id),
+        now,
+      )
       return json(200, {
-        endpoints,
+        endpoints: endpoints.map((e) => ({ ...e, last_hour: health.get(e.id)! })),
         next_cursor: endpoints.length === filter.limit ? encodeCursor(endpoints.at(-1)?.id) : null,
       })
     }),
