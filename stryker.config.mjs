@@ -18,9 +18,9 @@ export const MODULES = {
     "backend/webhooks/endpoints/Repo.ts:220:1-232:74",
   ],
   "rate limit": [
-    "backend/webhooks/delivery/Delivery.ts:172:1-172:90",
-    "backend/webhooks/delivery/Delivery.ts:177:1-178:48",
-    "backend/webhooks/delivery/Delivery.ts:236:1-242:10",
+    "backend/webhooks/delivery/Delivery.ts:204:1-204:90",
+    "backend/webhooks/delivery/Delivery.ts:209:1-210:52",
+    "backend/webhooks/delivery/Delivery.ts:268:1-274:12",
   ],
   "token issuer": ["backend/auth/Auth.ts:240:1-324:7", "backend/auth/Auth.ts:380:1-415:9"],
 }
