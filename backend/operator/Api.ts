@@ -89,7 +89,26 @@ export const Attempt = Schema.Struct({
 })
 export type Attempt = typeof Attempt.Type
 
-/** One delivery with its exact body, the headers it is sent with and every attempt. */
+/** The steps of an event's way to its endpoint, in order. */
+export const TimelineSteps = [
+  "accepted",
+  "committed",
+  "published",
+  "routed",
+  "attempted",
+  "delivered",
+] as const
+
+/** One step of the timeline: when it happened (null when no record keeps it), and how long after the step before. */
+export const TimelineStep = Schema.Struct({
+  step: Schema.Literals(TimelineSteps),
+  at: NullableTimestamp,
+  /** Milliseconds since the previous step that has a time; null for the first one or an unrecorded step. */
+  after_ms: Schema.NullOr(Schema.Number),
+})
+export type TimelineStep = typeof TimelineStep.Type
+
+/** One delivery with its exact body, the headers it is sent with, every attempt and its event's timeline. */
 export const DeliveryDetail = Schema.Struct({
   ...deliveryFields,
   /** The exact bytes sent, as UTF-8 text. */
@@ -97,6 +116,7 @@ export const DeliveryDetail = Schema.Struct({
   payload: Schema.Unknown,
   request_headers: Schema.Record(Schema.String, Schema.String),
   attempts: Schema.Array(Attempt),
+  timeline: Schema.Array(TimelineStep),
 })
 export type DeliveryDetail = typeof DeliveryDetail.Type
 

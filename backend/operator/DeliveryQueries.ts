@@ -15,6 +15,7 @@ import {
   ShownStatuses,
 } from "./DeliveryQueriesRepo.ts"
 import type { Attempt, Delivery, DeliveryDetail, DeliveryPage } from "./Api.ts"
+import { deliveryTimeline } from "./DeliveryTimeline.ts"
 
 export { type DeliveryFilter, type ShownStatus, ShownStatuses }
 
@@ -275,6 +276,11 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
         payload: parsed(raw),
         request_headers: yield* requestHeaders(row, attempts),
         attempts: attempts.map(toAttempt),
+        timeline: deliveryTimeline({
+          routed: row.created_at,
+          firstAttempt: attempts[0]?.started_at,
+          delivered: row.delivered_at,
+        }),
       } satisfies DeliveryDetail
     })
 

@@ -66,6 +66,20 @@ describe("operator delivery detail", () => {
             sent.map((_, i) => [1, i + 1, i === 0 ? 500 : i === sent.length - 1 ? 200 : 503]),
           )
           assert.strictEqual(detail.attempts[0]!.response_excerpt, "boom")
+          // The timeline: routed at the delivery's creation, attempted at its first attempt, then delivered.
+          const routed = detail.created_at
+          const attempted = detail.attempts[0]!.started_at
+          const delivered = detail.delivered_at!
+          const ms = (from: string, to: string) => Date.parse(to) - Date.parse(from)
+          assert.deepStrictEqual(detail.timeline, [
+            { step: "accepted", at: null, after_ms: null },
+            { step: "committed", at: null, after_ms: null },
+            { step: "published", at: null, after_ms: null },
+            { step: "routed", at: routed, after_ms: null },
+            { step: "attempted", at: attempted, after_ms: ms(routed, attempted) },
+            { step: "delivered", at: delivered, after_ms: ms(attempted, delivered) },
+          ])
+          assert.isAbove(Date.parse(delivered), Date.parse(attempted))
 
           const retried = yield* deliveries.retry(String(row!.id))
           assert.strictEqual(retried.id, Number(row!.id))

@@ -108,6 +108,17 @@ describe("console: deliveries", () => {
             yield* promise(() => page.getByRole("button", { name: "Retry" }).click())
             yield* promise(() => badge(page, "delivered").waitFor({ timeout: 90_000 }))
             assert.strictEqual(yield* promise(() => attempts.count()), 3)
+            // The event's timeline: routed, first attempted, delivered, each with the time since the step before.
+            const step = (name: string) =>
+              promise(() =>
+                page.getByRole("list", { name: "Timeline" }).locator(`[data-step="${name}"]`).innerText(),
+              )
+            assert.include(yield* step("accepted"), "not recorded")
+            const routed = yield* step("routed")
+            assert.notInclude(routed, "not recorded")
+            assert.notInclude(routed, "+")
+            assert.match(yield* step("attempted"), /\+\d/)
+            assert.match(yield* step("delivered"), /\+\d/)
             yield* screenshot(page, "delivery-delivered")
           }),
         TIMEOUT,
