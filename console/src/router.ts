@@ -47,6 +47,30 @@ export const router = createRouter({
       meta: { title: "Endpoint" },
     },
     {
+      path: "/owners",
+      name: "owners",
+      component: () => import("./pages/OwnersPage.vue"),
+      meta: { title: "Owners" },
+    },
+    {
+      path: "/owners/:slug",
+      name: "owner",
+      component: () => import("./pages/OwnerPage.vue"),
+      meta: { title: "Owner" },
+    },
+    {
+      path: "/prospects/:id",
+      name: "prospect",
+      component: () => import("./pages/ProspectPage.vue"),
+      meta: { title: "Prospect" },
+    },
+    {
+      path: "/search",
+      name: "search",
+      component: () => import("./pages/SearchPage.vue"),
+      meta: { title: "Search" },
+    },
+    {
       path: "/policies",
       name: "policies",
       component: () => import("./pages/PoliciesPage.vue"),

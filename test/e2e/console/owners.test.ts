@@ -1,0 +1,131 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Page } from "playwright-core"
+import { assertAccessible } from "../../support/Accessibility.ts"
+import { openConsole, operatorAccount, promise, screenshot, signIn } from "../../support/Console.ts"
+import { enrollmentService } from "../../support/Enrollment.ts"
+import { awaitDeliveries, lifecycleOwner } from "../../support/Lifecycle.ts"
+import { awaitProspect, completeProspect, postProspect } from "../../support/Prospects.ts"
+import { startReceiver } from "../../support/Receiver.ts"
+
+// The partner side takes the prospect and delivers its events (workers); the console role serves the pages.
+const service = enrollmentService({
+  ROLES: "partner-api,enrollment,workers,console",
+  CONSOLE_PORT: "0",
+  SERVICE_ENV: "development",
+})
+const TIMEOUT = 300_000
+
+/** Types `text` in the header's search box and submits it from the keyboard. */
+const searchFor = (page: Page, text: string) =>
+  promise(async () => {
+    const box = page.getByRole("searchbox", { name: "Search" })
+    await box.fill(text)
+    await box.press("Enter")
+  })
+
+/** The page checked by axe-core and saved at both widths (`<name>` and `<name>-768`). */
+const checkAndSave = (page: Page, name: string) =>
+  Effect.gen(function* () {
+    for (const width of [1280, 768]) {
+      yield* promise(() => page.setViewportSize({ width, height: 1024 }))
+      yield* promise(() => assertAccessible(page, `${name} at ${width} px`))
+      yield* screenshot(page, width === 1280 ? name : `${name}-768`)
+    }
+    yield* promise(() => page.setViewportSize({ width: 1280, height: 1024 }))
+  })
+
+describe("console: owners, prospects and search", () => {
+  layer(service.layer, { timeout: "300 seconds", excludeTestServices: true })((it) => {
+    it.effect(
+      "searching a tpp_ id opens the prospect's page, with its events and their deliveries; the owner's page shows its bank accounts by their last four digits",
+      () =>
+        Effect.gen(function* () {
+          const receiver = yield* startReceiver
+          const owner = yield* lifecycleOwner(receiver, "console-owner-org", "console-owner", "/o")
+          yield* postProspect(
+            owner.partner,
+            owner.slug,
+            completeProspect(owner.source, "console-renter", { email: "console-renter@example.com" }),
+          )
+          const ready = yield* awaitProspect(owner.partner, owner.slug, owner.source, "console-renter")
+          const tpp = `tpp_${String(ready.id)}`
+          const received = yield* awaitDeliveries(receiver, "/o", (r) =>
+            r.some((d) => d.event === "prospect.ready" && d.payload.id === tpp),
+          )
+          const readyDelivery = received.find((d) => d.event === "prospect.ready")!.deliveryId
+          const viewer = yield* operatorAccount(service.env, "viewer")
+          const { page, origin } = yield* openConsole
+          yield* signIn(page, origin, viewer)
+
+          // The tpp_ id in the header's box opens the prospect's page.
+          yield* searchFor(page, tpp)
+          yield* promise(() => page.getByRole("heading", { level: 1, name: `Prospect ${tpp}` }).waitFor())
+          const events = page.getByTestId("prospect-event")
+          yield* promise(() => events.filter({ hasText: "prospect.ready" }).waitFor())
+          assert.deepStrictEqual(
+            (yield* promise(() => events.allInnerTexts())).map((text) => text.split("\n")[0]!.trim()),
+            ["prospect.created", "prospect.ready"],
+          )
+          const link = events
+            .filter({ hasText: "prospect.ready" })
+            .getByRole("link", { name: `Delivery ${readyDelivery}` })
+          yield* promise(() => link.waitFor())
+          yield* promise(() => page.getByRole("heading", { name: "Eligibility decisions" }).waitFor())
+          yield* checkAndSave(page, "prospect")
+
+          // Its delivery link opens the delivery's page.
+          yield* promise(() => link.click())
+          yield* promise(() => page.waitForURL(`${origin}/deliveries/${readyDelivery}`))
+          yield* promise(() =>
+            page
+              .getByRole("heading", { level: 1 })
+              .filter({ hasText: `Delivery #${readyDelivery}` })
+              .waitFor(),
+          )
+
+          // The owner's page, from the nav and the owners list.
+          yield* promise(() => page.getByRole("link", { name: "Owners", exact: true }).click())
+          yield* promise(() => page.getByRole("heading", { level: 1, name: "Owners" }).waitFor())
+          yield* checkAndSave(page, "owners")
+          yield* promise(() => page.getByRole("link", { name: "Owner console-owner-org" }).click())
+          yield* promise(() =>
+            page.getByRole("heading", { level: 1, name: "Owner console-owner-org" }).waitFor(),
+          )
+          const account = page.getByTestId("bank-account")
+          yield* promise(() => account.waitFor())
+          const accountText = yield* promise(() => account.innerText())
+          assert.include(accountText, "ending 6789")
+          assert.notInclude(yield* promise(() => page.content()), "123456789")
+          yield* promise(() => page.getByTestId("building").filter({ hasText: "prop-1" }).waitFor())
+          yield* promise(() =>
+            page
+              .getByTestId("owner-endpoint")
+              .filter({ hasText: receiver.url("/o") })
+              .waitFor(),
+          )
+          yield* checkAndSave(page, "owner")
+
+          // Several matches: a short list to choose from.
+          yield* postProspect(
+            owner.partner,
+            owner.slug,
+            completeProspect(owner.source, "console-second", { email: "console-renter@example.com" }),
+          )
+          yield* searchFor(page, "console-renter@example.com")
+          yield* promise(() =>
+            page.getByRole("heading", { level: 1, name: "Search: console-renter@example.com" }).waitFor(),
+          )
+          const results = page.getByTestId("search-result")
+          yield* promise(() => results.nth(1).waitFor())
+          assert.strictEqual(yield* promise(() => results.count()), 2)
+          yield* promise(() => results.getByRole("link", { name: tpp }).click())
+          yield* promise(() => page.getByRole("heading", { level: 1, name: `Prospect ${tpp}` }).waitFor())
+          yield* searchFor(page, "%' nothing \" matches")
+          yield* promise(() => page.getByText("Nothing matches").waitFor())
+          yield* checkAndSave(page, "search")
+        }).pipe(Effect.scoped),
+      TIMEOUT,
+    )
+  })
+})
