@@ -40,6 +40,7 @@ import { Sessions } from "./operator/Sessions.ts"
 import type { Billing } from "./policies/Billing.ts"
 import { IssuerConfig, PaymentsConfig, StagingConfig } from "./policies/Config.ts"
 import { Policies } from "./policies/Policies.ts"
+import type { PolicyList } from "./policies/PolicyList.ts"
 import type { Revisions } from "./policies/Revisions.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
 import { testClockRoutes } from "./policies/TestClocksHttp.ts"
@@ -91,6 +92,7 @@ type AppServices =
   | Sessions
   | EndpointOperations
   | Revisions
+  | PolicyList
   | Billing
   | Deliveries
   | Directory

@@ -273,10 +273,18 @@ export const ReplayList = Schema.Struct({ replays: Schema.Array(Replay) })
 
 // Signing secrets.
 
+export const SubscriberSecret = Schema.Struct({
+  created_at: Timestamp,
+  expires_at: NullableTimestamp,
+  /** The first 12 hex digits of the secret's SHA-256: which secret it is, never the secret. */
+  fingerprint: Schema.String,
+})
+export type SubscriberSecret = typeof SubscriberSecret.Type
+
 export const Subscriber = Schema.Struct({
   owner: Schema.NullOr(OwnerRef),
   provider: Schema.NullOr(ProviderRef),
-  secrets: Schema.Array(Schema.Struct({ created_at: Timestamp, expires_at: NullableTimestamp })),
+  secrets: Schema.Array(SubscriberSecret),
 })
 export type Subscriber = typeof Subscriber.Type
 
@@ -287,6 +295,14 @@ export const RotateSecretRequest = Schema.Struct({
   overlap_hours: Schema.Number,
 })
 export type RotateSecretRequest = typeof RotateSecretRequest.Type
+/** `POST /api/secrets/end-overlap`: the owner's or provider's older secrets stop signing now. */
+export const EndOverlapRequest = Schema.Struct({
+  owner: Schema.optionalKey(Schema.String),
+  provider: Schema.optionalKey(Schema.String),
+})
+export type EndOverlapRequest = typeof EndOverlapRequest.Type
+/** How many older secrets stopped signing. */
+export const EndedOverlap = Schema.Struct({ ended: Schema.Number })
 /** The new secret, shown once. */
 export const RotatedSecret = Schema.Struct({
   secret: Schema.String,
@@ -332,6 +348,14 @@ export const UpdateOperatorRequest = Schema.Struct({
 export type UpdateOperatorRequest = typeof UpdateOperatorRequest.Type
 
 // Policies.
+
+/** A policy's statuses and products, as the policy list filters them. */
+export const PolicyStatuses = ["active", "upcoming", "pending", "expired", "canceled"] as const
+export const PolicyProducts = [
+  "security_deposit_insurance",
+  "renter_guarantee_insurance",
+  "service_deposit",
+] as const
 
 /** Statuses in which a policy still covers and may be revised or canceled. */
 export const IN_FORCE = ["active", "upcoming", "pending"] as const
@@ -415,7 +439,11 @@ export const RevisionRequest = Schema.Struct({
 export type RevisionRequest = typeof RevisionRequest.Type
 
 export const PolicyAnswer = Schema.Struct({ policy: PolicyDetail })
-export const PoliciesAnswer = Schema.Struct({ policies: Schema.Array(PolicySummary) })
+/** `GET /api/policies`: the policy of `number`, or a page of the list (newest first) under its filters. */
+export const PoliciesAnswer = Schema.Struct({
+  policies: Schema.Array(PolicySummary),
+  next_cursor: NextCursor,
+})
 export const RevisionAnswer = Schema.Struct({
   changed: Schema.Boolean,
   canceled: Schema.Boolean,

@@ -10,6 +10,7 @@ import {
   type DeliveryFilter,
   type DeliveryListRow,
   DeliveryQueriesRepo,
+  type FilterSets,
   type PagePosition,
   type ShownStatus,
   ShownStatuses,
@@ -32,6 +33,8 @@ export class DeliveryFilterInvalid extends Schema.TaggedError<DeliveryFilterInva
 
 export const DEFAULT_LIMIT = 50
 export const MAX_LIMIT = 100
+/** Owners one owner filter may name: a text matching more is too vague to read index range by range. */
+const MAX_OWNERS = 100
 /** The filter keys of the list, the count and a bulk retry. */
 export const FilterKeys = [
   "owner",
@@ -103,7 +106,7 @@ export const readFilter = (
     if (read_ === undefined) fields[key] = message
     return read_
   }
-  filter.owner = check("owner", readText, "must be an owner slug")
+  filter.owner = check("owner", readText, "must be an owner slug or part of an owner's name")
   filter.provider = check("provider", readText, "must be a provider name")
   filter.endpoint = check("endpoint", readId, "must be an endpoint id (a whole number)")
   filter.event_type = check(
@@ -209,6 +212,23 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
         return filter.endpoint === undefined ? ofProvider : ofProvider.filter((id) => id === filter.endpoint)
       })
 
+    /** The endpoints and owners the filter names; a text matching too many owners is refused. */
+    const filterSets = (filter: DeliveryFilter) =>
+      Effect.gen(function* () {
+        const endpoints = yield* endpointSet(filter)
+        if (filter.owner === undefined) return { endpoints, owners: undefined } satisfies FilterSets
+        const owners = yield* repo.ownerSlugs(filter.owner, MAX_OWNERS + 1)
+        if (owners.length > MAX_OWNERS) {
+          return yield* new DeliveryFilterInvalid({
+            fields: { owner: `matches more than ${MAX_OWNERS} owners: type more of the slug or name` },
+          })
+        }
+        return { endpoints, owners } satisfies FilterSets
+      })
+
+    /** Whether the sets leave nothing to read. */
+    const none = (sets: FilterSets) => sets.endpoints?.length === 0 || sets.owners?.length === 0
+
     const filterOf = (input: Input) => {
       const read = readFilter(input)
       return "fields" in read
@@ -222,11 +242,10 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
       const fields = { ...("fields" in read ? read.fields : {}), ...paging.fields }
       if ("fields" in read || Object.keys(fields).length > 0)
         return yield* new DeliveryFilterInvalid({ fields })
-      const set = yield* endpointSet(read.filter)
-      if (set !== undefined && set.length === 0)
-        return { deliveries: [], next_cursor: null } satisfies DeliveryPage
+      const sets = yield* filterSets(read.filter)
+      if (none(sets)) return { deliveries: [], next_cursor: null } satisfies DeliveryPage
       // One row more than the page tells whether another page follows, without counting.
-      const rows = yield* repo.page(read.filter, set, paging.after, paging.limit + 1)
+      const rows = yield* repo.page(read.filter, sets, paging.after, paging.limit + 1)
       const shown = rows.slice(0, paging.limit)
       return {
         deliveries: shown.map(toDelivery),
@@ -236,8 +255,8 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
 
     const count = Effect.fn("Deliveries.count")(function* (input: Input) {
       const filter = yield* filterOf(input)
-      const set = yield* endpointSet(filter)
-      return set !== undefined && set.length === 0 ? 0 : yield* repo.count(filter, set)
+      const sets = yield* filterSets(filter)
+      return none(sets) ? 0 : yield* repo.count(filter, sets)
     })
 
     /**
@@ -302,10 +321,10 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
       after: string | null,
       limit: number,
     ) {
-      const set = yield* endpointSet(filter)
-      if (set !== undefined && set.length === 0) return { ids: [], after: null }
+      const sets = yield* filterSets(filter)
+      if (none(sets)) return { ids: [], after: null }
       const position = after === null ? undefined : decodeCursor(after)
-      const rows = yield* repo.ids(filter, set, position, limit)
+      const rows = yield* repo.ids(filter, sets, position, limit)
       const last = rows[rows.length - 1]
       return {
         ids: rows.map((row) => Number(row.id)),

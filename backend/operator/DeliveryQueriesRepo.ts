@@ -1,4 +1,5 @@
 import { Context, Effect, Layer } from "effect"
+import { ownersFiltered } from "../contract/OwnerMatch.ts"
 import { Db, type Sql } from "../platform/Db.ts"
 import { type DeliveryStatus, DeliveryStatuses } from "./Api.ts"
 
@@ -13,6 +14,7 @@ export type ShownStatus = DeliveryStatus
 
 /** A filter already checked; every key optional, all of them must hold. */
 export interface DeliveryFilter {
+  /** What was typed: the owners it names (`OwnerMatch.ts`) come in apart, as `owners`. */
   readonly owner?: string
   readonly provider?: string
   readonly endpoint?: number
@@ -97,11 +99,22 @@ const statusCondition = (sql: Sql, status: ShownStatus): Fragment => {
   }
 }
 
+/** The endpoints and owners a filter names (undefined: any), resolved before the list is read. */
+export interface FilterSets {
+  readonly endpoints: ReadonlyArray<number> | undefined
+  readonly owners: ReadonlyArray<string> | undefined
+}
+
 /** Every condition of the filter but the endpoint set (which the caller places), joined with `and`. */
-const conditions = (sql: Sql, filter: DeliveryFilter, after: PagePosition | undefined): Fragment => {
+const conditions = (
+  sql: Sql,
+  filter: DeliveryFilter,
+  owners: ReadonlyArray<string> | undefined,
+  after: PagePosition | undefined,
+): Fragment => {
   const parts: Array<Fragment> = []
   if (filter.id !== undefined) parts.push(sql`d.id = ${filter.id}`)
-  if (filter.owner !== undefined) parts.push(sql`d.owner_slug = ${filter.owner}`)
+  if (owners !== undefined) parts.push(sql`d.owner_slug = any(${owners as Array<string>}::text[])`)
   if (filter.event_type !== undefined) parts.push(sql`d.event = ${filter.event_type}`)
   if (filter.status !== undefined) parts.push(statusCondition(sql, filter.status))
   if (filter.since !== undefined) parts.push(sql`d.created_at >= ${filter.since}`)
@@ -153,18 +166,28 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
           )
           .pipe(Effect.map((rows) => rows.map((row) => Number(row.id))))
 
+      /** The slugs of the owners an owner filter names, at most `limit`. */
+      const ownerSlugs = (text: string, limit: number) =>
+        db
+          .query(
+            (sql) => sql<Array<{ slug: string }>>`
+              select slug from (${ownersFiltered(sql, text)}) m order by slug limit ${limit}`,
+          )
+          .pipe(Effect.map((rows) => rows.map((row) => row.slug)))
+
       /**
        * Up to `limit` deliveries newest first, after `after`. With an endpoint set (the endpoint filter, or a
-       * provider's endpoints) each endpoint's newest are read from its own index range and merged.
+       * provider's endpoints) each endpoint's newest are read from its own index range and merged; with an owner
+       * set and no endpoint set, each owner's.
        */
       const pageIds = (
         sql: Sql,
         filter: DeliveryFilter,
-        endpoints: ReadonlyArray<number> | undefined,
+        { endpoints, owners }: FilterSets,
         after: PagePosition | undefined,
         limit: number,
       ) => {
-        const where = conditions(sql, filter, after)
+        const where = conditions(sql, filter, owners, after)
         // A `delivering` row holds a lease, which no index holds (the claim writes only the lease, so it touches no
         // index). A claim takes only a due attempt: a first attempt (pending, nothing scheduled) or one whose
         // `next_retry_at` has come, so the candidates are those two sets, each read from the partial index that
@@ -184,6 +207,16 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
             ) d
             order by created_at desc, id desc limit ${limit}`
         }
+        if (endpoints === undefined && owners !== undefined) {
+          return sql`
+            select d.id, d.created_at from unnest(${owners as Array<string>}::text[]) as x(owner_slug)
+            cross join lateral (
+              select d.id, d.created_at from webhook_deliveries d
+              where d.owner_slug = x.owner_slug and ${where}
+              order by d.created_at desc, d.id desc limit ${limit}
+            ) d
+            order by d.created_at desc, d.id desc limit ${limit}`
+        }
         return endpoints === undefined
           ? sql`
             select d.id, d.created_at from webhook_deliveries d where ${where}
@@ -201,13 +234,13 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
       /** A page of deliveries as the console shows them. */
       const page = (
         filter: DeliveryFilter,
-        endpoints: ReadonlyArray<number> | undefined,
+        sets: FilterSets,
         after: PagePosition | undefined,
         limit: number,
       ) =>
         db.query(
           (sql) => sql<Array<DeliveryListRow>>`
-            with page as materialized (${pageIds(sql, filter, endpoints, after, limit)})
+            with page as materialized (${pageIds(sql, filter, sets, after, limit)})
             select ${shownColumns(sql)}
             from page join webhook_deliveries d on d.id = page.id
             ${shownJoins(sql)}
@@ -217,23 +250,23 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
       /** The ids of a page only, with the position of each (a bulk retry's snapshot). */
       const ids = (
         filter: DeliveryFilter,
-        endpoints: ReadonlyArray<number> | undefined,
+        sets: FilterSets,
         after: PagePosition | undefined,
         limit: number,
       ) =>
         db.query(
           (sql) => sql<Array<{ id: string; created_us: string }>>`
             select id, (extract(epoch from created_at) * 1000000)::bigint as created_us
-            from (${pageIds(sql, filter, endpoints, after, limit)}) page
+            from (${pageIds(sql, filter, sets, after, limit)}) page
             order by created_at desc, id desc`,
         )
 
-      const count = (filter: DeliveryFilter, endpoints: ReadonlyArray<number> | undefined) =>
+      const count = (filter: DeliveryFilter, { endpoints, owners }: FilterSets) =>
         db
           .query(
             (sql) => sql<Array<{ count: string }>>`
               select count(*) as count from webhook_deliveries d
-              where ${conditions(sql, filter, undefined)}
+              where ${conditions(sql, filter, owners, undefined)}
               ${endpoints === undefined ? sql`` : sql`and d.endpoint_id = any(${endpoints as Array<number>}::bigint[])`}`,
           )
           .pipe(Effect.map(([row]) => Number(row!.count)))
@@ -269,7 +302,7 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
           )
           .pipe(Effect.map((rows) => rows.map((row) => row.secret_sealed)))
 
-      return { providerEndpoints, page, ids, count, detail, attempts, secretsAt }
+      return { providerEndpoints, ownerSlugs, page, ids, count, detail, attempts, secretsAt }
     }),
   },
 ) {

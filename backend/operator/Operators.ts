@@ -16,6 +16,8 @@ import {
 } from "./Domain.ts"
 import { type AuditFilter, OperatorRepo, type OperatorRow } from "./Repo.ts"
 
+/** Owners suggested for what an operator has typed so far: as many as a list under a field shows. */
+const OWNER_SUGGESTIONS = 20
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 
 export const operatorView = (row: OperatorRow): OperatorView => ({
@@ -154,7 +156,8 @@ export class Operators extends Context.Service<Operators>()("partner-service/ope
       }
     })
 
-    const owners = (prefix: string | undefined) => repo.owners(prefix, 50)
+    /** Suggestions for an owner filter: owners whose slug starts with `text` or whose name holds it. */
+    const owners = (text: string | undefined) => repo.owners(text, OWNER_SUGGESTIONS)
     const providers = repo.providers
 
     return { create, list, update, auditLog, owners, providers }

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto"
 import { Context, Effect, Layer } from "effect"
+import { escapeLike, ownersMatching } from "../contract/OwnerMatch.ts"
 import { Db } from "../platform/Db.ts"
 import type { Role } from "./Domain.ts"
 
@@ -179,32 +180,54 @@ export class OperatorRepo extends Context.Service<OperatorRepo>()("partner-servi
         db.query((sql) => {
           const conditions = [
             filter.actor === undefined ? undefined : sql`actor = ${filter.actor}`,
-            filter.action === undefined ? undefined : sql`action = ${filter.action}`,
             filter.target === undefined ? undefined : sql`target = ${filter.target}`,
             filter.since === undefined ? undefined : sql`created_at >= ${filter.since}`,
             filter.until === undefined ? undefined : sql`created_at < ${filter.until}`,
             filter.before === undefined ? undefined : sql`audit_log.id < ${filter.before}::bigint`,
           ].filter((condition) => condition !== undefined)
-          const where = conditions.reduce(
-            (all, condition, i) => (i === 0 ? sql`where ${condition}` : sql`${all} and ${condition}`),
-            sql``,
-          )
+          const where = conditions.reduce((all, condition) => sql`${all} and ${condition}`, sql`true`)
+          const columns = sql`audit_log.id::text as id, actor, channel, action, target, before, after, details,
+                               created_at`
           // Ordered by the table's bigint id: a bare `id` here would name the selected text column, and "9" sorts
           // after "17".
+          if (filter.action === undefined) {
+            return sql<Array<AuditRow>>`
+              select ${columns}
+              from audit_log where ${where} order by audit_log.id desc limit ${filter.limit}`
+          }
+          // The few distinct actions are read off `audit_log_action` one index probe each (a loose index scan),
+          // those containing the text kept, and each one's newest entries read from its own index range.
           return sql<Array<AuditRow>>`
-            select audit_log.id::text as id, actor, channel, action, target, before, after, details, created_at
-            from audit_log ${where} order by audit_log.id desc limit ${filter.limit}`
+            with recursive actions (action) as (
+              (select action from audit_log order by action limit 1)
+              union all
+              select (select a.action from audit_log a where a.action > actions.action order by a.action limit 1)
+              from actions where actions.action is not null
+            )
+            select picked.id, actor, channel, picked.action, target, before, after, details, created_at
+            from actions
+            cross join lateral (
+              select ${columns}, audit_log.id as n from audit_log
+              where audit_log.action = actions.action and ${where}
+              order by audit_log.id desc limit ${filter.limit}
+            ) picked
+            where actions.action is not null
+              and lower(actions.action) like lower(${`%${escapeLike(filter.action)}%`})
+            order by picked.n desc limit ${filter.limit}`
         }),
 
-      /** Owners whose slug or name starts with `prefix` (every owner without one), by slug. */
-      owners: (prefix: string | undefined, limit: number) =>
-        db.query((sql) => {
-          const pattern = prefix === undefined ? undefined : `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
-          return sql<Array<{ slug: string; name: string }>>`
-            select slug, name from owners
-            ${pattern === undefined ? sql`` : sql`where slug like ${pattern} or lower(name) like lower(${pattern})`}
-            order by slug limit ${limit}`
-        }),
+      /** Owners whose slug starts with `text` or whose name contains it (every owner without one), by slug. */
+      owners: (text: string | undefined, limit: number) =>
+        db.query((sql) =>
+          text === undefined
+            ? sql<
+                Array<{ slug: string; name: string }>
+              >`select slug, name from owners order by slug limit ${limit}`
+            : // Slugs that start with the text first, then names that hold it.
+              sql<Array<{ slug: string; name: string }>>`
+                select slug, name from (${ownersMatching(sql, text)}) m
+                order by lower(slug) like lower(${`${escapeLike(text)}%`}) desc, slug limit ${limit}`,
+        ),
       providers: db.query((sql) => sql<Array<{ name: string }>>`select name from providers order by name`),
     }
   }),

@@ -48,6 +48,12 @@ describe("the operator API's answers", () => {
         yield* answers(Api.DeliveryCount, "/api/deliveries/count?owner=api-acme", admin)
         yield* answers(Api.DeliveryDetailAnswer, `/api/deliveries/${delivery}`, admin)
         yield* answers(Api.SubscribersAnswer, "/api/secrets", admin)
+        yield* answers(Api.RotatedSecret, "/api/secrets/rotate", admin, "POST", {
+          owner: "api-acme",
+          overlap_hours: 1,
+        })
+        yield* answers(Api.EndedOverlap, "/api/secrets/end-overlap", admin, "POST", { owner: "api-acme" })
+        yield* answers(Api.PoliciesAnswer, "/api/policies?owner=api-", admin)
         yield* answers(Api.OperatorsAnswer, "/api/operators", admin)
         const created = yield* answers(Api.OperatorCreated, "/api/operators", admin, "POST", {
           email: "viewer@api-shapes.test",

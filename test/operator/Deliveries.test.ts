@@ -181,7 +181,9 @@ describe("operator delivery list", () => {
             until: "must be later than since",
           },
         )
-        assert.deepStrictEqual(yield* refused({ owner: "a\u0000b" }), { owner: "must be an owner slug" })
+        assert.deepStrictEqual(yield* refused({ owner: "a\u0000b" }), {
+          owner: "must be an owner slug or part of an owner's name",
+        })
         assert.deepStrictEqual((yield* Effect.flip(deliveries.count({ since: "2026-02-30" }))).fields, {
           since: "must be an ISO 8601 date-time such as 2026-03-01T14:30:00Z",
         })

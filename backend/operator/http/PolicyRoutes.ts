@@ -2,9 +2,12 @@ import { Effect } from "effect"
 import { hasControlCharacter } from "../../platform/Text.ts"
 import { json, NotFound } from "../../platform/Http.ts"
 import { Billing } from "../../policies/Billing.ts"
+import { PolicyList } from "../../policies/PolicyList.ts"
 import { delinquencyRowId, isCalendarDate } from "../../policies/LifecycleDomain.ts"
 import { MAX_REASON, Revisions } from "../../policies/Revisions.ts"
+import { PolicyProducts, PolicyStatuses } from "../Api.ts"
 import { Operators } from "../Operators.ts"
+import { encodeCursor } from "./Cursor.ts"
 import { checkedQuery, queryReader } from "./Query.ts"
 import { actorOf, invalid, objectBody, route } from "./Route.ts"
 
@@ -42,6 +45,25 @@ const policyDetail = (policyNumber: string) =>
       }))
     return { ...policy, ...shown, revisions }
   })
+
+/** The policy of that number as the list shows it: none when there is no such policy. */
+const byNumber = (policyNumber: string) =>
+  Effect.flatMap(Revisions, (revisions) => revisions.show(policyNumber)).pipe(
+    Effect.map((shown) => [
+      {
+        id: shown.policy.id,
+        policy_number: shown.policy.policy_number,
+        status: shown.policy.status,
+        product_type: shown.policy.product_type,
+        owner_slug: shown.owner_slug,
+        insured_name: shown.insured_name,
+      },
+    ]),
+    Effect.catchTag("PolicyNotFound", () => Effect.succeed([])),
+  )
+
+const isOneOf = <A extends string>(values: ReadonlyArray<A>, value: string): value is A =>
+  (values as ReadonlyArray<string>).includes(value)
 
 /** The policy number behind the path's `policy_<n>`, or 404. */
 const numberOfPath = (id: string | undefined) =>
@@ -81,22 +103,28 @@ export const policyRoutes = [
     Effect.gen(function* () {
       const reader = queryReader(request.query)
       const number = reader.text("number", 64)
-      if (number === undefined) reader.fields.number = "is required"
-      yield* checkedQuery(reader, number)
-      const found = yield* (yield* Revisions).show(number!.trim().toUpperCase()).pipe(
-        Effect.map((shown) => [
-          {
-            id: shown.policy.id,
-            policy_number: shown.policy.policy_number,
-            status: shown.policy.status,
-            product_type: shown.policy.product_type,
-            owner_slug: shown.owner_slug,
-            insured_name: shown.insured_name,
-          },
-        ]),
-        Effect.catchTag("PolicyNotFound", () => Effect.succeed([])),
-      )
-      return json(200, { policies: found })
+      if (number !== undefined) {
+        yield* checkedQuery(reader, number)
+        return json(200, { policies: yield* byNumber(number.trim().toUpperCase()), next_cursor: null })
+      }
+      const status = reader.text("status", 20)
+      if (status !== undefined && !isOneOf(PolicyStatuses, status))
+        reader.fields.status = `must be one of ${PolicyStatuses.join(", ")}`
+      const product = reader.text("product", 40)
+      if (product !== undefined && !isOneOf(PolicyProducts, product))
+        reader.fields.product = `must be one of ${PolicyProducts.join(", ")}`
+      const owner = reader.text("owner", 255)
+      if (owner !== undefined && hasControlCharacter(owner))
+        reader.fields.owner = "must be an owner slug or part of an owner's name"
+      const filter = yield* checkedQuery(reader, {
+        status: status as (typeof PolicyStatuses)[number] | undefined,
+        product: product as (typeof PolicyProducts)[number] | undefined,
+        owner,
+        beforeId: reader.cursor(),
+        limit: reader.limit(),
+      })
+      const page = yield* (yield* PolicyList).browse(filter)
+      return json(200, { policies: page.policies, next_cursor: encodeCursor(page.lastId) })
     }),
   ),
   route("GET", "/api/policies/:id", "viewer", (request) =>

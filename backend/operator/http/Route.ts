@@ -3,6 +3,7 @@ import { AuditChannel } from "../../audit/Audit.ts"
 import type { AppConfig } from "../../platform/Config.ts"
 import { type ApiError, type HttpRequest, NotFound, type Route, Unprocessable } from "../../platform/Http.ts"
 import type { Billing } from "../../policies/Billing.ts"
+import type { PolicyList } from "../../policies/PolicyList.ts"
 import type { Revisions } from "../../policies/Revisions.ts"
 import type { EndpointOperations } from "../../webhooks/endpoints/Operations.ts"
 import type { BulkRetries } from "../BulkRetries.ts"
@@ -34,6 +35,7 @@ export type OperatorServices =
   | System
   | IngestLog
   | Revisions
+  | PolicyList
   | Billing
   | AppConfig
 

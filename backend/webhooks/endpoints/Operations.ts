@@ -159,13 +159,27 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
         return toOperatorEndpoint((yield* repo.endpoint(endpoint.id))!)
       })
 
+      /** Every subscriber with its active secrets' times and fingerprints (never a secret). */
       const secretsOverview = Effect.fn("EndpointOperations.secretsOverview")(function* () {
-        return (yield* repo.subscriberSecrets).map((row) => ({
-          owner:
-            row.owner_slug === null ? null : { slug: row.owner_slug, name: row.owner_name ?? row.owner_slug },
-          provider: row.provider_name === null ? null : { name: row.provider_name },
-          secrets: row.secrets,
-        }))
+        return yield* Effect.forEach(yield* repo.subscriberSecrets, (row) =>
+          Effect.map(
+            Effect.forEach(row.secrets, ({ created_at, expires_at, sealed }) =>
+              Effect.map(secrets.fingerprint(Buffer.from(sealed, "base64")), (fingerprint) => ({
+                created_at,
+                expires_at,
+                fingerprint,
+              })),
+            ),
+            (shown) => ({
+              owner:
+                row.owner_slug === null
+                  ? null
+                  : { slug: row.owner_slug, name: row.owner_name ?? row.owner_slug },
+              provider: row.provider_name === null ? null : { name: row.provider_name },
+              secrets: shown,
+            }),
+          ),
+        )
       })
 
       /** The CLI's rotation: the new secret (shown once) and when the previous ones stop signing. */
@@ -183,7 +197,10 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
         }
       })
 
-      return { list, get, setStatus, sendTest, setHeaders, secretsOverview, rotate }
+      /** Ends the rotation overlap of the owner's or provider's secrets: only the newest signs from now on. */
+      const endOverlap = (ref: SubscriberRef, actor: string) => secrets.endOverlap(ref, actor)
+
+      return { list, get, setStatus, sendTest, setHeaders, secretsOverview, rotate, endOverlap }
     }),
   },
 ) {

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer } from "effect"
+import { ownersFiltered } from "../../contract/OwnerMatch.ts"
 import { Db, type Sql } from "../../platform/Db.ts"
 import { type AuditEntry, recordAudit } from "../../audit/Audit.ts"
 import type { EndpointStatus } from "../Domain.ts"
@@ -35,7 +36,12 @@ export interface SubscriberSecretsRow {
   readonly owner_slug: string | null
   readonly owner_name: string | null
   readonly provider_name: string | null
-  readonly secrets: Array<{ readonly created_at: string; readonly expires_at: string | null }>
+  /** `sealed`: the sealed secret in base64, for its fingerprint. */
+  readonly secrets: Array<{
+    readonly created_at: string
+    readonly expires_at: string | null
+    readonly sealed: string
+  }>
 }
 
 const endpointSelect = (sql: Sql) => sql`
@@ -58,7 +64,9 @@ export class OperationsRepo extends Context.Service<OperationsRepo>()(
           db.query((sql) => {
             const conditions = [
               sql`e.deleted_at is null`,
-              filter.owner === undefined ? undefined : sql`o.slug = ${filter.owner}`,
+              filter.owner === undefined
+                ? undefined
+                : sql`s.owner_id in (select id from (${ownersFiltered(sql, filter.owner)}) m)`,
               filter.provider === undefined ? undefined : sql`p.name = ${filter.provider}`,
               filter.status === undefined ? undefined : sql`e.status = ${filter.status}`,
               filter.beforeId === undefined ? undefined : sql`e.id < ${filter.beforeId}`,
@@ -103,14 +111,15 @@ export class OperationsRepo extends Context.Service<OperationsRepo>()(
             if (!held) await sql`select pg_notify(${WEBHOOK_DUE}, '')`
             return row!.id
           }),
-        /** Every subscriber with its active secrets, newest first (never a secret). */
+        /** Every subscriber with its active secrets (sealed), newest first. */
         subscriberSecrets: db.query(
           (sql) => sql<Array<SubscriberSecretsRow>>`
           select s.id::text as subscriber_id, o.slug as owner_slug, o.name as owner_name, p.name as provider_name,
                  coalesce((
                    select json_agg(json_build_object(
                             'created_at', to_char(w.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                            'expires_at', to_char(w.expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                            'expires_at', to_char(w.expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                            'sealed', encode(w.secret_sealed, 'base64'))
                           order by w.created_at desc, w.id desc)
                    from webhook_secrets w
                    where w.subscriber_id = s.id and (w.expires_at is null or w.expires_at > now())

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import { Context, Effect, Layer } from "effect"
 import { Crypto } from "../../platform/Crypto.ts"
 import { Db } from "../../platform/Db.ts"
@@ -18,6 +18,13 @@ import { verifySignature } from "../delivery/Signer.ts"
  * string's UTF-8 bytes exactly, so common verifiers (Stripe's, Standard Webhooks') work unchanged.
  */
 export const generateSecret = () => `whsec_${randomBytes(32).toString("base64")}`
+
+/**
+ * What operators see of a secret to tell it from another (which one a receiver holds): the first 12 hex digits of
+ * its SHA-256, never enough to sign with.
+ */
+export const secretFingerprint = (secret: string) =>
+  createHash("sha256").update(secret, "utf8").digest("hex").slice(0, 12)
 
 /** A secret as `secrets show` and `secrets rotate` print it. */
 export interface PrintedSecret {
@@ -228,6 +235,38 @@ export class Secrets extends Context.Service<Secrets>()("partner-service/webhook
       )
     })
 
+    /**
+     * Ends a rotation's overlap at once: every active secret but the newest stops signing now. Audited; refused
+     * when only one secret is active.
+     */
+    const endOverlap = Effect.fn("Secrets.endOverlap")(function* (ref: SubscriberRef, actor: string) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const subscriberId = yield* existingSubscriber(ref)
+          const [newest, ...older] = yield* repo.activeSecrets(subscriberId)
+          if (newest === undefined || older.length === 0) {
+            return yield* new WebhookCommandRejected({
+              message: `${describeSubscriber(ref)} has no rotation overlap to end: one secret signs its deliveries`,
+            })
+          }
+          const ended = yield* repo.expireOtherSecrets(subscriberId, newest.id, 0)
+          yield* repo.audit({
+            actor,
+            action: "webhook_secrets.end_overlap",
+            target: describeSubscriber(ref),
+            details: { previous_secrets: ended.length },
+            before: { previous_expires_at: older.map((row) => row.expires_at?.toISOString() ?? null) },
+            after: { previous_expires_at: ended.map((at) => at.toISOString()) },
+          })
+          return { ended: ended.length }
+        }),
+      )
+    })
+
+    /** The fingerprint of a sealed secret. */
+    const fingerprint = (sealed: Uint8Array) =>
+      Effect.map(crypto.open(sealed), (bytes) => secretFingerprint(bytes.toString("utf8")))
+
     const headers = Effect.fn("Secrets.headers")(function* (ref: SubscriberRef) {
       const subscriberId = yield* subscriber(ref, false)
       return subscriberId === undefined ? {} : yield* repo.customHeaders(subscriberId)
@@ -347,6 +386,8 @@ export class Secrets extends Context.Service<Secrets>()("partner-service/webhook
       show,
       verifyDelivery,
       rotate,
+      endOverlap,
+      fingerprint,
       headers,
       setHeaders,
       provisionProvider,
