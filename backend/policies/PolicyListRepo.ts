@@ -23,7 +23,7 @@ export interface PolicyListRow {
   readonly insured_name: string
 }
 
-/** The SQL of the operators' policy list: newest first (by id), through `policies_*_newest` (migration 0069). */
+/** The SQL of the operators' policy list: newest first (by id), through `policies_*_newest` (migration 0070). */
 export class PolicyListRepo extends Context.Service<PolicyListRepo>()(
   "partner-service/policies/PolicyListRepo",
   {
