@@ -32,6 +32,8 @@ interface Records {
   readonly deliveryId: number
   readonly endpointId: number
   readonly policyId: string
+  readonly ownerSlug: string
+  readonly prospectPath: string
 }
 
 /** Every page of the console (by its route's name in `console/src/router.ts`), at a path with records to show. */
@@ -41,6 +43,10 @@ const PAGES: Record<string, (r: Records) => string> = {
   delivery: (r) => `/deliveries/${r.deliveryId}`,
   endpoints: () => "/endpoints",
   endpoint: (r) => `/endpoints/${r.endpointId}`,
+  owners: () => "/owners",
+  owner: (r) => `/owners/${r.ownerSlug}`,
+  prospect: (r) => r.prospectPath,
+  search: () => "/search?q=pages",
   policies: () => "/policies",
   policy: (r) => `/policies/${r.policyId}`,
   secrets: () => "/secrets",
@@ -122,10 +128,14 @@ describe("console: every page", () => {
           const [delivery] = (
             JSON.parse(list.text) as { deliveries: Array<{ id: number; endpoint: { id: number } }> }
           ).deliveries
+          const found = yield* apiFromPage(page, "GET", "/api/search?q=pages-renter")
+          const [prospect] = (JSON.parse(found.text) as { results: Array<{ path: string }> }).results
           const records: Records = {
             deliveryId: delivery!.id,
             endpointId: delivery!.endpoint.id,
             policyId: String(issued.id),
+            ownerSlug: owner.slug,
+            prospectPath: prospect!.path,
           }
 
           const seen: Array<string> = []
