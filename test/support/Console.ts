@@ -140,3 +140,62 @@ export const pageProblems = (page: Page) => {
   })
   return () => [...problems]
 }
+
+interface Box {
+  readonly top: number
+  readonly bottom: number
+  readonly height: number
+}
+interface Boxed {
+  readonly getBoundingClientRect: () => Box
+}
+interface ListRow extends Boxed {
+  readonly cells: Iterable<Boxed & { readonly innerText: string }>
+  readonly closest: (selector: string) => Boxed | null
+}
+/** The little of the browser `listLayout` reads (this project's tests are typed without the DOM). */
+interface ListPage {
+  readonly document: { readonly querySelectorAll: (selector: string) => Iterable<ListRow> }
+  readonly getComputedStyle: (cell: unknown) => {
+    readonly lineHeight: string
+    readonly paddingTop: string
+    readonly paddingBottom: string
+  }
+}
+
+/**
+ * How a list's first `count` rows lie in the page: whether any of their cells wraps (a cell taller than one line of
+ * its text and its padding), and the height from the top of their table's header to the bottom of the last row
+ * (what a screen must hold to show them, scrolled to the list).
+ */
+export const listLayout = (page: Page, rowSelector: string, count: number) =>
+  promise(() =>
+    page.evaluate(
+      ({ rowSelector, count }) => {
+        const inPage = globalThis as unknown as ListPage
+        const rows = [...inPage.document.querySelectorAll(rowSelector)].slice(0, count)
+        const wrapped: Array<string> = []
+        for (const row of rows) {
+          for (const cell of row.cells) {
+            const style = inPage.getComputedStyle(cell)
+            const oneLine =
+              parseFloat(style.lineHeight) + parseFloat(style.paddingTop) + parseFloat(style.paddingBottom)
+            // A badge or a copy button may add a pixel or two to a line, never a second line.
+            if (cell.getBoundingClientRect().height > oneLine * 1.5) wrapped.push(cell.innerText)
+          }
+        }
+        const top = rows[0]?.closest("table")?.getBoundingClientRect().top ?? 0
+        const bottom = rows.at(-1)?.getBoundingClientRect().bottom ?? 0
+        return { rows: rows.length, wrapped, height: bottom - top }
+      },
+      { rowSelector, count },
+    ),
+  )
+
+interface ClipboardPage {
+  readonly navigator: { readonly clipboard: { readonly readText: () => Promise<string> } }
+}
+
+/** What the page's clipboard holds (its browser context granted `clipboard-read`). */
+export const clipboardText = (page: Page) =>
+  promise(() => page.evaluate(() => (globalThis as unknown as ClipboardPage).navigator.clipboard.readText()))

@@ -1,8 +1,11 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import type { BrowserContext, Page } from "playwright-core"
+import { assertAccessible } from "../../support/Accessibility.ts"
 import {
+  clipboardText,
   consoleService,
+  listLayout,
   openConsole,
   type OperatorAccount,
   operatorAccount,
@@ -89,6 +92,13 @@ describe("console: deliveries", () => {
             const row = page.locator(`tr[data-delivery-id="${id}"]`)
             yield* promise(() => row.waitFor())
             assert.include(yield* promise(() => row.innerText()), "failed")
+            // A failed delivery's row says why: its last answer, the attempts made, nothing left to retry.
+            assert.strictEqual(
+              yield* promise(() => row.getByTestId("last-response").innerText()),
+              "HTTP 500 · Destination answered 500",
+            )
+            assert.strictEqual(yield* promise(() => row.getByTestId("attempt-count").innerText()), "2")
+            assert.strictEqual(yield* promise(() => row.getByTestId("next-retry").innerText()), "—")
             yield* screenshot(page, "deliveries")
 
             yield* promise(() => row.getByRole("link", { name: `#${id}` }).click())
@@ -152,6 +162,44 @@ describe("console: deliveries", () => {
             const done = Number((yield* promise(() => progress.innerText())).split(" ")[0])
             assert.isBelow(done, 6)
             assert.isAtLeast(done, 1)
+          }),
+        TIMEOUT,
+      )
+
+      it.effect(
+        "shows twenty rows at 1280 px without wrapping, copies an id, and is accessible at 1280 and 768 px",
+        () =>
+          Effect.gen(function* () {
+            const { browser, page, origin, receiver, endpointId } = yield* E2e
+            receiver.respond("/hook", () => ({ status: 500, body: "receiver is down for maintenance" }))
+            const [first] = yield* failedDeliveries(endpointId, 20)
+            yield* promise(() => browser.grantPermissions(["clipboard-read", "clipboard-write"], { origin }))
+            yield* promise(() => page.setViewportSize({ width: 1280, height: 800 }))
+            yield* promise(() => page.goto(`${origin}/deliveries`))
+            yield* promise(() => page.locator("tr[data-delivery-id]").nth(19).waitFor())
+
+            const layout = yield* listLayout(page, "tr[data-delivery-id]", 20)
+            assert.strictEqual(layout.rows, 20)
+            assert.deepStrictEqual(layout.wrapped, [], "no cell of the first twenty rows wraps")
+            assert.isAtMost(
+              layout.height,
+              600,
+              "twenty rows and their header take at most 600 of the screen's 800 px",
+            )
+            yield* screenshot(page, "deliveries-list")
+            yield* promise(() => assertAccessible(page, "deliveries list at 1280 px"))
+
+            const copy = page.getByRole("button", { name: `Copy delivery id ${first!.id}`, exact: true })
+            yield* promise(() => copy.click())
+            yield* promise(() => copy.getByText("Copied").waitFor())
+            assert.strictEqual(yield* clipboardText(page), first!.id)
+
+            yield* promise(() => page.setViewportSize({ width: 768, height: 1024 }))
+            yield* promise(() => page.reload())
+            yield* promise(() => page.locator("tr[data-delivery-id]").nth(19).waitFor())
+            yield* screenshot(page, "deliveries-list-768")
+            yield* promise(() => assertAccessible(page, "deliveries list at 768 px"))
+            yield* promise(() => page.setViewportSize({ width: 1280, height: 900 }))
           }),
         TIMEOUT,
       )

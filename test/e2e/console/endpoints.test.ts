@@ -1,9 +1,12 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import type { BrowserContext, Page } from "playwright-core"
+import { assertAccessible } from "../../support/Accessibility.ts"
 import {
   apiFromPage,
+  clipboardText,
   consoleService,
+  listLayout,
   openConsole,
   type OperatorAccount,
   operatorAccount,
@@ -16,6 +19,7 @@ import type { Receiver } from "../../support/Receiver.ts"
 import { eventually } from "../../support/Streams.ts"
 import {
   awaitDeliveries,
+  endpoint,
   examplePayload,
   publishEvent,
   receiverEndpoint,
@@ -204,6 +208,66 @@ describe("console: endpoints, secrets, operators and roles", () => {
               yield* promise(() => page.getByRole("button", { name: "Send test event" }).count()),
               0,
             )
+          }),
+        TIMEOUT,
+      )
+
+      it.effect(
+        "warns of an active endpoint that fails, lists twenty endpoints densely, copies a URL, accessibly",
+        () =>
+          Effect.gen(function* () {
+            const { browser, page, origin } = yield* E2e
+            const down = yield* receiverEndpoint("initech", "/down", [EVENT])
+            down.receiver.respond("/down", () => ({ status: 500 }))
+            for (let i = 0; i < 3; i++) yield* publishEvent(EVENT, "initech", examplePayload(EVENT))
+            yield* awaitDeliveries(
+              down.endpointId,
+              (rows) => rows.length === 3 && rows.every((row) => row.status === "failed"),
+            )
+            // Nineteen quiet endpoints more on the same subscriber: a page of twenty.
+            for (let i = 0; i < 19; i++)
+              yield* endpoint(down.subscriber.id, down.receiver.url(`/quiet/${i}`), [EVENT])
+
+            yield* promise(() => browser.grantPermissions(["clipboard-read", "clipboard-write"], { origin }))
+            yield* promise(() => page.setViewportSize({ width: 1280, height: 800 }))
+            yield* promise(() => page.goto(`${origin}/endpoints?owner=initech`))
+            const failing = page.locator(`tr[data-endpoint-id="${down.endpointId}"]`)
+            // Two attempts for each of the three deliveries, none answered 2xx.
+            yield* promise(() => failing.locator(".badge", { hasText: "active · 0% · 6 failures" }).waitFor())
+            assert.strictEqual(
+              yield* promise(() => failing.getByTestId("success-rate").innerText()),
+              "0.0 % of 6",
+            )
+            assert.match(yield* promise(() => failing.getByTestId("p95").innerText()), /^\d+ ms$/)
+            const quiet = page.locator("tr[data-endpoint-id]").first()
+            assert.strictEqual(yield* promise(() => quiet.locator(".badge").innerText()), "active")
+
+            yield* promise(() => page.locator("tr[data-endpoint-id]").nth(19).waitFor())
+            const layout = yield* listLayout(page, "tr[data-endpoint-id]", 20)
+            assert.strictEqual(layout.rows, 20)
+            assert.deepStrictEqual(layout.wrapped, [], "no cell of the first twenty rows wraps")
+            assert.isAtMost(
+              layout.height,
+              600,
+              "twenty rows and their header take at most 600 of the screen's 800 px",
+            )
+            yield* screenshot(page, "endpoints-list")
+            yield* promise(() => assertAccessible(page, "endpoints list at 1280 px"))
+
+            const copy = page.getByRole("button", {
+              name: `Copy destination URL of endpoint ${down.endpointId}`,
+              exact: true,
+            })
+            yield* promise(() => copy.click())
+            yield* promise(() => copy.getByText("Copied").waitFor())
+            assert.strictEqual(yield* clipboardText(page), down.receiver.url("/down"))
+
+            yield* promise(() => page.setViewportSize({ width: 768, height: 1024 }))
+            yield* promise(() => page.reload())
+            yield* promise(() => failing.locator(".badge", { hasText: "active · 0% · 6 failures" }).waitFor())
+            yield* screenshot(page, "endpoints-list-768")
+            yield* promise(() => assertAccessible(page, "endpoints list at 768 px"))
+            yield* promise(() => page.setViewportSize({ width: 1280, height: 900 }))
           }),
         TIMEOUT,
       )
