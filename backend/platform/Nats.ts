@@ -154,6 +154,22 @@ export interface StreamState {
 const notAcknowledged = (error: Error) =>
   new DependencyUnavailable({ dependency: "nats", reason: error.message })
 
+/**
+ * A read of JetStream's state (a stream's info, its stored messages): when the server is away or does not answer
+ * in time, the read dies with `DependencyUnavailable`, which callers report as a 503 or retry, never as a bug.
+ */
+const read = <A>(run: () => Promise<A>) =>
+  Effect.promise(() =>
+    run().catch((error: unknown) =>
+      Promise.reject(
+        new DependencyUnavailable({
+          dependency: "nats",
+          reason: error instanceof Error ? error.message : String(error),
+        }),
+      ),
+    ),
+  )
+
 /** Whether some subject matches both patterns (`*` one token, `>` one or more trailing tokens). */
 export const subjectsOverlap = (a: string, b: string) => {
   const x = a.split(".")
@@ -360,7 +376,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
       const publishUnacknowledged = (name: string, data: Uint8Array) => unacknowledged.add([name, data])
 
       const streamExists = (stream: string) =>
-        Effect.promise(() =>
+        read(() =>
           jsm.streams.info(stream).then(
             () => true,
             (error: unknown) => (isNotFound(error) ? false : Promise.reject(error)),
@@ -368,7 +384,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         )
 
       const streamState = (stream: string) =>
-        Effect.promise(() => jsm.streams.info(stream)).pipe(
+        read(() => jsm.streams.info(stream)).pipe(
           Effect.map((info): StreamState => ({
             lastSeq: info.state.last_seq,
             keptSince:
@@ -379,7 +395,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         )
 
       const readStored = (stream: string, filter: string, since: Date, upTo: number) =>
-        Effect.promise(async () => {
+        read(async () => {
           const consumer = await js.consumers.get(stream, {
             filter_subjects: filter,
             deliver_policy: DeliverPolicy.StartTime,
@@ -404,7 +420,7 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           }
           return found
         })
-      const streamReports = Effect.promise(() =>
+      const streamReports = read(() =>
         Promise.all(Object.keys(streams).map((base) => streamReport(jsm, streamName(base)))).then((all) =>
           all.filter((s) => s !== undefined),
         ),
