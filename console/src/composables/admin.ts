@@ -1,5 +1,6 @@
 import {
   AuditPage,
+  EndedOverlap,
   OperatorAnswer,
   OperatorCreated,
   OperatorsAnswer,
@@ -17,6 +18,10 @@ export const listSecrets = async () => (await api(SubscribersAnswer, "GET", "/ap
 
 export const rotateSecret = (subscriber: { owner?: string; provider?: string }, overlapHours: number) =>
   api(RotatedSecret, "POST", "/api/secrets/rotate", { ...subscriber, overlap_hours: overlapHours })
+
+/** Ends the rotation overlap: only the subscriber's newest secret signs from now on. */
+export const endOverlap = (subscriber: { owner?: string; provider?: string }) =>
+  api(EndedOverlap, "POST", "/api/secrets/end-overlap", subscriber)
 
 export const listOperators = async () => (await api(OperatorsAnswer, "GET", "/api/operators")).operators
 

@@ -26,6 +26,13 @@ export const getPolicy = async (id: string) => (await api(PolicyAnswer, "GET", p
 export const findPolicies = async (number: string) =>
   (await api(PoliciesAnswer, "GET", withQuery("/api/policies", { number }))).policies
 
+/** The policy list's filters, as the URL and the API name them. */
+export const POLICY_FILTERS = ["status", "owner", "product"] as const
+
+/** A page of every policy, newest first, under the filters. */
+export const listPolicies = (filters: Record<(typeof POLICY_FILTERS)[number] | "cursor", string>) =>
+  api(PoliciesAnswer, "GET", withQuery("/api/policies", filters))
+
 export const revisePolicy = (id: string, changes: RevisionChanges) =>
   api(RevisionAnswer, "POST", `${policyPath(id)}/revise`, changes)
 
