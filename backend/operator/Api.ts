@@ -6,8 +6,8 @@ import { Schema } from "effect"
  * every answer with them, so the two sides share one declaration.
  */
 
-const Timestamp = Schema.String.annotate({ description: "An ISO 8601 time." })
-const NullableTimestamp = Schema.NullOr(Timestamp)
+export const Timestamp = Schema.String.annotate({ description: "An ISO 8601 time." })
+export const NullableTimestamp = Schema.NullOr(Timestamp)
 
 export const OperatorRoles = ["viewer", "operator", "admin"] as const
 export const OperatorRole = Schema.Literals(OperatorRoles)
@@ -450,86 +450,3 @@ export const RevisionAnswer = Schema.Struct({
   policy: PolicyDetail,
 })
 export const DelinquencyAnswer = Schema.Struct({ delinquency: PolicyDelinquency })
-
-// System: streams, consumers, the outbox and dead letters.
-
-/** Why a consumer or the outbox is flagged (past one of `SystemThresholds`); null when it is not. */
-const Flag = Schema.NullOr(Schema.String)
-
-export const SystemConsumer = Schema.Struct({
-  name: Schema.String,
-  pending: Schema.Number,
-  ack_pending: Schema.Number,
-  redelivered: Schema.Number,
-  oldest_unacknowledged_at: NullableTimestamp,
-  /** Age of the oldest message it has not acknowledged, in seconds; null when it is caught up. */
-  oldest_unacknowledged_seconds: Schema.NullOr(Schema.Number),
-  last_active_at: NullableTimestamp,
-  flag: Flag,
-})
-export type SystemConsumer = typeof SystemConsumer.Type
-
-export const SystemStream = Schema.Struct({
-  name: Schema.String,
-  subjects: Schema.Array(Schema.String),
-  messages: Schema.Number,
-  bytes: Schema.Number,
-  first_seq: Schema.Number,
-  last_seq: Schema.Number,
-  /** -1: no limit. */
-  limits: Schema.Struct({
-    max_messages: Schema.Number,
-    max_bytes: Schema.Number,
-    max_age_seconds: Schema.Number,
-    discard: Schema.Literals(["old", "new"]),
-  }),
-  consumers: Schema.Array(SystemConsumer),
-})
-export type SystemStream = typeof SystemStream.Type
-
-export const OutboxState = Schema.Struct({
-  /** Rows committed and not yet published. */
-  backlog: Schema.Number,
-  oldest_at: NullableTimestamp,
-  oldest_seconds: Schema.NullOr(Schema.Number),
-  flag: Flag,
-})
-export type OutboxState = typeof OutboxState.Type
-
-export const DeadLetter = Schema.Struct({
-  id: Schema.Number,
-  actor: Schema.String,
-  stream: Schema.String,
-  stream_seq: Schema.Number,
-  subject: Schema.String,
-  reason: Schema.String,
-  delivery_count: Schema.Number,
-  created_at: Timestamp,
-  /** How many times operators published it again, and when last. */
-  retries: Schema.Number,
-  retried_at: NullableTimestamp,
-})
-export type DeadLetter = typeof DeadLetter.Type
-
-/** What flags a consumer or the outbox (the alert rules in `infra/prometheus/alerts.yml` use the same). */
-export const SystemThresholds = Schema.Struct({
-  consumer_pending: Schema.Number,
-  consumer_oldest_seconds: Schema.Number,
-  outbox_backlog: Schema.Number,
-  outbox_oldest_seconds: Schema.Number,
-})
-export type SystemThresholds = typeof SystemThresholds.Type
-
-/** `GET /api/system`. */
-export const SystemAnswer = Schema.Struct({
-  checked_at: Timestamp,
-  thresholds: SystemThresholds,
-  streams: Schema.Array(SystemStream),
-  outbox: OutboxState,
-  /** The newest dead letters first (at most 100), and how many there are. */
-  dead_letters: Schema.Struct({ total: Schema.Number, items: Schema.Array(DeadLetter) }),
-})
-export type SystemAnswer = typeof SystemAnswer.Type
-
-/** `POST /api/dead-letters/:id/retry`. */
-export const DeadLetterAnswer = Schema.Struct({ dead_letter: DeadLetter })

@@ -1,12 +1,11 @@
 import { Schema } from "effect"
+import { NullableTimestamp, Timestamp } from "./Api.ts"
 
 /*
  * The operator API's owners, prospects and search answers (`docs/operator-api.md`), as schemas. Schema-only like
  * `Api.ts`, importing nothing but `effect`: the console decodes these answers with the same declarations.
  */
 
-const Timestamp = Schema.String.annotate({ description: "An ISO 8601 time." })
-const NullableTimestamp = Schema.NullOr(Timestamp)
 const NullableText = Schema.NullOr(Schema.String)
 
 // Owners.

@@ -1,11 +1,10 @@
 import { Schema } from "effect"
+import { Timestamp } from "./Api.ts"
 
 /*
  * The console's ingest log (`GET /api/ingest`): every inbound event the ingest actor consumed and what became of
  * it. Schema-only, like `Api.ts`: the console decodes the answer with these.
  */
-
-const Timestamp = Schema.String.annotate({ description: "An ISO 8601 time." })
 
 /** What became of an inbound event; `failed`: the ingest actor gave up on it (it is in the dead letters). */
 export const IngestOutcomes = ["applied", "stale", "duplicate", "ignored", "failed"] as const

@@ -3,7 +3,7 @@ import { recordAudit } from "../audit/Audit.ts"
 import { Db } from "../platform/Db.ts"
 import { Nats, type StreamReport } from "../platform/Nats.ts"
 import { metrics, setSystemSampler } from "../platform/Observability.ts"
-import type { DeadLetter, OutboxState, SystemAnswer, SystemStream, SystemThresholds } from "./Api.ts"
+import type { DeadLetter, OutboxState, SystemAnswer, SystemStream, SystemThresholds } from "./SystemApi.ts"
 import { DeadLetterNotFound } from "./Domain.ts"
 
 /**
