@@ -4,7 +4,14 @@ import { Effect } from "effect"
 import { LIVE_BUFFER_BYTES } from "../../backend/operator/LiveFeed.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { IDLE_TIMEOUT_MS } from "../../backend/operator/Sessions.ts"
-import { advanceClock, call, consolePort, consoleService, operatorSession } from "../support/Operator.ts"
+import {
+  advanceClock,
+  call,
+  consolePort,
+  consoleService,
+  holdClock,
+  operatorSession,
+} from "../support/Operator.ts"
 import { eventually } from "../support/Streams.ts"
 import { endpoint, owner, query, subscriber } from "../support/WebhookEngine.ts"
 
@@ -123,6 +130,7 @@ describe("GET /api/live", () => {
 
     it.effect("ends the stream when the session times out, though the stream stayed open", () =>
       Effect.gen(function* () {
+        yield* holdClock
         const { cookie } = yield* operatorSession("live-idle@console.test", "viewer")
         const live = yield* openLive(cookie)
         // The stream itself is no request: the session goes idle behind it, found at the next check (15 s).

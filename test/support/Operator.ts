@@ -22,8 +22,15 @@ export const movableClock: Clock.Clock = {
   sleep: (duration) => realClock.sleep(duration),
 }
 
-/** Moves `movableClock` forward by `ms`. */
-export const advanceClock = (ms: number) => Effect.sync(() => void (offsetMs += ms))
+/**
+ * Moves `movableClock` forward by `ms`, inside `holdClock`'s scope only: its release takes the move back, so a
+ * move can never outlive its test and age the sessions of the next file run in the same worker.
+ */
+export const advanceClock = (ms: number) =>
+  Effect.sync(() => {
+    if (heldAt === undefined) throw new Error("advanceClock needs the clock held (yield* holdClock first)")
+    offsetMs += ms
+  })
 /** Holds `movableClock` still for the rest of the scope (it moves only by `advanceClock`), then frees it. */
 export const holdClock = Effect.acquireRelease(
   Effect.sync(() => void (heldAt = realClock.currentTimeMillisUnsafe())),
