@@ -81,6 +81,12 @@ export interface DbShape {
   /** Runs `effect` in one transaction: committed when it succeeds, rolled back when it fails. Nests. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /**
+   * Runs `effect`'s reads in one read-only snapshot (REPEATABLE READ): several statements that together show one
+   * row see it as of one moment, never half before and half after another transaction's commit. Inside a
+   * transaction already, it is that transaction.
+   */
+  readonly snapshot: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /**
    * LISTEN on a channel for as long as the scope is open, on a connection of its own. `onListen` runs each time
    * the listening connection (re)connects: notifications may have been missed.
    */
@@ -172,7 +178,9 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
        * transaction rolls back and its connection goes back to the pool. A connection that fails COMMIT or ROLLBACK
        * is a defect, as any database failure.
        */
-      const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      const inTransaction =
+        (begin: (tx: Sql) => Promise<unknown>) =>
+        <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
         Effect.flatMap(Effect.service(CurrentTransaction), (current) =>
           current
             ? effect
@@ -180,7 +188,7 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
                 Effect.acquireUseRelease(
                   restore(gate.gated(reserve(sql))),
                   (tx) =>
-                    gate.observe(call(() => tx`begin`)).pipe(
+                    gate.observe(call(() => begin(tx as Sql))).pipe(
                       Effect.andThen(
                         restore(effect).pipe(Effect.provideService(CurrentTransaction, tx as Sql)),
                       ),
@@ -190,6 +198,9 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
                 ),
               ),
         )
+
+      const transaction = inTransaction((tx) => tx`begin`)
+      const snapshot = inTransaction((tx) => tx`begin isolation level repeatable read read only`)
 
       const listen = (channel: string, onNotify: (payload: string) => void, onListen?: () => void) =>
         Effect.acquireRelease(
@@ -201,6 +212,7 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
       return Db.of({
         query,
         transaction,
+        snapshot,
         listen,
         migrate: runMigrations(sql),
         // Always sent: readiness and paused actors ask whether Postgres is back.

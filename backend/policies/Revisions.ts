@@ -258,14 +258,20 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
     const show = Effect.fn("Revisions.show")(function* (policyNumber: string) {
       const id = yield* repo.policyIdByNumber(policyNumber)
       if (id === undefined) return yield* new PolicyNotFound({ policyNumber })
-      const policy = (yield* policiesRepo.findPolicy(id))!
-      const lifecycle = yield* repo.lifecycleOf(id, false)
-      const delinquencies = yield* repo.delinquenciesOf(id)
-      const moveOuts = yield* repo.moveOutsOf(id)
+      // One snapshot: the lifecycle job's charge commits the installment and the next due date together.
+      const { policy, lifecycle, delinquencies, moveOuts, documentsUrl } = yield* db.snapshot(
+        Effect.all({
+          policy: Effect.map(policiesRepo.findPolicy(id), (found) => found!),
+          lifecycle: repo.lifecycleOf(id, false),
+          delinquencies: repo.delinquenciesOf(id),
+          moveOuts: repo.moveOutsOf(id),
+          documentsUrl: policies.documentsUrlOf(id),
+        }),
+      )
       return {
         policy: payload(policy),
         owner_slug: policy.owner_slug,
-        policy_url: (yield* policies.documentsUrlOf(id)) ?? null,
+        policy_url: documentsUrl ?? null,
         owner_today: yield* clocks.todayOf(policy.owner_id),
         issued_on: policy.issued_on,
         insured_name: policy.insured_name,
