@@ -360,6 +360,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
             input,
             clientId: consumed.clientId,
             occurredAt: p.occurredAt,
+            acceptedAt: consumed.receivedAt,
           })
           return { write: writes.length - 1, consumed, found }
         })

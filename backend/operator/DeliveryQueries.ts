@@ -296,6 +296,9 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
         request_headers: yield* requestHeaders(row, attempts),
         attempts: attempts.map(toAttempt),
         timeline: deliveryTimeline({
+          accepted: row.event_accepted_at,
+          committed: row.event_committed_at,
+          published: row.event_published_at,
           routed: row.created_at,
           firstAttempt: attempts[0]?.started_at,
           delivered: row.delivered_at,

@@ -59,6 +59,10 @@ export interface DeliveryDetailRow extends DeliveryListRow {
   readonly payload: Buffer
   readonly subscriber_id: string
   readonly custom_headers: unknown
+  /** Its event's timeline before routing (null for deliveries routed before it was recorded). */
+  readonly event_accepted_at: Date | null
+  readonly event_committed_at: Date | null
+  readonly event_published_at: Date | null
 }
 
 export interface AttemptRow {
@@ -275,7 +279,8 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
         db
           .query(
             (sql) => sql<Array<DeliveryDetailRow>>`
-              select ${shownColumns(sql)}, d.payload, e.subscriber_id, s.custom_headers
+              select ${shownColumns(sql)}, d.payload, e.subscriber_id, s.custom_headers, d.event_accepted_at,
+                     d.event_committed_at, d.event_published_at
               from webhook_deliveries d
               ${shownJoins(sql)}
               where d.id = ${id}`,

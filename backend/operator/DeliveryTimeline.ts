@@ -1,24 +1,32 @@
 import { type TimelineStep, TimelineSteps } from "./Api.ts"
 
 /**
- * An event's way to one endpoint, from the records kept: `routed` is the delivery's creation, `attempted` its
- * first attempt, `delivered` its success. The event's acceptance, commit and publication are in no record that
- * outlives the outbox's hour, so those steps carry no time.
+ * An event's way to one endpoint, from the records kept. `accepted`: when the work behind the event was accepted
+ * (the partner's request; an event sent to the ingestion gateway, when the gateway received it); `committed`: when
+ * the event was written to the outbox, just before its transaction committed; `published`: when JetStream stored
+ * it; `routed`: the delivery's creation; `attempted`: its first attempt; `delivered`: its success. A step with no
+ * record (a delivery routed before the first three were kept, one not yet attempted) carries no time.
  */
 export const deliveryTimeline = (times: {
+  readonly accepted: Date | null
+  readonly committed: Date | null
+  readonly published: Date | null
   readonly routed: Date
   readonly firstAttempt: Date | undefined
   readonly delivered: Date | null
 }): ReadonlyArray<TimelineStep> => {
-  const at: Partial<Record<TimelineStep["step"], Date>> = {
+  const at: Record<TimelineStep["step"], Date | null | undefined> = {
+    accepted: times.accepted,
+    committed: times.committed,
+    published: times.published,
     routed: times.routed,
-    ...(times.firstAttempt === undefined ? {} : { attempted: times.firstAttempt }),
-    ...(times.delivered === null ? {} : { delivered: times.delivered }),
+    attempted: times.firstAttempt,
+    delivered: times.delivered,
   }
   let previous: Date | undefined
   return TimelineSteps.map((step) => {
     const when = at[step]
-    if (when === undefined) return { step, at: null, after_ms: null }
+    if (when === undefined || when === null) return { step, at: null, after_ms: null }
     const after = previous === undefined ? null : when.getTime() - previous.getTime()
     previous = when
     return { step, at: when.toISOString(), after_ms: after }

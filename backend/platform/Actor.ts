@@ -11,6 +11,7 @@ import {
 import { Db } from "./Db.ts"
 import { type DurableConsumer, Nats, type PulledMessage } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
+import { ACCEPTED_AT_HEADER, AcceptedAt } from "./Outbox.ts"
 import { dependencyPause } from "./DependencyPause.ts"
 import { type Leases, partitionLeases } from "./PartitionLeases.ts"
 import { makeSettlements } from "./Settlements.ts"
@@ -160,6 +161,9 @@ export const runActor = <A, R>(
         deliveryCount,
         pending: msg.info.pending,
         // Read when asked for: many handlers never look at them.
+        get publishedAt() {
+          return new Date(msg.info.timestampNanos / 1e6)
+        },
         get headers() {
           return (headers ??= readHeaders(msg))
         },
@@ -168,9 +172,13 @@ export const runActor = <A, R>(
       return { msg, message: decoded.success, delivery }
     }
 
-    /** The single handler's outcome; a handler that dies is retried with backoff, then terminated. */
+    /**
+     * The single handler's outcome; a handler that dies is retried with backoff, then terminated. What it writes to
+     * the outbox dates from when the message's own work was accepted.
+     */
     const handleOne = (item: Delivered<A> & { readonly msg: PulledMessage }) =>
       actor.handle(item.message, item.delivery).pipe(
+        Effect.provideService(AcceptedAt, item.msg.headers?.get(ACCEPTED_AT_HEADER) || undefined),
         Effect.catchCause((cause) =>
           Effect.gen(function* () {
             const unavailable = unavailableIn(cause)

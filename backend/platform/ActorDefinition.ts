@@ -23,6 +23,8 @@ export interface Delivery {
   readonly deliveryCount: number
   /** Messages of the consumer that JetStream had not yet delivered when it delivered this one. */
   readonly pending: number
+  /** When JetStream stored the message. */
+  readonly publishedAt: Date
   readonly headers: Readonly<Record<string, string>>
   /** The message's exact bytes, as published (the decoded message is what the handler gets first). */
   readonly raw: Uint8Array

@@ -18,6 +18,11 @@ export interface OutboxMessage {
   readonly payload: unknown
   readonly headers?: Readonly<Record<string, string>>
   /**
+   * When the work behind the message was accepted (RFC 3339), if not in this transaction: an event the ingestion
+   * gateway received earlier. Without it, the `AcceptedAt` of the fiber, else the transaction's start.
+   */
+  readonly acceptedAt?: string
+  /**
    * The payload's schema: the outbox encodes the payload through it, excess properties refused, so a producer
    * that builds a body its readers would refuse fails in its own transaction (and its own tests), not downstream.
    */
@@ -33,6 +38,18 @@ const encodePayload = (m: OutboxMessage) =>
           Effect.die(new Error(`outbox message on ${m.subject} breaks its schema: ${error.message}`)),
         ),
       )
+
+/** Headers every relayed message carries: when its work was accepted and when its row was written (RFC 3339). */
+export const ACCEPTED_AT_HEADER = "Outbox-Accepted-At"
+export const WRITTEN_AT_HEADER = "Outbox-Written-At"
+
+/**
+ * The acceptance time the messages a fiber writes inherit: an actor handling a message sets it from the message's
+ * `Outbox-Accepted-At`, so what it writes in turn dates from the partner's request, not from its own transaction.
+ */
+export const AcceptedAt = Context.Reference<string | undefined>("partner-service/platform/Outbox/AcceptedAt", {
+  defaultValue: () => undefined,
+})
 
 const CHANNEL = "outbox"
 const BATCH = 500
@@ -57,6 +74,7 @@ export class Outbox extends Context.Service<
       const enqueue = Effect.fn("Outbox.enqueue")(function* (messages: ReadonlyArray<OutboxMessage>) {
         if (messages.length === 0) return
         const traceparent = traced ? ((yield* currentTraceparent) ?? null) : null
+        const inherited = (yield* AcceptedAt) ?? null
         const rows = yield* Effect.forEach(messages, (m) =>
           Effect.map(encodePayload(m), (payload) => ({
             key: m.key,
@@ -65,13 +83,14 @@ export class Outbox extends Context.Service<
             headers: m.headers ?? {},
             payload: Buffer.from(encoder.encode(JSON.stringify(payload))),
             traceparent,
+            accepted_at: m.acceptedAt ?? inherited,
           })),
         )
         // One round trip: the rows and the wake-up, which Postgres delivers on commit, when the rows are visible.
         yield* db.query(
           (sql) => sql`
             with written as (
-              insert into outbox ${sql(rows, "key", "partition", "subject", "headers", "payload", "traceparent")}
+              insert into outbox ${sql(rows, "key", "partition", "subject", "headers", "payload", "traceparent", "accepted_at")}
               returning 1
             )
             select pg_notify(${CHANNEL}, '') from (select 1) once where exists (select 1 from written)`,
@@ -91,7 +110,15 @@ interface OutboxRow {
   readonly payload: Buffer
   /** Set only while traces are exported. */
   readonly traceparent: string | null
+  readonly accepted_at: Date
+  readonly written_at: Date
 }
+
+const headersOf = (row: OutboxRow) => ({
+  ...row.headers,
+  [ACCEPTED_AT_HEADER]: row.accepted_at.toISOString(),
+  [WRITTEN_AT_HEADER]: row.written_at.toISOString(),
+})
 
 /**
  * A row's publish: under a producer span continuing the row's trace when it has one (only rows written while
@@ -99,11 +126,11 @@ interface OutboxRow {
  */
 const publishRow = (nats: NatsShape, row: OutboxRow) => {
   if (row.traceparent === null) {
-    return nats.publish(nats.subject(row.subject), row.payload, { msgID: row.id, headers: row.headers })
+    return nats.publish(nats.subject(row.subject), row.payload, { msgID: row.id, headers: headersOf(row) })
   }
   return Effect.gen(function* () {
     const span = yield* Effect.currentSpan
-    const headers = { ...row.headers, [TRACEPARENT]: traceparentOf(span) }
+    const headers = { ...headersOf(row), [TRACEPARENT]: traceparentOf(span) }
     return yield* nats.publish(nats.subject(row.subject), row.payload, { msgID: row.id, headers })
   }).pipe(
     continueTrace(`publish ${row.subject}`, row.traceparent, {
@@ -163,7 +190,9 @@ export const relayOnce = Effect.fn("Outbox.relayOnce")(function* () {
       if (claimed === undefined) return undefined
       const rows = yield* db.query(
         (sql) => sql<Array<OutboxRow>>`
-          select seq, id, key, subject, headers, payload, traceparent from outbox
+          select seq, id, key, subject, headers, payload, traceparent,
+                 coalesce(accepted_at, created_at) as accepted_at, written_at
+          from outbox
           where partition = ${claimed.partition} and sent_at is null
           order by seq limit ${BATCH}`,
       )

@@ -17,6 +17,8 @@ export interface EventWrite {
   readonly input: ProspectFields
   readonly clientId: string
   readonly occurredAt: Date
+  /** When the ingestion gateway received the event (RFC 3339): the acceptance time of the messages it writes. */
+  readonly acceptedAt: string
 }
 
 export type EventWritten =
@@ -69,6 +71,7 @@ export class ProspectBatches extends Context.Service<ProspectBatches>()(
               readonly previous: ProspectRow | undefined
               readonly row: Draft
               readonly complete: boolean
+              readonly acceptedAt: string
             }> = []
             const last = new Map<string, { readonly write: EventWrite; readonly row: Draft }>()
             for (const [i, write] of writes.entries()) {
@@ -95,7 +98,14 @@ export class ProspectBatches extends Context.Service<ProspectBatches>()(
               const row: Draft = Object.assign(fields, { id: existing?.id ?? "" })
               state.set(key, row)
               last.set(key, { write, row })
-              written.push({ key, slug: write.owner.slug, previous: existing, row, complete })
+              written.push({
+                key,
+                slug: write.owner.slug,
+                previous: existing,
+                row,
+                complete,
+                acceptedAt: write.acceptedAt,
+              })
               results.push({ outcome: "applied", row })
             }
 
@@ -120,7 +130,12 @@ export class ProspectBatches extends Context.Service<ProspectBatches>()(
             )
             for (const w of written) w.row.id = ids.get(w.key)!
             yield* outbox.enqueue(
-              written.flatMap((w) => writeMessages(w.slug, w.previous, w.row, w.complete)),
+              written.flatMap((w) =>
+                writeMessages(w.slug, w.previous, w.row, w.complete).map((m) => ({
+                  ...m,
+                  acceptedAt: w.acceptedAt,
+                })),
+              ),
             )
             return results.map((result): EventWritten =>
               result.outcome === "refused" ? result : { outcome: result.outcome, id: result.row.id },

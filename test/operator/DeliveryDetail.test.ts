@@ -2,6 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Deliveries } from "../../backend/operator/DeliveryQueries.ts"
 import { startReceiver } from "../support/Receiver.ts"
+import { storedAt } from "../support/Streams.ts"
 import {
   attemptsOf,
   awaitDeliveries,
@@ -66,7 +67,10 @@ describe("operator delivery detail", () => {
             sent.map((_, i) => [1, i + 1, i === 0 ? 500 : i === sent.length - 1 ? 200 : 503]),
           )
           assert.strictEqual(detail.attempts[0]!.response_excerpt, "boom")
-          // The timeline: routed at the delivery's creation, attempted at its first attempt, then delivered.
+          // The timeline: an event published straight to JetStream (not through the outbox) has no acceptance or
+          // commit on record; then published when the stream stored it, routed at the delivery's creation,
+          // attempted at its first attempt, then delivered.
+          const published = (yield* storedAt("EVENTS", event.seq)).toISOString()
           const routed = detail.created_at
           const attempted = detail.attempts[0]!.started_at
           const delivered = detail.delivered_at!
@@ -74,8 +78,8 @@ describe("operator delivery detail", () => {
           assert.deepStrictEqual(detail.timeline, [
             { step: "accepted", at: null, after_ms: null },
             { step: "committed", at: null, after_ms: null },
-            { step: "published", at: null, after_ms: null },
-            { step: "routed", at: routed, after_ms: null },
+            { step: "published", at: published, after_ms: null },
+            { step: "routed", at: routed, after_ms: ms(published, routed) },
             { step: "attempted", at: attempted, after_ms: ms(routed, attempted) },
             { step: "delivered", at: delivered, after_ms: ms(attempted, delivered) },
           ])

@@ -39,6 +39,15 @@ export const readRawStream = (base: StreamBase) =>
     return out
   })
 
+/** When the stream stored its message `seq` (to the millisecond). */
+export const storedAt = (base: StreamBase, seq: number) =>
+  Effect.gen(function* () {
+    const nats = yield* Nats
+    const client = yield* NatsClient
+    const msg = yield* Effect.promise(() => client.jsm.streams.getMessage(nats.streamName(base), { seq }))
+    return msg!.time
+  })
+
 /** Every message the stream holds now, in stream order, its body parsed as JSON. */
 export const readStream = (base: StreamBase) =>
   Effect.map(readRawStream(base), (messages) =>

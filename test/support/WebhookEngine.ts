@@ -158,6 +158,8 @@ export const receiverEndpoint = (slug: string, path: string, events: ReadonlyArr
 export interface PublishedEvent {
   readonly eventId: string
   readonly body: string
+  /** Its sequence in `EVENTS`. */
+  readonly seq: number
 }
 
 /**
@@ -175,11 +177,11 @@ export const publishEvent = <E extends EventName>(
     const encoded = yield* encodeEnvelope(makeEnvelope(event, ownerSlug, payload)).pipe(Effect.orDie)
     const body = JSON.stringify(encoded)
     const eventId = options.eventId ?? randomUUID()
-    yield* nats.publish(nats.subject(`events.${ownerSlug}.${event}`), Buffer.from(body), {
+    const ack = yield* nats.publish(nats.subject(`events.${ownerSlug}.${event}`), Buffer.from(body), {
       msgID: eventId,
       ...(options.propertyId ? { headers: { [EVENT_PROPERTY_HEADER]: options.propertyId } } : {}),
     })
-    return { eventId, body } satisfies PublishedEvent
+    return { eventId, body, seq: ack.seq } satisfies PublishedEvent
   })
 
 /** A valid payload of every event: the catalog's own examples. */

@@ -36,6 +36,9 @@ import {
   receiverEndpoint,
 } from "../support/WebhookEngine.ts"
 
+/** An event routed by hand: no outbox times, stored by JetStream just now. */
+const unstamped = { acceptedAt: null, committedAt: null, publishedAt: new Date() }
+
 const service = engineService()
 
 describe("event router", () => {
@@ -225,6 +228,7 @@ describe("event router", () => {
           streamSequence: 0,
           deliveryCount: 2,
           pending: 0,
+          publishedAt: new Date(),
           headers: { "Nats-Msg-Id": event.eventId },
           raw: new TextEncoder().encode(event.body),
         }
@@ -272,6 +276,7 @@ describe("event router", () => {
           propertyId: null,
           payload: new TextEncoder().encode(body),
           redelivered,
+          ...unstamped,
         })
         const now = new Date()
         // Routed by the repository alone, nothing announces the delivery: it stays pending.
@@ -308,6 +313,7 @@ describe("event router", () => {
                 propertyId: null,
                 payload: new TextEncoder().encode(body),
                 redelivered: false,
+                ...unstamped,
               },
             ],
             new Date(),
@@ -324,6 +330,7 @@ describe("event router", () => {
                 propertyId: null,
                 payload: new TextEncoder().encode(body),
                 redelivered: false,
+                ...unstamped,
               },
             ],
             new Date(),

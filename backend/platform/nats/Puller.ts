@@ -46,7 +46,11 @@ class Pulled implements PulledMessage {
     this.msg = msg
     const tokens = msg.reply!.split(".")
     const at = deliveredToken(tokens.length)
-    this.info = { deliveryCount: Number(tokens[at]), pending: Number(tokens[at + 4]) }
+    this.info = {
+      deliveryCount: Number(tokens[at]),
+      pending: Number(tokens[at + 4]),
+      timestampNanos: Number(tokens[at + 3]),
+    }
     this.seq = Number(tokens[at + 1])
   }
   get subject() {

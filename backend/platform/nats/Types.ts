@@ -47,6 +47,8 @@ export interface PulledMessage {
     readonly deliveryCount: number
     /** Messages of the consumer not yet delivered, behind this one. */
     readonly pending: number
+    /** When the stream stored it, in nanoseconds since the epoch (to the microsecond: a double holds it). */
+    readonly timestampNanos: number
   }
   ack(): void
   /** Hands it back, to be delivered again after `millis` (at once without). */

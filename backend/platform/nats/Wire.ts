@@ -40,8 +40,9 @@ export const Status = {
 export const ACK_REPLY_PREFIX = "$JS.ACK."
 
 /**
- * Where `<delivered>` is among the reply subject's `.`-separated tokens (`tokenCount` of them); `<seq>` follows it
- * and `<pending>` is four tokens after it.
+ * Where `<delivered>` is among the reply subject's `.`-separated tokens (`tokenCount` of them); `<seq>` follows it,
+ * `<time>` (when the stream stored the message, in nanoseconds since the epoch) is three tokens after it and
+ * `<pending>` four.
  */
 export const deliveredToken = (tokenCount: number) => (tokenCount === 9 ? 4 : 6)
 

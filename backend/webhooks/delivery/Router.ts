@@ -7,6 +7,7 @@ import {
   term,
 } from "../../platform/ActorDefinition.ts"
 import { Nats, type NatsShape } from "../../platform/Nats.ts"
+import { ACCEPTED_AT_HEADER, WRITTEN_AT_HEADER } from "../../platform/Outbox.ts"
 import { currentTraceparent, TRACEPARENT, Traced } from "../../platform/Tracing.ts"
 import { batched } from "./Batch.ts"
 import { RouterRepo, type EventToRoute } from "./RouterRepo.ts"
@@ -31,6 +32,12 @@ import { attemptSubject, encodeAttempt, type StatusMessage, statusSubject } from
  */
 const CONCURRENCY = 512
 const encoder = new TextEncoder()
+
+/** An outbox time header's instant; null when the event came without it (published before the outbox sent it). */
+const timeOf = (header: string | undefined) => {
+  const at = header === undefined ? Number.NaN : Date.parse(header)
+  return Number.isNaN(at) ? null : new Date(at)
+}
 
 interface EventBody {
   readonly event: string
@@ -81,6 +88,9 @@ export class EventRouter extends Context.Service<
         if (!isEventName(body.event)) return term(`unknown event ${body.event}`)
         const property = delivery.headers[EVENT_PROPERTY_HEADER]
         return {
+          acceptedAt: timeOf(delivery.headers[ACCEPTED_AT_HEADER]),
+          committedAt: timeOf(delivery.headers[WRITTEN_AT_HEADER]),
+          publishedAt: delivery.publishedAt,
           eventId,
           event: body.event,
           ownerSlug: slug,

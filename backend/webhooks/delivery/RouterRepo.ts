@@ -17,6 +17,10 @@ export interface EventToRoute {
   readonly redelivered: boolean
   /** The trace context its deliveries' attempts continue (only while traces are exported). */
   readonly traceparent?: string | null
+  /** Its timeline before routing: when its work was accepted and written (the outbox's), and when JetStream stored it. */
+  readonly acceptedAt: Date | null
+  readonly committedAt: Date | null
+  readonly publishedAt: Date
 }
 
 /** A delivery the router made (or found still pending) for an event: one attempt message each. */
@@ -61,8 +65,12 @@ export class RouterRepo extends Context.Service<
                                    ${events.map((e) => e.ownerSlug)}::text[],
                                    ${events.map((e) => e.propertyId)}::bigint[],
                                    ${events.map((e) => Buffer.from(e.payload.buffer, e.payload.byteOffset, e.payload.byteLength).toString("hex"))}::text[],
-                                   ${events.map((e) => e.traceparent ?? null)}::text[])
-                as i(event_id, event, owner_slug, property_id, payload, traceparent)
+                                   ${events.map((e) => e.traceparent ?? null)}::text[],
+                                   ${events.map((e) => e.acceptedAt?.toISOString() ?? null)}::timestamptz[],
+                                   ${events.map((e) => e.committedAt?.toISOString() ?? null)}::timestamptz[],
+                                   ${events.map((e) => e.publishedAt.toISOString())}::timestamptz[])
+                as i(event_id, event, owner_slug, property_id, payload, traceparent, accepted_at, committed_at,
+                     published_at)
             ),
             subscribers as (
               select i.event_id, s.id as subscriber_id from input i
@@ -79,7 +87,8 @@ export class RouterRepo extends Context.Service<
               join webhook_subscribers s on s.provider_id = pp.provider_id
             ),
             targets as (
-              select i.event_id, i.event, i.owner_slug, i.payload, i.traceparent, e.id as endpoint_id,
+              select i.event_id, i.event, i.owner_slug, i.payload, i.traceparent, i.accepted_at, i.committed_at,
+                     i.published_at, e.id as endpoint_id,
                      e.status = 'suspended' as held
               from subscribers sub
               join input i on i.event_id = sub.event_id
@@ -90,8 +99,10 @@ export class RouterRepo extends Context.Service<
               -- A suspended endpoint's delivery is recorded held and not announced: its endpoint's activation
               -- releases it (the scheduler makes it due), a disable or delete fails it.
               insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, traceparent,
+                                              event_accepted_at, event_committed_at, event_published_at,
                                               dispatched_at, held_since)
               select endpoint_id, event_id, event, owner_slug, decode(payload, 'hex'), traceparent,
+                     accepted_at, committed_at, published_at,
                      case when held then null else ${now}::timestamptz end,
                      case when held then ${now}::timestamptz end
               from targets order by event_id, endpoint_id

@@ -55,6 +55,11 @@ describe("console: ingest log", () => {
           yield* promise(() => assertAccessible(page, `/ingest at ${width} px`))
           yield* screenshot(page, `ingest-${width}`)
         }
+
+        // The prospect an event was applied to opens its page.
+        const tpp = /tpp_\d+/.exec(oldest)![0]
+        yield* promise(() => rows.nth(1).getByRole("link", { name: tpp }).click())
+        yield* promise(() => page.getByRole("heading", { level: 1, name: `Prospect ${tpp}` }).waitFor())
         assert.deepStrictEqual(problems(), [])
       }),
     )

@@ -83,6 +83,15 @@ describe("console: owners, prospects and search", () => {
               .filter({ hasText: `Delivery #${readyDelivery}` })
               .waitFor(),
           )
+          // Its event's way from the partner's POST to the webhook: every step on record, each after the one before.
+          const timeline = page.getByRole("list", { name: "Timeline" })
+          yield* promise(() => timeline.locator('[data-step="delivered"] time').waitFor())
+          for (const step of ["accepted", "committed", "published", "routed", "attempted", "delivered"]) {
+            const text = yield* promise(() => timeline.locator(`[data-step="${step}"]`).innerText())
+            assert.notInclude(text, "not recorded", step)
+            if (step !== "accepted") assert.match(text, /\+\d/, step)
+          }
+          yield* checkAndSave(page, "delivery-timeline")
 
           // The owner's page, from the nav and the owners list.
           yield* promise(() => page.getByRole("link", { name: "Owners", exact: true }).click())
