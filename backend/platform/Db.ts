@@ -181,23 +181,25 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
       const inTransaction =
         (begin: (tx: Sql) => Promise<unknown>) =>
         <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-        Effect.flatMap(Effect.service(CurrentTransaction), (current) =>
-          current
-            ? effect
-            : Effect.uninterruptibleMask((restore) =>
-                Effect.acquireUseRelease(
-                  restore(gate.gated(reserve(sql))),
-                  (tx) =>
-                    gate.observe(call(() => begin(tx as Sql))).pipe(
-                      Effect.andThen(
-                        restore(effect).pipe(Effect.provideService(CurrentTransaction, tx as Sql)),
+          Effect.flatMap(Effect.service(CurrentTransaction), (current) =>
+            current
+              ? effect
+              : Effect.uninterruptibleMask((restore) =>
+                  Effect.acquireUseRelease(
+                    restore(gate.gated(reserve(sql))),
+                    (tx) =>
+                      gate.observe(call(() => begin(tx as Sql))).pipe(
+                        Effect.andThen(
+                          restore(effect).pipe(Effect.provideService(CurrentTransaction, tx as Sql)),
+                        ),
+                        Effect.onExit((exit) =>
+                          call(() => (Exit.isSuccess(exit) ? tx`commit` : tx`rollback`)),
+                        ),
                       ),
-                      Effect.onExit((exit) => call(() => (Exit.isSuccess(exit) ? tx`commit` : tx`rollback`))),
-                    ),
-                  (tx) => Effect.sync(() => tx.release()),
+                    (tx) => Effect.sync(() => tx.release()),
+                  ),
                 ),
-              ),
-        )
+          )
 
       const transaction = inTransaction((tx) => tx`begin`)
       const snapshot = inTransaction((tx) => tx`begin isolation level repeatable read read only`)

@@ -47,9 +47,12 @@ export const WRITTEN_AT_HEADER = "Outbox-Written-At"
  * The acceptance time the messages a fiber writes inherit: an actor handling a message sets it from the message's
  * `Outbox-Accepted-At`, so what it writes in turn dates from the partner's request, not from its own transaction.
  */
-export const AcceptedAt = Context.Reference<string | undefined>("partner-service/platform/Outbox/AcceptedAt", {
-  defaultValue: () => undefined,
-})
+export const AcceptedAt = Context.Reference<string | undefined>(
+  "partner-service/platform/Outbox/AcceptedAt",
+  {
+    defaultValue: () => undefined,
+  },
+)
 
 const CHANNEL = "outbox"
 const BATCH = 500

@@ -47,13 +47,18 @@ describe("a delivery's timeline, from the partner's request to the webhook", () 
           const receiver = yield* startReceiver
           const owner = yield* lifecycleOwner(receiver, "org-timeline-rest", "timeline-rest", "/t")
           const before = Date.now()
-          const posted = yield* postProspect(owner.partner, owner.slug, completeProspect(owner.source, "renter"))
+          const posted = yield* postProspect(
+            owner.partner,
+            owner.slug,
+            completeProspect(owner.source, "renter"),
+          )
           const answered = Date.now()
           assert.strictEqual(posted.status, 200, posted.text)
           const received = yield* awaitDeliveries(
             receiver,
             "/t",
-            (r) => r.some((d) => d.event === "prospect.ready") && r.some((d) => d.event === "prospect.created"),
+            (r) =>
+              r.some((d) => d.event === "prospect.ready") && r.some((d) => d.event === "prospect.created"),
           )
           const created = assertComplete(
             yield* timelineOf(received.find((d) => d.event === "prospect.created")!.deliveryId),
@@ -91,9 +96,7 @@ describe("a delivery's timeline, from the partner's request to the webhook", () 
           r.some((d) => d.event === "prospect.ready"),
         )
         for (const event of ["prospect.created", "prospect.ready"]) {
-          const steps = assertComplete(
-            yield* timelineOf(received.find((d) => d.event === event)!.deliveryId),
-          )
+          const steps = assertComplete(yield* timelineOf(received.find((d) => d.event === event)!.deliveryId))
           assert.strictEqual(steps.accepted, logged!.received_at.getTime(), event)
         }
       }).pipe(Effect.scoped),

@@ -101,25 +101,27 @@ describe("Db.transaction", () => {
       }),
     )
 
-    it.effect("snapshot: every read sees the rows as of one moment, though another transaction commits between them", () =>
-      Effect.gen(function* () {
-        const db = yield* Db
-        yield* write("before")
-        // Forked outside the snapshot, so it writes on a connection of its own once told to.
-        const go = yield* Deferred.make<void>()
-        const writer = yield* Deferred.await(go).pipe(Effect.andThen(write("between")), Effect.forkChild)
-        const seen = yield* db.snapshot(
-          Effect.gen(function* () {
-            const first = yield* notes
-            yield* Deferred.succeed(go, undefined)
-            yield* Fiber.join(writer)
-            return { first, second: yield* notes }
-          }),
-        )
-        assert.include(seen.first, "before")
-        assert.deepStrictEqual(seen.second, seen.first)
-        assert.include(yield* notes, "between")
-      }),
+    it.effect(
+      "snapshot: every read sees the rows as of one moment, though another transaction commits between them",
+      () =>
+        Effect.gen(function* () {
+          const db = yield* Db
+          yield* write("before")
+          // Forked outside the snapshot, so it writes on a connection of its own once told to.
+          const go = yield* Deferred.make<void>()
+          const writer = yield* Deferred.await(go).pipe(Effect.andThen(write("between")), Effect.forkChild)
+          const seen = yield* db.snapshot(
+            Effect.gen(function* () {
+              const first = yield* notes
+              yield* Deferred.succeed(go, undefined)
+              yield* Fiber.join(writer)
+              return { first, second: yield* notes }
+            }),
+          )
+          assert.include(seen.first, "before")
+          assert.deepStrictEqual(seen.second, seen.first)
+          assert.include(yield* notes, "between")
+        }),
     )
 
     it.effect("snapshot: a write inside it is refused (read only) and changes nothing", () =>
