@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import { Effect, Layer, Schedule } from "effect"
 import { actorLayer } from "../platform/Actor.ts"
 import { ack, type ActorDefinition, type Delivery } from "../platform/ActorDefinition.ts"
@@ -31,6 +32,8 @@ export const ingestActor: ActorDefinition<IngestEvent, Ingest> = {
   onTerminated: (terminated) => Ingest.use((ingest) => ingest.recordTerminated(terminated)),
   batch: {
     size: INGEST_BATCH,
+    // Two transactions a core: under a steady flow the other partitions' batches grow while they wait.
+    handling: Math.max(2, availableParallelism() * 2),
     handle: (messages) =>
       Ingest.use((ingest) =>
         ingest.consumeBatch(messages.map(({ message, delivery }) => consumedOf(message, delivery))),

@@ -19,6 +19,29 @@ export interface IngestLogEntry {
   readonly fields: Readonly<Record<string, unknown>> | null
 }
 
+const LOG_COLUMNS = [
+  "event_id",
+  "received_at",
+  "source",
+  "event_type",
+  "source_prospect_id",
+  "occurred_at",
+  "outcome",
+  "reason",
+  "prospect_id",
+  "stream_seq",
+  "client_id",
+  "fields",
+] as const satisfies ReadonlyArray<keyof IngestLogEntry>
+const LOG_COLUMN_LIST = LOG_COLUMNS.join(", ")
+
+/** An entry's logged columns, nothing else. */
+const logRecord = (entry: IngestLogEntry) => {
+  const record: Record<string, unknown> = {}
+  for (const column of LOG_COLUMNS) record[column] = entry[column]
+  return record
+}
+
 export interface IngestLogFilter {
   readonly source?: string | undefined
   readonly sourceProspectId?: string | undefined
@@ -71,22 +94,13 @@ export class IngestRepo extends Context.Service<IngestRepo>()("partner-service/i
         entries.length === 0
           ? Effect.void
           : db.query(
+              // One JSON parameter whatever the number of entries: one prepared statement at every batch size.
               (sql) => sql`
-                insert into ingest_log ${sql(
-                  entries as never,
-                  "event_id",
-                  "received_at",
-                  "source",
-                  "event_type",
-                  "source_prospect_id",
-                  "occurred_at",
-                  "outcome",
-                  "reason",
-                  "prospect_id",
-                  "stream_seq",
-                  "client_id",
-                  "fields",
-                )}`,
+                insert into ingest_log (${sql.unsafe(LOG_COLUMN_LIST)})
+                select ${sql.unsafe(LOG_COLUMN_LIST)}
+                from jsonb_populate_recordset(null::ingest_log, ${sql.json(entries.map(logRecord) as never)})
+                  with ordinality as r
+                order by ordinality`,
             ),
       log: (filter: IngestLogFilter) =>
         db

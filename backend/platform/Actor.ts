@@ -345,8 +345,8 @@ export const runActor = <A, R>(
          * that is gone. A pull JetStream ended otherwise (its consumer deleted) is logged, and the consumer made
          * again, a second later.
          */
-        return (count: number, onMessage: (msg: PulledMessage) => void) =>
-          puller.pull(count, PULL_EXPIRES, onMessage).pipe(
+        return (count: number, onMessage: (msg: PulledMessage) => void, expiresMs = PULL_EXPIRES) =>
+          puller.pull(count, expiresMs, onMessage).pipe(
             Effect.tap(() => pullSucceeded(partition)),
             Effect.catchTag("PullFailed", (failed) =>
               pullFailed(partition, failed.message).pipe(
@@ -403,8 +403,12 @@ export const runActor = <A, R>(
     /**
      * Batch mode, while this process leads the partition: one message (a pull expiring after `PULL_EXPIRES`),
      * then as many of those JetStream said were waiting behind it as the batch holds, in one more pull. Only the
-     * leader pulls, so those are there and the pull ends at once.
+     * leader pulls, so those are there and the pull ends at once. A full batch is handled at once; one with room
+     * waits its turn among the `handling` batches with room this process handles at a time, then takes what
+     * arrived meanwhile: under a steady flow, batches grow and fewer transactions carry the same events.
      */
+    const handling =
+      actor.batch?.handling === undefined ? undefined : yield* Semaphore.make(actor.batch.handling)
     const consumeBatches = (partition: number, batch: ActorBatch<A, R>, leases: Leases) =>
       Effect.gen(function* () {
         const pull = yield* consumerFor(partition, batch.size)
@@ -420,11 +424,17 @@ export const runActor = <A, R>(
           if ((yield* pull(1, collect)) === 0) continue
           const more = Math.min(msgs[0]!.info.pending, batch.size - 1)
           if (more > 0 && !stopped) yield* pull(more, collect)
-          if (stopped || !leases.leads(partition)) {
+          const handle = Effect.suspend(() => {
+            if (!stopped && leases.leads(partition)) return processBatch(batch, msgs, partition)
             for (const msg of msgs) settlements.nak(msg)
-            continue
-          }
-          yield* processBatch(batch, msgs, partition)
+            return Effect.void
+          })
+          // What arrived while the batch waited its turn: only those there now (a pull that does not wait).
+          const gathered = Effect.suspend(() =>
+            stopped ? Effect.void : pull(batch.size - msgs.length, collect, 0),
+          )
+          if (handling === undefined || msgs.length === batch.size) yield* handle
+          else yield* handling.withPermits(1)(Effect.andThen(gathered, handle))
         }
       }).pipe(Effect.scoped)
 

@@ -40,6 +40,11 @@ export interface ActorBatch<A, R> {
   /** Most messages one batch holds (the consumer's `max_ack_pending`). */
   readonly size: number
   /**
+   * How many batches with room one process handles at a time (full ones are never held back); the others wait and
+   * gather what arrives meanwhile. Unset: every partition's batch at once.
+   */
+  readonly handling?: number
+  /**
    * Handles the batch, in stream order (later messages of a key after earlier ones), and returns one outcome per
    * message, in the same order; messages are settled only after it returns (after its commit).
    */

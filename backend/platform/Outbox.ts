@@ -60,8 +60,6 @@ const POLL_INTERVAL = "1 second"
 const PRUNE_INTERVAL = "1 minute"
 const RETENTION = "1 hour"
 
-const encoder = new TextEncoder()
-
 export class Outbox extends Context.Service<
   Outbox,
   {
@@ -78,22 +76,25 @@ export class Outbox extends Context.Service<
         if (messages.length === 0) return
         const traceparent = traced ? ((yield* currentTraceparent) ?? null) : null
         const inherited = (yield* AcceptedAt) ?? null
-        const rows = yield* Effect.forEach(messages, (m) =>
-          Effect.map(encodePayload(m), (payload) => ({
-            key: m.key,
-            partition: partitionOf(m.key, OUTBOX_PARTITIONS),
-            subject: m.subject,
-            headers: m.headers ?? {},
-            payload: Buffer.from(encoder.encode(JSON.stringify(payload))),
-            traceparent,
-            accepted_at: m.acceptedAt ?? inherited,
-          })),
+        const payloads = yield* Effect.forEach(messages, (m) =>
+          Effect.map(encodePayload(m), (payload) => JSON.stringify(payload)),
         )
         // One round trip: the rows and the wake-up, which Postgres delivers on commit, when the rows are visible.
+        // A column per array, so the statement is the same (and prepared once) whatever the number of rows; the
+        // payload goes as its JSON text and is stored as that text's UTF-8 bytes.
         yield* db.query(
           (sql) => sql`
             with written as (
-              insert into outbox ${sql(rows, "key", "partition", "subject", "headers", "payload", "traceparent", "accepted_at")}
+              insert into outbox (key, partition, subject, headers, payload, traceparent, accepted_at)
+              select k, p, s, h::jsonb, convert_to(b, 'UTF8'), ${traceparent}::text, a
+              from unnest(${messages.map((m) => m.key)}::text[],
+                          ${messages.map((m) => partitionOf(m.key, OUTBOX_PARTITIONS))}::int2[],
+                          ${messages.map((m) => m.subject)}::text[],
+                          ${messages.map((m) => JSON.stringify(m.headers ?? {}))}::text[],
+                          ${payloads}::text[],
+                          ${messages.map((m) => m.acceptedAt ?? inherited)}::timestamptz[])
+                with ordinality as u(k, p, s, h, b, a, n)
+              order by n
               returning 1
             )
             select pg_notify(${CHANNEL}, '') from (select 1) once where exists (select 1 from written)`,

@@ -5,7 +5,7 @@ import { Auth } from "../../backend/auth/Auth.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { ListeningPorts } from "../../backend/platform/Http.ts"
-import { percentile } from "./Probes.ts"
+import { cpuProfile, percentile } from "./Probes.ts"
 import { statementCounter } from "./Statements.ts"
 
 export interface LatencyRow {
@@ -18,6 +18,8 @@ export interface LatencyRow {
 }
 
 const RUNS = Number(process.env.BENCH_BATCH_RUNS ?? 30)
+/** A file to write a V8 CPU profile of the measured batches to (this thread: the service and the load alike). */
+const CPU_PROFILE = process.env.BENCH_ROSTER_CPU_PROFILE
 const BUILDINGS = 50
 
 /** 500 buildings at distinct addresses. */
@@ -131,6 +133,8 @@ export const rosterBatches = Effect.gen(function* () {
           sql[kind].roundTrips += after.roundTrips - before.roundTrips
           return result
         })
+      const stopProfile =
+        CPU_PROFILE === undefined ? undefined : yield* Effect.promise(() => cpuProfile(CPU_PROFILE, 250))
       for (let round = 0; round < RUNS; round++) {
         properties.push(
           yield* counted(
@@ -142,6 +146,7 @@ export const rosterBatches = Effect.gen(function* () {
         raw.push(yield* rawUpsert(round, rawQuery))
       }
       statements.stop()
+      if (stopProfile !== undefined) yield* Effect.promise(() => stopProfile())
       const perItem = (kind: keyof typeof sql) =>
         `${(sql[kind].statements / (RUNS * 500)).toFixed(3)} statements, ` +
         `${(sql[kind].roundTrips / (RUNS * 500)).toFixed(3)} round trips`

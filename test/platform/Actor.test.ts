@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Deferred, Effect, Layer, Schema } from "effect"
 import { actorLayer } from "../../backend/platform/Actor.ts"
 import {
   ack,
@@ -14,7 +14,7 @@ import { Nats } from "../../backend/platform/Nats.ts"
 import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { registry } from "../../backend/platform/Observability.ts"
 import { DependencyUnavailable } from "../../backend/platform/Unavailable.ts"
-import { partitionedSubject } from "../../backend/platform/Partition.ts"
+import { partitionedSubject, partitionOf } from "../../backend/platform/Partition.ts"
 import { eventually } from "../support/Streams.ts"
 import { testPlatform } from "../support/TestPlatform.ts"
 
@@ -608,6 +608,65 @@ describe("Actor", () => {
           assert.include(
             yield* Effect.promise(() => registry.metrics()),
             'actor_failed_total{actor="batchpoison",reason="batch"}',
+          )
+        }),
+    )
+
+    it.effect(
+      "batch mode: a batch with room waits its turn among `handling` batches and takes what arrived meanwhile",
+      () =>
+        Effect.gen(function* () {
+          // Two keys on two partitions.
+          const slow = "handling-slow"
+          let gathering = "handling-0"
+          for (let i = 1; partitionOf(gathering, PARTITIONS) === partitionOf(slow, PARTITIONS); i++) {
+            gathering = `handling-${i}`
+          }
+          const batches: Array<{ key: string; steps: Array<number> }> = []
+          const entered = yield* Deferred.make<void>()
+          const release = yield* Deferred.make<void>()
+          const actor: ActorDefinition<Step, never> = {
+            ...definition("batchturns", (step) =>
+              Effect.sync(() => (batches.push({ key: step.key, steps: [step.n] }), ack)),
+            ),
+            batch: {
+              size: 5,
+              handling: 1,
+              handle: (items) =>
+                Effect.gen(function* () {
+                  batches.push({ key: items[0]!.message.key, steps: items.map((i) => i.message.n) })
+                  if (items[0]!.message.key === slow) {
+                    yield* Deferred.succeed(entered, undefined)
+                    yield* Deferred.await(release)
+                  }
+                  return items.map(() => ack)
+                }),
+            },
+          }
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              // Published before the actor starts: one batch of two, with room for three more, takes the one turn.
+              yield* send("batchturns", slow, { key: slow, n: 0 })
+              yield* send("batchturns", slow, { key: slow, n: 1 })
+              yield* runtime(actor)
+              yield* Deferred.await(entered)
+              // One message is pulled and waits its turn; three more arrive behind it meanwhile.
+              yield* send("batchturns", gathering, { key: gathering, n: 0 })
+              yield* eventually(ackPending("batchturns"), (pending) => pending === 3)
+              for (let n = 1; n < 4; n++) yield* send("batchturns", gathering, { key: gathering, n })
+              yield* eventually(ackPending("batchturns"), (pending) => pending === 6)
+              assert.deepStrictEqual(batches, [{ key: slow, steps: [0, 1] }])
+              yield* Deferred.succeed(release, undefined)
+              yield* eventually(
+                Effect.sync(() => batches.filter((b) => b.key === gathering).flatMap((b) => b.steps)),
+                (steps) => steps.length === 4,
+              )
+            }),
+          )
+          // All four in one batch: the three that arrived while it waited were taken with the first.
+          assert.deepStrictEqual(
+            batches.filter((b) => b.key === gathering),
+            [{ key: gathering, steps: [0, 1, 2, 3] }],
           )
         }),
     )

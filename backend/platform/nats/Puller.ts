@@ -36,6 +36,8 @@ const encoder = new TextEncoder()
  * consumer deleted between pulls), and fail.
  */
 const PULL_GRACE_MS = 100
+/** How long a pull that does not wait (`expiresMs` 0) may go unanswered: the server answers it at once when it can. */
+const NO_WAIT_ANSWER_MS = 1000
 
 /** A pulled message, read from its reply subject (`Wire.ts`). */
 class Pulled implements PulledMessage {
@@ -162,7 +164,7 @@ export const puller = (connection: NatsConnection, stream: string, consumer: str
           end,
           timer: setTimeout(
             () => end(`JetStream answered none of two pulls in a row on ${stream} > ${consumer}`, false),
-            expiresMs + PULL_GRACE_MS,
+            expiresMs === 0 ? NO_WAIT_ANSWER_MS : expiresMs + PULL_GRACE_MS,
           ),
         }
         try {

@@ -60,7 +60,8 @@ export interface PulledMessage {
  * Pulls of one durable consumer, one at a time, on one inbox subscription that lives as long as the scope:
  * `pull(batch, expiresMs, onMessage)` asks JetStream for up to `batch` messages, hands each to `onMessage` as it
  * arrives and ends with how many came, once they all came or JetStream ended the pull (it expired), or shortly
- * after its expiry if JetStream never answered it (the second such pull in a row fails). A message that arrives
+ * after its expiry if JetStream never answered it (the second such pull in a row fails). With `expiresMs` 0 it
+ * takes only the messages waiting now and ends at once. A message that arrives
  * when no pull of this puller waits for it (one that outlived a pull JetStream never answered) is handed back at
  * once.
  */

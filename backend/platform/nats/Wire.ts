@@ -17,9 +17,14 @@ export interface PubAckResponse {
 export const pullSubject = (stream: string, consumer: string) =>
   `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`
 
-/** The body of a pull request: up to `batch` messages, the request expiring after `expiresMs`. */
+/**
+ * The body of a pull request: up to `batch` messages, the request expiring after `expiresMs`; with `expiresMs` 0,
+ * only those waiting now (`no_wait`: the server ends the pull as soon as it has sent them).
+ */
 export const pullRequest = (batch: number, expiresMs: number) =>
-  `{"batch":${batch},"expires":${expiresMs * 1_000_000}}`
+  expiresMs === 0
+    ? `{"batch":${batch},"no_wait":true}`
+    : `{"batch":${batch},"expires":${expiresMs * 1_000_000}}`
 
 /** Status codes the server answers on a request's reply subject (in the `Status` header line). */
 export const Status = {
