@@ -10,6 +10,8 @@ export function useResource<T>(load: () => Promise<T>, source?: WatchSource) {
   const error = ref<ApiError | undefined>(undefined)
   const loading = ref(false)
   let generation = 0
+  /** A refresh asked for while a load was under way: run once that load has answered. */
+  let refreshAfterLoad = false
   const reload = async () => {
     const mine = ++generation
     loading.value = true
@@ -21,14 +23,26 @@ export function useResource<T>(load: () => Promise<T>, source?: WatchSource) {
       if (mine === generation)
         error.value = cause instanceof ApiError ? cause : new ApiError(0, String(cause))
     } finally {
-      if (mine === generation) loading.value = false
+      if (mine === generation) {
+        loading.value = false
+        if (refreshAfterLoad) {
+          refreshAfterLoad = false
+          void refresh()
+        }
+      }
     }
   }
   /**
    * Loads again without showing it (a live update, a catch-up): what is shown stays until the answer replaces it,
-   * and a failure leaves it as it was, for the next update or reconnection to try again.
+   * and a failure leaves it as it was, for the next update or reconnection to try again. Asked for while a load is
+   * under way, it waits for that load's answer rather than replace it: a live connection opening as the page
+   * loads would otherwise drop the load's answer, its error included, and show nothing.
    */
   const refresh = async () => {
+    if (loading.value) {
+      refreshAfterLoad = true
+      return
+    }
     const mine = ++generation
     try {
       const value = await load()
