@@ -1,6 +1,20 @@
-import { computed, ref } from "vue"
+import { computed, type ComputedRef, ref, type Ref } from "vue"
+import type { ApiError } from "./api"
 import { useQueryFilters } from "./queryFilters"
 import { useResource } from "./resource"
+
+/** What `CursorList` shows of a list: its state, and the way to older and newer pages. */
+export interface CursorPages {
+  readonly page: {
+    readonly loading: Ref<boolean>
+    readonly error: Ref<ApiError | undefined>
+    readonly reload: () => Promise<void>
+  }
+  readonly hasOlder: ComputedRef<boolean>
+  readonly hasNewer: ComputedRef<boolean>
+  readonly older: () => void
+  readonly newer: () => void
+}
 
 /**
  * A list the server pages with cursors, newest first, its filters kept in the URL: the page, and "Older" and
