@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { mkdir } from "node:fs/promises"
 import path from "node:path"
+import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Page } from "playwright-core"
 import { ensureConsoleBuilt } from "../../console/build.mjs"
@@ -168,7 +169,7 @@ interface ListPage {
  * its text and its padding), and the height from the top of their table's header to the bottom of the last row
  * (what a screen must hold to show them, scrolled to the list).
  */
-export const listLayout = (page: Page, rowSelector: string, count: number) =>
+const listLayout = (page: Page, rowSelector: string, count: number) =>
   promise(() =>
     page.evaluate(
       ({ rowSelector, count }) => {
@@ -191,6 +192,23 @@ export const listLayout = (page: Page, rowSelector: string, count: number) =>
       { rowSelector, count },
     ),
   )
+
+/**
+ * A dense list's first twenty rows (`rowSelector`) at 1280 x 800: none of their cells wraps, and with their header
+ * they take at most 600 px, so they fit on the first screen under the page's header and filters.
+ */
+export const assertTwentyRowsFit = (page: Page, rowSelector: string) =>
+  Effect.gen(function* () {
+    yield* promise(() => page.locator(rowSelector).nth(19).waitFor())
+    const layout = yield* listLayout(page, rowSelector, 20)
+    assert.strictEqual(layout.rows, 20)
+    assert.deepStrictEqual(layout.wrapped, [], "no cell of the first twenty rows wraps")
+    assert.isAtMost(
+      layout.height,
+      600,
+      "twenty rows and their header take at most 600 of the screen's 800 px",
+    )
+  })
 
 interface ClipboardPage {
   readonly navigator: { readonly clipboard: { readonly readText: () => Promise<string> } }

@@ -3,9 +3,9 @@ import { Context, Effect, Layer } from "effect"
 import type { BrowserContext, Page } from "playwright-core"
 import { assertAccessible } from "../../support/Accessibility.ts"
 import {
+  assertTwentyRowsFit,
   clipboardText,
   consoleService,
-  listLayout,
   openConsole,
   type OperatorAccount,
   operatorAccount,
@@ -180,16 +180,7 @@ describe("console: deliveries", () => {
             yield* promise(() => browser.grantPermissions(["clipboard-read", "clipboard-write"], { origin }))
             yield* promise(() => page.setViewportSize({ width: 1280, height: 800 }))
             yield* promise(() => page.goto(`${origin}/deliveries`))
-            yield* promise(() => page.locator("tr[data-delivery-id]").nth(19).waitFor())
-
-            const layout = yield* listLayout(page, "tr[data-delivery-id]", 20)
-            assert.strictEqual(layout.rows, 20)
-            assert.deepStrictEqual(layout.wrapped, [], "no cell of the first twenty rows wraps")
-            assert.isAtMost(
-              layout.height,
-              600,
-              "twenty rows and their header take at most 600 of the screen's 800 px",
-            )
+            yield* assertTwentyRowsFit(page, "tr[data-delivery-id]")
             yield* screenshot(page, "deliveries-list")
             yield* promise(() => assertAccessible(page, "deliveries list at 1280 px"))
 

@@ -4,9 +4,9 @@ import type { BrowserContext, Page } from "playwright-core"
 import { assertAccessible } from "../../support/Accessibility.ts"
 import {
   apiFromPage,
+  assertTwentyRowsFit,
   clipboardText,
   consoleService,
-  listLayout,
   openConsole,
   type OperatorAccount,
   operatorAccount,
@@ -242,15 +242,7 @@ describe("console: endpoints, secrets, operators and roles", () => {
             const quiet = page.locator("tr[data-endpoint-id]").first()
             assert.strictEqual(yield* promise(() => quiet.locator(".badge").innerText()), "active")
 
-            yield* promise(() => page.locator("tr[data-endpoint-id]").nth(19).waitFor())
-            const layout = yield* listLayout(page, "tr[data-endpoint-id]", 20)
-            assert.strictEqual(layout.rows, 20)
-            assert.deepStrictEqual(layout.wrapped, [], "no cell of the first twenty rows wraps")
-            assert.isAtMost(
-              layout.height,
-              600,
-              "twenty rows and their header take at most 600 of the screen's 800 px",
-            )
+            yield* assertTwentyRowsFit(page, "tr[data-endpoint-id]")
             yield* screenshot(page, "endpoints-list")
             yield* promise(() => assertAccessible(page, "endpoints list at 1280 px"))
 
