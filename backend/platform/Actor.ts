@@ -176,9 +176,11 @@ export const runActor = <A, R>(
      * The single handler's outcome; a handler that dies is retried with backoff, then terminated. What it writes to
      * the outbox dates from when the message's own work was accepted.
      */
-    const handleOne = (item: Delivered<A> & { readonly msg: PulledMessage }) =>
-      actor.handle(item.message, item.delivery).pipe(
-        Effect.provideService(AcceptedAt, item.msg.headers?.get(ACCEPTED_AT_HEADER) || undefined),
+    const handleOne = (item: Delivered<A> & { readonly msg: PulledMessage }) => {
+      const accepted = item.msg.headers?.get(ACCEPTED_AT_HEADER)
+      const handled = actor.handle(item.message, item.delivery)
+      // Most messages (the webhook attempts) carry no acceptance time: they are handled as they are.
+      return (accepted ? Effect.provideService(handled, AcceptedAt, accepted) : handled).pipe(
         Effect.catchCause((cause) =>
           Effect.gen(function* () {
             const unavailable = unavailableIn(cause)
@@ -202,6 +204,7 @@ export const runActor = <A, R>(
           }),
         ),
       )
+    }
 
     /**
      * While traces are exported, a message is handled in a consumer span continuing the trace of its
