@@ -77,13 +77,15 @@ export interface NatsShape {
   readonly publish: (subject: string, data: Uint8Array, options?: PublishOptions) => Effect.Effect<PublishAck>
   /**
    * Many `publish`es at once, done when JetStream acknowledged them all: one wait for the lot, not a fiber per
-   * message.
+   * message. Messages that share a `key` go out in the order given, each once the one before it was acknowledged
+   * (so a failure cannot leave a later one stored without it); the first of every key go out at once.
    */
   readonly publishAll: (
     messages: ReadonlyArray<{
       readonly subject: string
       readonly data: Uint8Array
       readonly options?: PublishOptions
+      readonly key?: string
     }>,
   ) => Effect.Effect<void>
   /** `publish` for a caller that answers for it: a publish not acknowledged within `timeout` fails. */
@@ -239,15 +241,26 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           : Effect.callback<void>((resume) => {
               let left = messages.length
               let failed = false
-              for (const m of messages) {
+              // A key's messages after its first, sent from the acknowledgement of the one before.
+              const following = new Map<string, Array<(typeof messages)[number]>>()
+              const send = (m: (typeof messages)[number]) =>
                 acknowledged(m.subject, m.data, m.options ?? {}, PUBLISH_TIMEOUT_MS, (error) => {
                   if (failed) return
                   if (error !== undefined) {
                     failed = true
                     return resume(Effect.die(notAcknowledged(error)))
                   }
-                  if (--left === 0) resume(Effect.void)
+                  if (--left === 0) return resume(Effect.void)
+                  const next = m.key === undefined ? undefined : following.get(m.key)?.shift()
+                  if (next !== undefined) send(next)
                 })
+              for (const m of messages) {
+                const queue = m.key === undefined ? undefined : following.get(m.key)
+                if (queue !== undefined) queue.push(m)
+                else {
+                  if (m.key !== undefined) following.set(m.key, [])
+                  send(m)
+                }
               }
             })
       const tryPublish = (

@@ -200,11 +200,22 @@ export const relayOnce = Effect.fn("Outbox.relayOnce")(function* () {
           where partition = ${claimed.partition} and sent_at is null
           order by seq limit ${BATCH}`,
       )
-      for (const wave of waves(rows)) {
-        yield* Effect.forEach(wave, (row) => publishRow(nats, row), {
-          concurrency: "unbounded",
-          discard: true,
-        })
+      if (rows.every((row) => row.traceparent === null)) {
+        yield* nats.publishAll(
+          rows.map((row) => ({
+            subject: nats.subject(row.subject),
+            data: row.payload,
+            options: { msgID: row.id, headers: headersOf(row) },
+            key: row.key,
+          })),
+        )
+      } else {
+        for (const wave of waves(rows)) {
+          yield* Effect.forEach(wave, (row) => publishRow(nats, row), {
+            concurrency: "unbounded",
+            discard: true,
+          })
+        }
       }
       yield* db.query(
         (sql) => sql`update outbox set sent_at = now() where seq = any(${rows.map((r) => r.seq)})`,

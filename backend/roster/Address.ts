@@ -83,10 +83,14 @@ const isDirectional = (token: Token | undefined) => token !== undefined && direc
 const designatorOf = (token: Token | undefined): Designator | undefined =>
   token === undefined ? undefined : token.word === "#" ? hash : unitByWord.get(token.word)
 
+/** A token of plain ASCII letters and digits, most of any line: nothing to strip, accents or punctuation. */
+const PLAIN = /^[A-Za-z0-9]+$/
+
 // A period between a word and a digit separates them ("Apt.4B"); replacing it keeps every offset in place.
 const tokenize = (line: string): Array<Token> =>
   [...line.replace(/(?<=\p{L})\.(?=\d)/gu, " ").matchAll(/#|[^\s,;#]+/g)].flatMap((match) => {
     if (match[0] === "#") return [{ raw: "#", word: "#", start: match.index }]
+    if (PLAIN.test(match[0])) return [{ raw: match[0], word: match[0].toUpperCase(), start: match.index }]
     const raw = match[0].replace(/(?<!\d)\.|\.(?!\d)/g, "").replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, "")
     const plain = raw.normalize("NFD").replace(/\p{M}/gu, "").toUpperCase()
     const word = /\d/.test(plain)

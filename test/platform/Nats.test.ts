@@ -176,6 +176,50 @@ describe("Nats", () => {
     )
 
     it.effect(
+      "publishes the messages of one key in order, each only once the one before it was stored, other keys at once",
+      () =>
+        Effect.gen(function* () {
+          const nats = yield* Nats
+          const client = yield* NatsClient
+          const subject = nats.subject("events.acme.publish_keyed")
+          const stream = nats.streamName("EVENTS")
+          const encode = (text: string) => new TextEncoder().encode(text)
+          const stored = Effect.promise(async () => {
+            const info = await client.jsm.streams.info(stream)
+            const bodies: Array<string> = []
+            for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+              const m = await client.jsm.streams.getMessage(stream, { seq }).catch(() => null)
+              if (m?.subject === subject) bodies.push(new TextDecoder().decode(m.data))
+            }
+            return bodies
+          })
+          yield* nats.publishAll(
+            [0, 1, 2, 3].flatMap((n) =>
+              ["a", "b", "c"].map((key) => ({ subject, data: encode(`${key}${n}`), key })),
+            ),
+          )
+          const inOrder = (all: ReadonlyArray<string>, key: string) => all.filter((b) => b.startsWith(key))
+          const first = yield* stored
+          for (const key of ["a", "b", "c"]) {
+            assert.deepStrictEqual(
+              inOrder(first, key),
+              [0, 1, 2, 3].map((n) => `${key}${n}`),
+            )
+          }
+          // The first message of key d has no stream: d's second is never sent; e's goes out regardless.
+          yield* nats
+            .publishAll([
+              { subject: nats.subject("nowhere.at.all"), data: encode("d0"), key: "d" },
+              { subject, data: encode("d1"), key: "d" },
+              { subject, data: encode("e0"), key: "e" },
+            ])
+            .pipe(Effect.sandbox, Effect.flip)
+          const after = yield* eventually(stored, (all) => all.includes("e0"))
+          assert.notInclude(after, "d1")
+        }),
+    )
+
+    it.effect(
       "pulls: hands each message over as it arrives, ends when the batch came or the pull expired, hands back a message no pull waits for, and fails on a deleted consumer",
       () =>
         Effect.gen(function* () {
