@@ -309,10 +309,19 @@ export const deriveBuildingStreet = (lines: ReadonlyArray<string>): string | und
   }
   const prefix = first.slice(0, length)
   if (!prefix.slice(houseLength(prefix)).some((t) => !isDirectional(t))) return undefined
-  const counts = new Map<string, number>()
+  // Lines spelled alike share one display: each spelling is classified once.
+  const spellings = new Map<string, { readonly street: ReadonlyArray<Token>; count: number }>()
   for (const street of streets) {
-    const display = displayOf(classifyStreet(street.slice(0, length)))
-    counts.set(display, (counts.get(display) ?? 0) + 1)
+    const shared = street.slice(0, length)
+    const spelling = shared.map((t) => t.raw).join(" ")
+    const seen = spellings.get(spelling)
+    if (seen === undefined) spellings.set(spelling, { street: shared, count: 1 })
+    else seen.count++
+  }
+  const counts = new Map<string, number>()
+  for (const { street, count } of spellings.values()) {
+    const display = displayOf(classifyStreet(street))
+    counts.set(display, (counts.get(display) ?? 0) + count)
   }
   return [...counts].sort(([a, m], [b, n]) => n - m || (a < b ? -1 : a > b ? 1 : 0))[0]![0]
 }
