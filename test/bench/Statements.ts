@@ -68,6 +68,9 @@ export const statementCounter = (db: Db["Service"]) => {
       target.query = original
     },
     totals,
+    /** How many statements ran whose text (its first 90 characters) holds `text`. */
+    countOf: (text: string) =>
+      [...stats.entries()].reduce((sum, [label, stat]) => sum + (label.includes(text) ? stat.count : 0), 0),
     /** The figures per unit of work (`units` of them, named `unit`), then each statement's share. */
     notes: (units: number, unit: string) => {
       const all = [...stats.entries()].sort((a, b) => b[1].count - a[1].count)

@@ -1,5 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { Db } from "../../backend/platform/Db.ts"
+import { statementCounter } from "../bench/Statements.ts"
 import {
   attemptsOf,
   awaitDeliveries,
@@ -118,6 +120,26 @@ describe("deliveries of a suspended endpoint", () => {
           assert.strictEqual(request!.headers["x-webhook-delivery"], held!.id)
           assert.strictEqual(receiver.received("/paused").length, 1)
         }).pipe(Effect.scoped),
+    )
+
+    it.effect("reads the subscriber's secrets once for the held deliveries it sends together", () =>
+      Effect.gen(function* () {
+        const { receiver, owner, endpointId } = yield* receiverEndpoint("acme-secret-reads", "/reads", [
+          "policy.created",
+        ])
+        yield* setStatus(endpointId, "suspended")
+        yield* Effect.forEach(Array.from({ length: 8 }), () =>
+          publishEvent("policy.created", owner.slug, examplePayload("policy.created")),
+        )
+        yield* awaitDeliveries(endpointId, (rows) => rows.length === 8)
+        // Released together, their attempts are claimed together and find no secrets cached for the subscriber.
+        const statements = statementCounter(yield* Db)
+        yield* setStatus(endpointId, "active")
+        yield* awaitDeliveries(endpointId, (rows) => rows.every((r) => r.status === "delivered"))
+        statements.stop()
+        assert.strictEqual(statements.countOf("secret_sealed"), 1)
+        assert.strictEqual(receiver.received("/reads").length, 8)
+      }).pipe(Effect.scoped),
     )
 
     it.effect("fails a held delivery with the reason once its endpoint is disabled", () =>

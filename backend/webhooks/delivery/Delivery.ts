@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, type Types } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, type Types } from "effect"
 import { ack, type ActorDefinition, type Outcome } from "../../platform/ActorDefinition.ts"
 import { Crypto } from "../../platform/Crypto.ts"
 import { Nats } from "../../platform/Nats.ts"
@@ -228,30 +228,61 @@ export class DeliveryAttempts extends Context.Service<
           }),
       })
 
+      const readSecrets = (subscriberId: number, version: string | null, now: number) =>
+        Effect.gen(function* () {
+          const rows = yield* repo.secrets(subscriberId, new Date(now))
+          const secrets = yield* Effect.forEach(rows, (row) =>
+            Effect.map(crypto.open(row.secret_sealed), (plain) => ({
+              secret: plain.toString("utf8"),
+              expiresAt: row.expires_at?.getTime() ?? null,
+            })),
+          )
+          const loaded: CachedSecrets = {
+            version,
+            loadedAt: now,
+            secrets,
+            withoutExpiry: secrets.every((s) => s.expiresAt === null)
+              ? secrets.map((s) => s.secret)
+              : undefined,
+          }
+          cache.set(subscriberId, loaded)
+          return loaded
+        })
+
+      /**
+       * Reads under way, by subscriber: the attempts that find the cache stale together (a claimed batch, every
+       * minute) wait for one read rather than each making its own. The read runs detached, so no attempt's
+       * interruption ends it for the others; its failure is each waiting attempt's.
+       */
+      const reading = new Map<
+        number,
+        { readonly version: string | null; readonly read: Deferred.Deferred<CachedSecrets> }
+      >()
+
       /** The subscriber's active secrets, newest first, unsealed once per version. */
       const secretsOf = (subscriberId: number, version: string | null, now: number) => {
         const entry = cache.get(subscriberId)
-        return entry !== undefined && entry.version === version && now - entry.loadedAt <= SECRET_CACHE_MS
-          ? Effect.succeed(activeSecrets(entry, now))
-          : Effect.gen(function* () {
-              const rows = yield* repo.secrets(subscriberId, new Date(now))
-              const secrets = yield* Effect.forEach(rows, (row) =>
-                Effect.map(crypto.open(row.secret_sealed), (plain) => ({
-                  secret: plain.toString("utf8"),
-                  expiresAt: row.expires_at?.getTime() ?? null,
-                })),
-              )
-              const loaded: CachedSecrets = {
-                version,
-                loadedAt: now,
-                secrets,
-                withoutExpiry: secrets.every((s) => s.expiresAt === null)
-                  ? secrets.map((s) => s.secret)
-                  : undefined,
-              }
-              cache.set(subscriberId, loaded)
-              return activeSecrets(loaded, now)
-            })
+        if (entry !== undefined && entry.version === version && now - entry.loadedAt <= SECRET_CACHE_MS) {
+          return Effect.succeed(activeSecrets(entry, now))
+        }
+        return Effect.gen(function* () {
+          const under = reading.get(subscriberId)
+          const pending =
+            under !== undefined && under.version === version
+              ? under
+              : { version, read: yield* Deferred.make<CachedSecrets>() }
+          if (pending !== under) {
+            reading.set(subscriberId, pending)
+            yield* readSecrets(subscriberId, version, now).pipe(
+              Effect.onExit((exit) => {
+                if (reading.get(subscriberId) === pending) reading.delete(subscriberId)
+                return Deferred.done(pending.read, exit)
+              }),
+              Effect.forkDetach,
+            )
+          }
+          return activeSecrets(yield* Deferred.await(pending.read), now)
+        })
       }
 
       // Untraced: a span per attempt (with its stack trace) is a measurable share of an attempt's CPU time.
