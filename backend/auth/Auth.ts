@@ -12,9 +12,9 @@ import { throttleSource } from "../platform/ClientAddress.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Crypto, randomToken } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
+import { readCache } from "../platform/ReadCache.ts"
 import { Unauthorized } from "../platform/Http.ts"
 import { metrics } from "../platform/Observability.ts"
-import { unavailableIn } from "../platform/Unavailable.ts"
 import {
   type Client,
   ClientCommandRejected,
@@ -326,47 +326,34 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
     /**
      * Who a client is and whether it may act for an owner, cached per (client, owner) for a few seconds when the
      * answer lets the request through. Every change to clients, grants or owners notifies `auth_changed`
-     * (migration 0007) and empties the cache in every process; a lookup that raced a change is not cached
-     * (`generation`). A refusal (unknown or revoked client, owner not granted or not there yet) is never cached:
+     * (migration 0007) and empties the cache in every process; a lookup that raced a change is not cached.
+     * Requests that find no fresh answer together wait for one lookup. A refusal (unknown or revoked client, owner
+     * not granted or not there yet) is never cached, nor shared with a request that came after the lookup began:
      * a grant or a new owner counts from its commit, without waiting for the notification to arrive.
      */
-    const accessCache = new Map<
+    const access = readCache<
       string,
-      { readonly at: number; readonly value: Effect.Success<ReturnType<typeof repo.callerAccess>> }
-    >()
-    let generation = 0
-    const forget = () => {
-      generation++
-      accessCache.clear()
-    }
-    yield* db.listen(AUTH_CHANGED, forget, forget)
+      { readonly value: Effect.Success<ReturnType<typeof repo.callerAccess>>; readonly letsThrough: boolean },
+      Effect.Error<ReturnType<typeof repo.callerAccess>>
+    >({ freshMillis: ACCESS_CACHE_MILLIS, maxSize: TOKEN_CACHE_SIZE, keep: (read) => read.letsThrough })
+    yield* db.listen(
+      AUTH_CHANGED,
+      () => access.forget(),
+      () => access.forget(),
+    )
     const callerAccess = (clientId: string, ownerSlug: string | undefined) =>
-      Effect.gen(function* () {
-        const key = `${clientId}\u0000${ownerSlug ?? ""}`
-        const now = yield* Clock.currentTimeMillis
-        const hit = accessCache.get(key)
-        if (hit !== undefined && now - hit.at < ACCESS_CACHE_MILLIS) return hit.value
-        const seen = generation
-        // While Postgres does not answer, nothing can be revoked or granted: the last answer still holds.
-        const value = yield* repo
-          .callerAccess(clientId, ownerSlug)
-          .pipe(
-            Effect.catchCause((cause) =>
-              hit !== undefined && unavailableIn(cause) !== undefined
-                ? Effect.succeed(hit.value)
-                : Effect.failCause(cause),
-            ),
-          )
-        const letsThrough =
-          value !== undefined &&
-          value.revokedAt === null &&
-          (ownerSlug === undefined || value.ownerAccess === "granted")
-        if (seen === generation && letsThrough) {
-          if (accessCache.size >= TOKEN_CACHE_SIZE) accessCache.delete(accessCache.keys().next().value!)
-          accessCache.set(key, { at: now, value })
-        }
-        return value
-      })
+      access
+        .get(
+          `${clientId}\u0000${ownerSlug ?? ""}`,
+          Effect.map(repo.callerAccess(clientId, ownerSlug), (value) => ({
+            value,
+            letsThrough:
+              value !== undefined &&
+              value.revokedAt === null &&
+              (ownerSlug === undefined || value.ownerAccess === "granted"),
+          })),
+        )
+        .pipe(Effect.map((read) => read.value))
 
     /**
      * Verified tokens by gateway and token text, until they expire: a partner sends one token for hours, so

@@ -13,8 +13,8 @@ import {
   type Caller,
 } from "../platform/Http.ts"
 import { Nats } from "../platform/Nats.ts"
-import { unavailableIn } from "../platform/Unavailable.ts"
 import { partitionedSubject } from "../platform/Partition.ts"
+import { readCache } from "../platform/ReadCache.ts"
 import { decodeFields, joinedMessages } from "../platform/Validation.ts"
 import { ProspectInvalid } from "../prospects/Domain.ts"
 import { checkFields } from "../prospects/Merge.ts"
@@ -211,32 +211,18 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
     const batches = yield* ProspectBatches
     const roster = yield* Roster
     const config = yield* IngestConfig
-    const cached = new Map<string, { readonly at: number; readonly mapping: SourceMapping }>()
+    // While Postgres does not answer, no mapping can change: the gateway keeps accepting with the last one.
+    const mappings = readCache<string, SourceMapping, never>({
+      freshMillis: MAPPING_CACHE_MILLIS,
+      maxSize: 10_000,
+    })
     // A change in any process (`sources mapping set`) notifies `mappings_changed` (migration 0007).
     yield* db.listen(
       "mappings_changed",
-      (source) => cached.delete(source),
-      () => cached.clear(),
+      (source) => mappings.forget(source),
+      () => mappings.forget(),
     )
-
-    const cachedMapping = (source: string) =>
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const hit = cached.get(source)
-        if (hit !== undefined && now - hit.at < MAPPING_CACHE_MILLIS) return hit.mapping
-        // While Postgres does not answer, no mapping can change: the gateway keeps accepting with the last one.
-        const mapping = yield* repo
-          .mappings(source)
-          .pipe(
-            Effect.catchCause((cause) =>
-              hit !== undefined && unavailableIn(cause) !== undefined
-                ? Effect.succeed(hit.mapping)
-                : Effect.failCause(cause),
-            ),
-          )
-        cached.set(source, { at: now, mapping })
-        return mapping
-      })
+    const cachedMapping = (source: string) => mappings.get(source, repo.mappings(source))
 
     /**
      * `POST {ingest_url}/events`: checks the envelope, size and source, then publishes the raw event on
@@ -446,7 +432,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
       const parsed = parseMapping(file)
       if ("problems" in parsed) return yield* new MappingRejected({ message: parsed.problems.join("; ") })
       yield* repo.replaceMappings(source, parsed.mapping)
-      cached.delete(source)
+      mappings.forget(source)
       return yield* repo.mappings(source)
     })
 

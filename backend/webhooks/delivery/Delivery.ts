@@ -1,7 +1,8 @@
-import { Clock, Context, Deferred, Effect, Layer, type Types } from "effect"
+import { Clock, Context, Effect, Layer, type Types } from "effect"
 import { ack, type ActorDefinition, type Outcome } from "../../platform/ActorDefinition.ts"
 import { Crypto } from "../../platform/Crypto.ts"
 import { Nats } from "../../platform/Nats.ts"
+import { readCache } from "../../platform/ReadCache.ts"
 import { Traced } from "../../platform/Tracing.ts"
 import { backoffUnits, RATE_LIMIT_DELAY_UNITS, retryAfterMs } from "./Backoff.ts"
 import { batched } from "./Batch.ts"
@@ -56,8 +57,6 @@ const distinct = <K extends AttemptKey>(items: ReadonlyArray<K>) => {
 }
 
 interface CachedSecrets {
-  readonly version: string | null
-  readonly loadedAt: number
   readonly secrets: ReadonlyArray<{ readonly secret: string; readonly expiresAt: number | null }>
   /** All of them, when none expires (no rotation overlap): the list every attempt signs with, made once. */
   readonly withoutExpiry: ReadonlyArray<string> | undefined
@@ -158,7 +157,6 @@ export class DeliveryAttempts extends Context.Service<
       const crypto = yield* Crypto
       const nats = yield* Nats
       const scheduler = yield* Scheduler
-      const cache = new Map<number, CachedSecrets>()
       const leaseMs = config.timeoutMs + LEASE_MARGIN_MS
       const traced = yield* Traced
 
@@ -228,62 +226,36 @@ export class DeliveryAttempts extends Context.Service<
           }),
       })
 
-      const readSecrets = (subscriberId: number, version: string | null, now: number) =>
+      /**
+       * Subscribers' unsealed secrets, by subscriber and version (its newest secret id and count of active ones,
+       * read in the claim): a rotation or an expiry makes a new version, read on the next attempt.
+       */
+      const secrets = readCache<string, CachedSecrets, never>({
+        freshMillis: SECRET_CACHE_MS,
+        maxSize: 10_000,
+      })
+      const readSecrets = (subscriberId: number, now: number) =>
         Effect.gen(function* () {
           const rows = yield* repo.secrets(subscriberId, new Date(now))
-          const secrets = yield* Effect.forEach(rows, (row) =>
+          const opened = yield* Effect.forEach(rows, (row) =>
             Effect.map(crypto.open(row.secret_sealed), (plain) => ({
               secret: plain.toString("utf8"),
               expiresAt: row.expires_at?.getTime() ?? null,
             })),
           )
-          const loaded: CachedSecrets = {
-            version,
-            loadedAt: now,
-            secrets,
-            withoutExpiry: secrets.every((s) => s.expiresAt === null)
-              ? secrets.map((s) => s.secret)
+          return {
+            secrets: opened,
+            withoutExpiry: opened.every((s) => s.expiresAt === null)
+              ? opened.map((s) => s.secret)
               : undefined,
           }
-          cache.set(subscriberId, loaded)
-          return loaded
         })
-
-      /**
-       * Reads under way, by subscriber: the attempts that find the cache stale together (a claimed batch, every
-       * minute) wait for one read rather than each making its own. The read runs detached, so no attempt's
-       * interruption ends it for the others; its failure is each waiting attempt's.
-       */
-      const reading = new Map<
-        number,
-        { readonly version: string | null; readonly read: Deferred.Deferred<CachedSecrets> }
-      >()
 
       /** The subscriber's active secrets, newest first, unsealed once per version. */
-      const secretsOf = (subscriberId: number, version: string | null, now: number) => {
-        const entry = cache.get(subscriberId)
-        if (entry !== undefined && entry.version === version && now - entry.loadedAt <= SECRET_CACHE_MS) {
-          return Effect.succeed(activeSecrets(entry, now))
-        }
-        return Effect.gen(function* () {
-          const under = reading.get(subscriberId)
-          const pending =
-            under !== undefined && under.version === version
-              ? under
-              : { version, read: yield* Deferred.make<CachedSecrets>() }
-          if (pending !== under) {
-            reading.set(subscriberId, pending)
-            yield* readSecrets(subscriberId, version, now).pipe(
-              Effect.onExit((exit) => {
-                if (reading.get(subscriberId) === pending) reading.delete(subscriberId)
-                return Deferred.done(pending.read, exit)
-              }),
-              Effect.forkDetach,
-            )
-          }
-          return activeSecrets(yield* Deferred.await(pending.read), now)
-        })
-      }
+      const secretsOf = (subscriberId: number, version: string | null, now: number) =>
+        secrets
+          .get(`${subscriberId} ${version}`, readSecrets(subscriberId, now))
+          .pipe(Effect.map((entry) => activeSecrets(entry, now)))
 
       // Untraced: a span per attempt (with its stack trace) is a measurable share of an attempt's CPU time.
       const attempt = Effect.fnUntraced(function* (message: AttemptMessage, waitingBehind: number) {
