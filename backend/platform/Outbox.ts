@@ -147,7 +147,8 @@ const publishRow = (nats: NatsShape, row: OutboxRow) => {
 }
 
 /**
- * Rows in waves: wave i holds the i-th pending row of every key, so a wave's publishes can all be in flight at
+ * Rows in waves, for a pass holding traced rows (each publish a span of its own; untraced passes go out through one
+ * `publishAll`): wave i holds the i-th pending row of every key, so a wave's publishes can all be in flight at
  * once while a key's next row is sent only after its previous one was acknowledged.
  */
 export const waves = <Row extends { readonly key: string }>(rows: ReadonlyArray<Row>) => {
