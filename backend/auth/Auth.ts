@@ -343,8 +343,7 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
     )
     const callerAccess = (clientId: string, ownerSlug: string | undefined) =>
       access
-        .get(
-          `${clientId}\u0000${ownerSlug ?? ""}`,
+        .get(`${clientId}\u0000${ownerSlug ?? ""}`, () =>
           Effect.map(repo.callerAccess(clientId, ownerSlug), (value) => ({
             value,
             letsThrough:

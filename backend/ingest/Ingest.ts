@@ -222,7 +222,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
       (source) => mappings.forget(source),
       () => mappings.forget(),
     )
-    const cachedMapping = (source: string) => mappings.get(source, repo.mappings(source))
+    const cachedMapping = (source: string) => mappings.get(source, () => repo.mappings(source))
 
     /**
      * `POST {ingest_url}/events`: checks the envelope, size and source, then publishes the raw event on

@@ -22,7 +22,8 @@ export const readCache = <K, V, E>(options: {
   const reading = new Map<K, Deferred.Deferred<V, E>>()
   let generation = 0
 
-  const get = <R>(key: K, read: Effect.Effect<V, E, R>): Effect.Effect<V, E, R> =>
+  /** The key's value; `read` is called only when no fresh value is at hand. */
+  const get = <R>(key: K, read: () => Effect.Effect<V, E, R>): Effect.Effect<V, E, R> =>
     Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const hit = entries.get(key)
@@ -31,12 +32,12 @@ export const readCache = <K, V, E>(options: {
       if (waiting !== undefined) {
         const value = yield* Deferred.await(waiting)
         // A value that may not be kept must be as new as the caller: the read it joined may predate a change.
-        return options.keep === undefined || options.keep(value) ? value : yield* read
+        return options.keep === undefined || options.keep(value) ? value : yield* read()
       }
       const done = yield* Deferred.make<V, E>()
       reading.set(key, done)
       const seen = generation
-      yield* read.pipe(
+      yield* read().pipe(
         Effect.catchCause((cause) =>
           hit !== undefined && unavailableIn(cause) !== undefined
             ? Effect.succeed(hit.value)

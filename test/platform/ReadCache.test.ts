@@ -30,7 +30,7 @@ describe("readCache", () => {
       const { state, read } = gatedRead()
       state.gate = yield* Deferred.make<void>()
       const callers = yield* Effect.forEach(Array.from({ length: 5 }), () =>
-        Effect.forkChild(cache.get("k", read)),
+        Effect.forkChild(cache.get("k", () => read)),
       )
       yield* settle
       assert.strictEqual(state.reads, 1)
@@ -39,10 +39,10 @@ describe("readCache", () => {
 
       state.gate = undefined
       state.value = "v2"
-      assert.strictEqual(yield* cache.get("k", read), "v1")
+      assert.strictEqual(yield* cache.get("k", () => read), "v1")
       assert.strictEqual(state.reads, 1)
       yield* TestClock.adjust(FRESH_MS)
-      assert.strictEqual(yield* cache.get("k", read), "v2")
+      assert.strictEqual(yield* cache.get("k", () => read), "v2")
       assert.strictEqual(state.reads, 2)
     }),
   )
@@ -52,22 +52,22 @@ describe("readCache", () => {
       const cache = readCache<string, string, never>({ freshMillis: FRESH_MS, maxSize: 10 })
       const { state, read } = gatedRead()
       state.gate = yield* Deferred.make<void>()
-      const before = yield* Effect.forkChild(cache.get("k", read))
+      const before = yield* Effect.forkChild(cache.get("k", () => read))
       yield* settle
       cache.forget("k")
       const gate = state.gate
       state.gate = undefined
       state.value = "v2"
       // A caller after the change does not join the read that began before it.
-      assert.strictEqual(yield* cache.get("k", read), "v2")
+      assert.strictEqual(yield* cache.get("k", () => read), "v2")
       yield* Deferred.succeed(gate, undefined)
       assert.strictEqual(yield* Fiber.join(before), "v1")
-      assert.strictEqual(yield* cache.get("k", read), "v2")
+      assert.strictEqual(yield* cache.get("k", () => read), "v2")
       assert.strictEqual(state.reads, 2)
 
       cache.forget()
       state.value = "v3"
-      assert.strictEqual(yield* cache.get("k", read), "v3")
+      assert.strictEqual(yield* cache.get("k", () => read), "v3")
     }),
   )
 
@@ -76,9 +76,9 @@ describe("readCache", () => {
       const cache = readCache<string, string, never>({ freshMillis: FRESH_MS, maxSize: 10 })
       const { state, read } = gatedRead()
       state.gate = yield* Deferred.make<void>()
-      const first = yield* Effect.forkChild(cache.get("k", read))
+      const first = yield* Effect.forkChild(cache.get("k", () => read))
       yield* settle
-      const second = yield* Effect.forkChild(cache.get("k", read))
+      const second = yield* Effect.forkChild(cache.get("k", () => read))
       yield* settle
       yield* Fiber.interrupt(first)
       yield* Deferred.succeed(state.gate, undefined)
@@ -91,13 +91,13 @@ describe("readCache", () => {
     Effect.gen(function* () {
       const cache = readCache<string, string, never>({ freshMillis: FRESH_MS, maxSize: 10 })
       const down = Effect.die(new DependencyUnavailable({ dependency: "postgres", reason: "ECONNREFUSED" }))
-      assert.isTrue(Exit.isFailure(yield* Effect.exit(cache.get("k", down))))
-      assert.strictEqual(yield* cache.get("k", Effect.succeed("v1")), "v1")
+      assert.isTrue(Exit.isFailure(yield* Effect.exit(cache.get("k", () => down))))
+      assert.strictEqual(yield* cache.get("k", () => Effect.succeed("v1")), "v1")
       yield* TestClock.adjust(FRESH_MS)
-      assert.strictEqual(yield* cache.get("k", down), "v1")
+      assert.strictEqual(yield* cache.get("k", () => down), "v1")
       // A bug is not an outage: it fails its callers even with a value at hand.
       yield* TestClock.adjust(FRESH_MS)
-      assert.isTrue(Exit.isFailure(yield* Effect.exit(cache.get("k", Effect.die(new Error("bug"))))))
+      assert.isTrue(Exit.isFailure(yield* Effect.exit(cache.get("k", () => Effect.die(new Error("bug"))))))
     }),
   )
 
@@ -112,15 +112,15 @@ describe("readCache", () => {
         })
         const { state, read } = gatedRead()
         state.value = "refused"
-        yield* cache.get("k", read)
-        yield* cache.get("k", read)
+        yield* cache.get("k", () => read)
+        yield* cache.get("k", () => read)
         assert.strictEqual(state.reads, 2)
 
         // A caller that joined a read of a value that may not be kept reads again: that read began before it.
         state.gate = yield* Deferred.make<void>()
-        const first = yield* Effect.forkChild(cache.get("k", read))
+        const first = yield* Effect.forkChild(cache.get("k", () => read))
         yield* settle
-        const joined = yield* Effect.forkChild(cache.get("k", read))
+        const joined = yield* Effect.forkChild(cache.get("k", () => read))
         yield* settle
         const gate = state.gate
         state.gate = undefined
@@ -132,12 +132,12 @@ describe("readCache", () => {
 
         state.reads = 2
         state.value = "v"
-        for (const key of ["a", "b", "c"]) yield* cache.get(key, read)
+        for (const key of ["a", "b", "c"]) yield* cache.get(key, () => read)
         assert.strictEqual(state.reads, 5)
-        yield* cache.get("c", read)
-        yield* cache.get("b", read)
+        yield* cache.get("c", () => read)
+        yield* cache.get("b", () => read)
         assert.strictEqual(state.reads, 5)
-        yield* cache.get("a", read)
+        yield* cache.get("a", () => read)
         assert.strictEqual(state.reads, 6)
       }),
   )

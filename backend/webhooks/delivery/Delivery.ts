@@ -254,7 +254,7 @@ export class DeliveryAttempts extends Context.Service<
       /** The subscriber's active secrets, newest first, unsealed once per version. */
       const secretsOf = (subscriberId: number, version: string | null, now: number) =>
         secrets
-          .get(`${subscriberId} ${version}`, readSecrets(subscriberId, now))
+          .get(`${subscriberId} ${version}`, () => readSecrets(subscriberId, now))
           .pipe(Effect.map((entry) => activeSecrets(entry, now)))
 
       // Untraced: a span per attempt (with its stack trace) is a measurable share of an attempt's CPU time.
