@@ -9,17 +9,24 @@ import { awaitDeliveries, lifecycleOwner } from "../support/Lifecycle.ts"
 import { completeProspect, postProspect } from "../support/Prospects.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import { query } from "../support/Roster.ts"
+import { eventually } from "../support/Streams.ts"
 import { createEndpoint } from "../support/Webhooks.ts"
 
 // The partner API and the ingestion gateway take the prospect; the workers route and deliver its events.
 const service = enrollmentService({ ROLES: "partner-api,ingest-api,workers" })
 const testLayer = Deliveries.layer.pipe(Layer.provideMerge(service.layer))
 
-/** The timeline of the delivery the receiver got as `deliveryId`. */
+/**
+ * The timeline of the delivery the receiver got as `deliveryId`, once its outcome is recorded: the receiver holds
+ * the request before the engine has written what its response was.
+ */
 const timelineOf = (deliveryId: string) =>
-  Deliveries.use((deliveries) => deliveries.detail(deliveryId)).pipe(
-    Effect.orDie,
-    Effect.map((detail) => detail.timeline),
+  eventually(
+    Deliveries.use((deliveries) => deliveries.detail(deliveryId)).pipe(
+      Effect.orDie,
+      Effect.map((detail) => detail.timeline),
+    ),
+    (timeline) => timeline.find((s) => s.step === "delivered")?.at != null,
   )
 
 /** Every step has a time, none before the step ahead of it, and each gap is the difference of the two times. */
