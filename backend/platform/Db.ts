@@ -72,6 +72,13 @@ const outageGate = () => {
   return { gated, observe }
 }
 
+/**
+ * Runs `effect`'s queries on the pool even inside a transaction: for a value read on behalf of others (a cache's),
+ * which must not see one caller's uncommitted writes nor queue on the connection that caller holds.
+ */
+export const outsideTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provideService(effect, CurrentTransaction, undefined)
+
 export interface DbShape {
   /**
    * Runs a query on the current transaction, or the pool outside one. Database failures are defects

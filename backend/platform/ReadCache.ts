@@ -1,4 +1,5 @@
 import { Clock, Deferred, Effect } from "effect"
+import { outsideTransaction } from "./Db.ts"
 import { unavailableIn } from "./Unavailable.ts"
 
 /**
@@ -6,7 +7,8 @@ import { unavailableIn } from "./Unavailable.ts"
  *
  * - Callers that find no fresh value together wait for one read, so a burst that finds a value expired (a
  *   gateway's requests in flight, a claimed batch of attempts) makes one statement, not one each. The read runs
- *   detached: no caller's interruption ends it for the others, and its failure is each waiting caller's.
+ *   detached, and outside any transaction of the caller that started it: no caller's interruption or commit ends
+ *   it for the others, its value is no caller's uncommitted one, and its failure is each waiting caller's.
  * - While Postgres does not answer, nothing can have changed: the last value read still holds.
  * - A read that a `forget` overtook answers the callers already waiting but is not kept, and later callers start
  *   a read of their own: it may predate the change.
@@ -37,7 +39,7 @@ export const readCache = <K, V, E>(options: {
       const done = yield* Deferred.make<V, E>()
       reading.set(key, done)
       const seen = generation
-      yield* read().pipe(
+      yield* outsideTransaction(read()).pipe(
         Effect.catchCause((cause) =>
           hit !== undefined && unavailableIn(cause) !== undefined
             ? Effect.succeed(hit.value)

@@ -1,8 +1,10 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
+import { Db } from "../../backend/platform/Db.ts"
 import { readCache } from "../../backend/platform/ReadCache.ts"
 import { DependencyUnavailable } from "../../backend/platform/Unavailable.ts"
+import { testPlatform } from "../support/TestPlatform.ts"
 
 const FRESH_MS = 5_000
 
@@ -141,4 +143,38 @@ describe("readCache", () => {
         assert.strictEqual(state.reads, 6)
       }),
   )
+})
+
+describe("readCache, reading Postgres", () => {
+  layer(testPlatform().layer, { excludeTestServices: true })((it) => {
+    it.effect(
+      "reads outside the transaction of the caller that starts the read: never its uncommitted rows",
+      () =>
+        Effect.gen(function* () {
+          const db = yield* Db
+          yield* db.query((sql) => sql`create table cache_probe (note text primary key)`)
+          yield* db.query((sql) => sql`insert into cache_probe (note) values ('committed')`)
+          const cache = readCache<string, ReadonlyArray<string>, never>({
+            freshMillis: FRESH_MS,
+            maxSize: 10,
+          })
+          const read = () =>
+            db
+              .query((sql) => sql<Array<{ note: string }>>`select note from cache_probe order by note`)
+              .pipe(Effect.map((rows) => rows.map((row) => row.note)))
+          const seen = yield* db
+            .transaction(
+              db
+                .query((sql) => sql`insert into cache_probe (note) values ('uncommitted')`)
+                .pipe(
+                  Effect.andThen(cache.get("k", read)),
+                  Effect.andThen((value) => Effect.fail({ value })),
+                ),
+            )
+            .pipe(Effect.flip)
+          assert.deepStrictEqual(seen.value, ["committed"])
+          assert.deepStrictEqual(yield* cache.get("k", read), ["committed"])
+        }),
+    )
+  })
 })
