@@ -6,7 +6,7 @@ import { audienceOf, requestToken } from "../support/Auth.ts"
 import { awaitLogged, envelope, ingestSetUp, prospectUpdate, send } from "../support/Ingest.ts"
 import { prospectSetUp } from "../support/Prospects.ts"
 import { startReceiver } from "../support/Receiver.ts"
-import { postJson } from "../support/Roster.ts"
+import { postJson, query } from "../support/Roster.ts"
 import { eventually } from "../support/Streams.ts"
 
 const OUTAGE_MS = 15_000
@@ -171,6 +171,20 @@ describe("Postgres stopped for 15 s under load", () => {
                     .filter((l) => /ingest|WARN|ERROR/.test(l))
                     .slice(-25),
                 }),
+                // How many events are logged, and what each busy session of the service does or waits for.
+                diagnose: query((sql) =>
+                  Promise.all([
+                    sql`select outcome, count(*)::int as events from ingest_log
+                        where event_id = any(${eventIds}) group by outcome`,
+                    sql`select application_name, state, wait_event_type, wait_event, left(query, 120) as query,
+                               now() - xact_start as in_transaction_for
+                        from pg_stat_activity
+                        where datname = current_database() and pid <> pg_backend_pid() and state <> 'idle'`,
+                  ]),
+                ).pipe(
+                  Effect.timeout("10 seconds"),
+                  Effect.catchCause(() => Effect.succeed("Postgres did not answer")),
+                ),
               },
             )
             assert.sameMembers(

@@ -180,13 +180,18 @@ export interface FaultStackShape {
   readonly assertAlive: Effect.Effect<void>
   /**
    * Runs one step of a case, failing it as soon as a service process exits, or with `label` and what `context`
-   * tells when it has not finished within `seconds` (a stuck step says what it waited for, not just "timed out").
+   * tells (and `diagnose` finds out then) when it has not finished within `seconds`: a stuck step says what it
+   * waited for and where it is stuck, not just "timed out".
    */
-  readonly step: <A, E, R>(
+  readonly step: <A, E, R, R2 = never>(
     label: string,
     effect: Effect.Effect<A, E, R>,
-    options?: { readonly seconds?: number; readonly context?: () => unknown },
-  ) => Effect.Effect<A, E, R>
+    options?: {
+      readonly seconds?: number
+      readonly context?: () => unknown
+      readonly diagnose?: Effect.Effect<unknown, never, R2>
+    },
+  ) => Effect.Effect<A, E, R | R2>
 }
 
 export class FaultStack extends Context.Service<FaultStack, FaultStackShape>()("test/support/FaultStack") {}
@@ -287,9 +292,11 @@ export const faultStackLayer = (
                   Effect.timeoutOrElse({
                     duration: `${seconds} seconds`,
                     orElse: () =>
-                      Effect.die(
-                        new Error(
-                          `${label}: not done after ${seconds} s; ${JSON.stringify(options.context?.() ?? {})}`,
+                      Effect.flatMap(options.diagnose ?? Effect.void, (diagnosis) =>
+                        Effect.die(
+                          new Error(
+                            `${label}: not done after ${seconds} s; ${JSON.stringify({ ...(options.context?.() ?? {}), diagnosis })}`,
+                          ),
                         ),
                       ),
                   }),
