@@ -187,9 +187,18 @@ describe("Postgres stopped for 15 s under load", () => {
                 ),
               },
             )
-            assert.sameMembers(
-              applied.map((r) => r.outcome),
-              eventIds.map(() => "applied"),
+            // Applied once each. A batch that committed as Postgres stopped, before the handler heard so, is handed
+            // back and comes again: that copy is logged `duplicate`.
+            assert.deepStrictEqual(
+              applied
+                .filter((r) => r.outcome === "applied")
+                .map((r) => r.event_id)
+                .sort(),
+              [...eventIds].sort(),
+            )
+            assert.deepStrictEqual(
+              applied.filter((r) => r.outcome !== "applied" && r.outcome !== "duplicate"),
+              [],
             )
             yield* stack.assertAlive
 
