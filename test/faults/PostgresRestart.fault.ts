@@ -1,11 +1,13 @@
-import { assert, describe, layer } from "@effect/vitest"
-import { Clock, Effect } from "effect"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Clock, Effect, Fiber } from "effect"
+import postgres from "postgres"
 import { FaultStack, faultStackLayer, recordFigure } from "../support/FaultStack.ts"
 import { assertAcceptedDelivered, deadLetters, prospectLoad, prospectOf } from "../support/FaultLoad.ts"
 import { audienceOf, requestToken } from "../support/Auth.ts"
 import { awaitLogged, envelope, ingestSetUp, prospectUpdate, send } from "../support/Ingest.ts"
 import { prospectSetUp } from "../support/Prospects.ts"
 import { startReceiver } from "../support/Receiver.ts"
+import { privatePostgres } from "../support/PrivatePostgres.ts"
 import { postJson, query } from "../support/Roster.ts"
 import { eventually } from "../support/Streams.ts"
 
@@ -214,4 +216,54 @@ describe("Postgres stopped for 15 s under load", () => {
       )
     }
   })
+})
+
+describe("the postgres driver across a Postgres restart (infra/patches)", () => {
+  it.live(
+    "answers every reserve made while the server is away or coming back, none left waiting, and its pool serves again",
+    () =>
+      Effect.gen(function* () {
+        const server = yield* privatePostgres
+        // One connection: a reserve the driver loses, or a connection it hands to no one, stops the pool.
+        const sql = postgres(server.url("postgres"), {
+          max: 1,
+          backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
+          onnotice: () => undefined,
+        })
+        yield* Effect.addFinalizer(() => Effect.promise(() => sql.end({ timeout: 1 })))
+        yield* Effect.promise(() => sql`select 1`)
+        yield* server.stop("fast")
+        const outcomes: Array<"waiting" | "answered" | "refused"> = []
+        const reserve = Effect.sync(() => {
+          const i = outcomes.push("waiting") - 1
+          sql.reserve().then(
+            (connection) => {
+              outcomes[i] = "answered"
+              connection.release()
+            },
+            () => void (outcomes[i] = "refused"),
+          )
+        })
+        // Reserves keep coming through the outage and its end, as a process's lease renewals and transactions do.
+        const reserving = yield* Effect.forkChild(
+          Effect.forever(Effect.andThen(reserve, Effect.sleep("150 millis"))),
+        )
+        yield* Effect.sleep("3 seconds")
+        yield* server.start
+        yield* Effect.sleep("1500 millis")
+        yield* Fiber.interrupt(reserving)
+        const waiting = () => outcomes.filter((o) => o === "waiting").length
+        yield* eventually(Effect.sync(waiting), (n) => n === 0).pipe(
+          Effect.timeoutOrElse({
+            duration: "20 seconds",
+            orElse: () => Effect.die(new Error(`${waiting()} of ${outcomes.length} reserves still waiting`)),
+          }),
+        )
+        assert.include(outcomes, "refused")
+        assert.include(outcomes, "answered")
+        const [row] = yield* Effect.promise(() => sql<Array<{ one: number }>>`select 1 as one`)
+        assert.strictEqual(row?.one, 1)
+      }).pipe(Effect.scoped),
+    60_000,
+  )
 })
