@@ -106,7 +106,8 @@ export interface DbShape {
   readonly ping: Effect.Effect<void>
 }
 
-const connect = (url: string, options: postgres.Options<Record<string, never>> = {}) =>
+/** A pool as the service makes it (its size, timeouts and reconnect backoff), `options` overriding. */
+export const connect = (url: string, options: postgres.Options<Record<string, never>> = {}) =>
   postgres(url, {
     // Actors hold one connection per partition in flight (16 each), besides the gateways and the relay.
     max: 24,

@@ -1,6 +1,6 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Clock, Effect, Fiber } from "effect"
-import postgres from "postgres"
+import { connect } from "../../backend/platform/Db.ts"
 import { FaultStack, faultStackLayer, recordFigure } from "../support/FaultStack.ts"
 import { assertAcceptedDelivered, deadLetters, prospectLoad, prospectOf } from "../support/FaultLoad.ts"
 import { audienceOf, requestToken } from "../support/Auth.ts"
@@ -224,12 +224,9 @@ describe("the postgres driver across a Postgres restart (infra/patches)", () => 
     () =>
       Effect.gen(function* () {
         const server = yield* privatePostgres
-        // One connection: a reserve the driver loses, or a connection it hands to no one, stops the pool.
-        const sql = postgres(server.url("postgres"), {
-          max: 1,
-          backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
-          onnotice: () => undefined,
-        })
+        // The service's pool with one connection: a reserve the driver loses, or a connection it hands to no one,
+        // stops it.
+        const sql = connect(server.url("postgres"), { max: 1 })
         yield* Effect.addFinalizer(() => Effect.promise(() => sql.end({ timeout: 1 })))
         yield* Effect.promise(() => sql`select 1`)
         yield* server.stop("fast")
