@@ -19,7 +19,7 @@ const onSignal = () => {
 }
 process.on("SIGINT", onSignal).on("SIGTERM", onSignal)
 
-process.exitCode = await runCli(process.argv.slice(2), {
+const code = await runCli(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   env: process.env,
@@ -27,3 +27,8 @@ process.exitCode = await runCli(process.argv.slice(2), {
   cwd: process.env.INIT_CWD ?? process.cwd(),
   signal: stop.signal,
 })
+// Exits now rather than once the event loop drains: while Node tears a drained loop down, SIGINT and SIGTERM are back
+// to their default action, so a copy of ctrl-C arriving then (npm and the bootstrap pass it on) would end the process
+// by the signal, status 130, after a clean stop. stdout and stderr are written synchronously on Linux, so nothing is
+// cut short.
+process.exit(code)

@@ -75,6 +75,27 @@ describe("npm run cli -- tail", () => {
         }),
     )
 
+    it.effect(
+      "exits 0 when copies of ctrl-C keep coming while it exits, as npm and the bootstrap pass them on",
+      () =>
+        Effect.gen(function* () {
+          const tail = yield* spawnProcess(process.execPath, ["backend/cli/Cli.ts", "tail", "events.>"], {
+            cwd: root,
+            env,
+          })
+          yield* tail.waitFor("stderr", /tailing events\.> on /)
+          const copies = setInterval(() => {
+            try {
+              process.kill(tail.pid, "SIGINT")
+            } catch {
+              // Gone: the interval is cleared below.
+            }
+          }, 1)
+          const exited = yield* tail.exited.pipe(Effect.ensuring(Effect.sync(() => clearInterval(copies))))
+          assert.deepStrictEqual(exited, { code: 0, signal: null }, tail.stderr())
+        }),
+    )
+
     it.effect("with --since 10m prints a message published before it started", () =>
       Effect.gen(function* () {
         yield* publishJson("events.other.prospect.created.1", { owner: "other" }, "since-other")
