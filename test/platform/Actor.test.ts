@@ -112,9 +112,16 @@ const explainedWithin =
           }
           const dead = yield* deadLetters(actor)
           const leaders = yield* partitionLeaders
+          // The pool's connections by state: a lease renewal waiting for a connection none gives back shows here.
+          const db = yield* Db
+          const sessions = yield* db.query(
+            (sql) => sql`
+              select state, left(query, 80) as query, count(*)::int as n from pg_stat_activity
+              where datname = current_database() and pid <> pg_backend_pid() group by 1, 2`,
+          )
           return yield* Effect.die(
             new Error(
-              `not done after ${seconds} s: ${JSON.stringify({ seen: seen(), dead, leaders, consumers })}`,
+              `not done after ${seconds} s: ${JSON.stringify({ seen: seen(), dead, leaders, sessions, consumers })}`,
             ),
           )
         }),
