@@ -5,6 +5,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/GlobalSetup.ts"],
+    setupFiles: ["test/support/Waits.setup.ts"],
     sequence: { sequencer: SlowestFirst },
     pool: "forks",
     isolate: false,

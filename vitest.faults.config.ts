@@ -7,6 +7,7 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   test: {
     include: ["test/faults/**/*.fault.ts"],
+    setupFiles: ["test/support/Waits.setup.ts"],
     pool: "forks",
     fileParallelism: false,
     maxWorkers: 1,

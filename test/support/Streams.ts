@@ -59,12 +59,49 @@ export const readStream = (base: StreamBase) =>
     })),
   )
 
-/** Polls until `check` passes (or the test's own timeout ends it); no timing is asserted. */
-export const eventually = <A, E, R>(effect: Effect.Effect<A, E, R>, check: (a: A) => boolean) =>
-  Effect.gen(function* () {
+interface Wait {
+  /** The line of the test that waits. */
+  readonly at: string
+  last?: unknown
+}
+
+/** The running test's waits that have not passed: a test that times out reports them (`Waits.setup.ts`). */
+const unpassed = new Set<Wait>()
+
+/** What each wait of the running test that has not passed last saw, and where it waits; then forgets them. */
+export const unpassedWaits = () => {
+  const out = [...unpassed].map(({ at, last }) => {
+    let seen: string
+    try {
+      seen = JSON.stringify(last, (_key, value: unknown) =>
+        typeof value === "bigint" ? value.toString() : value,
+      )
+    } catch {
+      seen = String(last)
+    }
+    return `${at}: last saw ${seen === undefined ? "nothing yet" : seen.slice(0, 2000)}`
+  })
+  unpassed.clear()
+  return out
+}
+
+/**
+ * Polls until `check` passes (or the test's own timeout ends it); no timing is asserted. A test that times out
+ * says where it still waited and what it saw last.
+ */
+export const eventually = <A, E, R>(effect: Effect.Effect<A, E, R>, check: (a: A) => boolean) => {
+  const frames = (new Error().stack ?? "").split("\n").filter((line) => /\(?\S+:\d+:\d+\)?$/.test(line))
+  const caller = frames.find((line) => /\.(test|fault)\.ts:/.test(line)) ?? frames[1] ?? ""
+  const wait: Wait = { at: caller.replace(/^.*?((test|backend)\/[^\s]*:\d+):\d+\)?$/, "$1") }
+  return Effect.gen(function* () {
+    unpassed.add(wait)
     while (true) {
       const value = yield* effect
-      if (check(value)) return value
+      wait.last = value
+      if (check(value)) break
       yield* Effect.sleep("25 millis")
     }
+    unpassed.delete(wait)
+    return wait.last as A
   })
+}
