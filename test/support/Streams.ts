@@ -98,10 +98,11 @@ export const eventually = <A, E, R>(effect: Effect.Effect<A, E, R>, check: (a: A
     while (true) {
       const value = yield* effect
       wait.last = value
-      if (check(value)) break
+      if (check(value)) {
+        unpassed.delete(wait)
+        return value
+      }
       yield* Effect.sleep("25 millis")
     }
-    unpassed.delete(wait)
-    return wait.last as A
   })
 }
