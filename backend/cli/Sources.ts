@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import { MappingRejected } from "../ingest/Domain.ts"
 import { Ingest } from "../ingest/Ingest.ts"
-import { type Source, SourceCommandRejected, Sources } from "../prospects/Sources.ts"
+import type { Source } from "../prospects/Domain.ts"
+import { SourceCommandRejected, Sources } from "../prospects/Sources.ts"
 import { type Input, list } from "./CommandLine.ts"
 import { printJson, readJsonFile } from "./Io.ts"
 

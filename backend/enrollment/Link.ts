@@ -1,6 +1,7 @@
 import { FIELD_LIMITS } from "../contract/FieldLimits.ts"
 import { hasControlCharacter } from "../platform/Text.ts"
-import { type EnrollmentFlow, redirectAllowed, type Source } from "../prospects/Sources.ts"
+import type { EnrollmentFlow, Source } from "../prospects/Domain.ts"
+import { redirectAllowed } from "../prospects/Sources.ts"
 import type { StepPage } from "./StepPages.ts"
 
 /**

@@ -1,4 +1,4 @@
-import type { EnrollmentFlow } from "../prospects/Sources.ts"
+import type { EnrollmentFlow } from "../prospects/Domain.ts"
 
 /** Who may frame a page: the owner's HTTPS origins on the embedded flow, nobody on the expedited one. */
 export interface Framing {

@@ -5,6 +5,22 @@ import { ProspectStatus } from "../events/Catalog.ts"
 
 export const MAX_AUTHORIZED_MEMBERS = 20
 
+/** How a source's renters enroll: inside the partner's page (iframe), or on the service's hosted page. */
+export const EnrollmentFlow = Schema.Literals(["embedded", "expedited"])
+export type EnrollmentFlow = typeof EnrollmentFlow.Type
+
+/** A source code issued to a partner, and what it decides about the prospects that name it. */
+export interface Source {
+  readonly code: string
+  readonly flow: EnrollmentFlow
+  /** `screening_result`, `employment_status` and `yearly_income` are not required on its prospects. */
+  readonly optionalIngestFields: boolean
+  /** Hostnames (and their subdomains) a `redirect_url` on an expedited link may point to. */
+  readonly redirectDomains: ReadonlyArray<string>
+  /** Ids of the clients that may submit prospects and ingestion events for it. */
+  readonly clients: ReadonlyArray<string>
+}
+
 /** Omitted: keep the stored value; `null`: clear it. */
 const Clearable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))
 

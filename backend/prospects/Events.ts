@@ -4,7 +4,7 @@ import { partitionedSubject } from "../platform/Partition.ts"
 import type { Payload } from "../events/Catalog.ts"
 import { eventMessage } from "../events/Envelope.ts"
 import type { ProspectRow } from "./Repo.ts"
-import type { EnrollmentFlow } from "./Sources.ts"
+import type { EnrollmentFlow } from "./Domain.ts"
 
 /** Partitions of `eligibility.requested`: one durable consumer each, one prospect's requests in one. */
 export const ELIGIBILITY_PARTITIONS = 16

@@ -6,7 +6,7 @@ import type { ItemResult, OwnerRow } from "../roster/Domain.ts"
 import { ProspectFields, ProspectInvalid } from "./Domain.ts"
 import { eligibilityRequested, prospectEvent } from "./Events.ts"
 import type { ProspectRow, ProspectWrite } from "./Repo.ts"
-import type { Source } from "./Sources.ts"
+import type { Source } from "./Domain.ts"
 import { missingFields } from "./View.ts"
 
 const decodeProspect = decodeFields(ProspectFields)

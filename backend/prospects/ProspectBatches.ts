@@ -6,7 +6,7 @@ import type { OwnerRow } from "../roster/Domain.ts"
 import type { ProspectFields, ProspectInvalid } from "./Domain.ts"
 import { isStale, mergeProspect, ownerConflict, sealedSsnOf, writeMessages } from "./Merge.ts"
 import { type ProspectRow, ProspectsRepo } from "./Repo.ts"
-import type { Source } from "./Sources.ts"
+import type { Source } from "./Domain.ts"
 
 /** A prospect row being written, completed in place (id, building, unit) as the batch learns them. */
 type Draft = { -readonly [K in keyof ProspectRow]: ProspectRow[K] }

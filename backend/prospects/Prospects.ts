@@ -7,7 +7,13 @@ import { Outbox } from "../platform/Outbox.ts"
 import { isJsonObject } from "../platform/Validation.ts"
 import { externalIdOf, failed, type ItemResult, type OwnerRow } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
-import { ProspectFields, ProspectIncomplete, ProspectInvalid, ProspectNotFound } from "./Domain.ts"
+import {
+  ProspectFields,
+  ProspectIncomplete,
+  ProspectInvalid,
+  ProspectNotFound,
+  type Source,
+} from "./Domain.ts"
 import { eligibilityRequested } from "./Events.ts"
 import {
   isStale,
@@ -21,7 +27,7 @@ import {
 } from "./Merge.ts"
 import { enrollmentSummaryOf, type ProspectRow, ProspectsRepo, type ProspectWrite } from "./Repo.ts"
 import { missingFields, prospectView } from "./View.ts"
-import { type Source, Sources, UnknownSource } from "./Sources.ts"
+import { Sources, UnknownSource } from "./Sources.ts"
 
 export interface SaveRequest {
   readonly owner: OwnerRow

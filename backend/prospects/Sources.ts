@@ -1,22 +1,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { Db } from "../platform/Db.ts"
+import { EnrollmentFlow, type Source } from "./Domain.ts"
 import { SourcesRepo } from "./SourcesRepo.ts"
-
-/** How a source's renters enroll: inside the partner's page (iframe), or on the service's hosted page. */
-export const EnrollmentFlow = Schema.Literals(["embedded", "expedited"])
-export type EnrollmentFlow = typeof EnrollmentFlow.Type
-
-/** A source code issued to a partner, and what it decides about the prospects that name it. */
-export interface Source {
-  readonly code: string
-  readonly flow: EnrollmentFlow
-  /** `screening_result`, `employment_status` and `yearly_income` are not required on its prospects. */
-  readonly optionalIngestFields: boolean
-  /** Hostnames (and their subdomains) a `redirect_url` on an expedited link may point to. */
-  readonly redirectDomains: ReadonlyArray<string>
-  /** Ids of the clients that may submit prospects and ingestion events for it. */
-  readonly clients: ReadonlyArray<string>
-}
 
 /**
  * An operator's source configuration. An omitted option keeps the stored value on an update (false or empty on

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Db, type Sql } from "../platform/Db.ts"
-import type { EnrollmentFlow, Source } from "./Sources.ts"
+import type { EnrollmentFlow, Source } from "./Domain.ts"
 
 interface SourceRow {
   readonly code: string

@@ -2,7 +2,7 @@ import type { Prospect } from "./Domain.ts"
 import { INGEST_FIELDS, REQUIRED_FIELDS } from "./Domain.ts"
 import { enrollmentUrls, renterGuaranteeFields } from "./Events.ts"
 import type { ProspectRow, ProspectWrite } from "./Repo.ts"
-import type { Source } from "./Sources.ts"
+import type { Source } from "./Domain.ts"
 
 export const toInt = (value: string | null) => (value === null ? null : Number(value))
 

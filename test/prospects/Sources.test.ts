@@ -1,9 +1,9 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Auth } from "../../backend/auth/Auth.ts"
+import type { Source } from "../../backend/prospects/Domain.ts"
 import {
   redirectAllowed,
-  type Source,
   type SourceInput,
   Sources,
   UnknownSource,
