@@ -55,19 +55,22 @@ const deadLetters = (actor: string) =>
     )
   })
 
-const ackPending = (actor: string) =>
+/** Each partition's consumer of `actor`, as JetStream reports it now. */
+const consumerInfos = (actor: string) =>
   Effect.gen(function* () {
     const nats = yield* Nats
     const client = yield* NatsClient
-    let pending = 0
-    for (let p = 0; p < PARTITIONS; p++) {
-      const info = yield* Effect.promise(() =>
-        client.jsm.consumers.info(nats.streamName("ELIGIBILITY"), `${actor}_p${p}`),
-      )
-      pending += info.num_ack_pending + info.num_pending
-    }
-    return pending
+    return yield* Effect.forEach(
+      Array.from({ length: PARTITIONS }, (_, p) => p),
+      (p) =>
+        Effect.promise(() => client.jsm.consumers.info(nats.streamName("ELIGIBILITY"), `${actor}_p${p}`)),
+    )
   })
+
+const ackPending = (actor: string) =>
+  Effect.map(consumerInfos(actor), (infos) =>
+    infos.reduce((pending, info) => pending + info.num_ack_pending + info.num_pending, 0),
+  )
 
 /** How many partitions each session leads (batch mode's partition leases), in this database. */
 const partitionLeaders = Effect.gen(function* () {
@@ -93,23 +96,15 @@ const explainedWithin =
       duration: `${seconds} seconds`,
       orElse: () =>
         Effect.gen(function* () {
-          const nats = yield* Nats
-          const client = yield* NatsClient
-          const consumers = []
-          for (let p = 0; p < PARTITIONS; p++) {
-            const info = yield* Effect.promise(() =>
-              client.jsm.consumers.info(nats.streamName("ELIGIBILITY"), `${actor}_p${p}`),
-            )
-            consumers.push({
-              partition: p,
-              delivered: info.delivered,
-              ack_floor: info.ack_floor,
-              ack_pending: info.num_ack_pending,
-              pending: info.num_pending,
-              redelivered: info.num_redelivered,
-              waiting: info.num_waiting,
-            })
-          }
+          const consumers = (yield* consumerInfos(actor)).map((info, partition) => ({
+            partition,
+            delivered: info.delivered,
+            ack_floor: info.ack_floor,
+            ack_pending: info.num_ack_pending,
+            pending: info.num_pending,
+            redelivered: info.num_redelivered,
+            waiting: info.num_waiting,
+          }))
           const dead = yield* deadLetters(actor)
           const leaders = yield* partitionLeaders
           // The pool's connections by state: a lease renewal waiting for a connection none gives back shows here.
