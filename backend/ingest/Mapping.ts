@@ -1,4 +1,5 @@
 import { FIELD_LIMITS, type LimitedField, textProblem } from "../contract/FieldLimits.ts"
+import { isStorable } from "../platform/Dates.ts"
 import type { FieldErrors } from "../platform/Validation.ts"
 import { type EventMapping, MAPPABLE_FIELDS, REQUIRED_MAPPED, type SourceMapping } from "./Domain.ts"
 
@@ -89,16 +90,16 @@ export const extractFields = (mapping: EventMapping, payload: unknown): Record<s
 
 /**
  * An event time as partners send it: an ISO 8601 timestamp with a zone, or Unix time in seconds or
- * milliseconds. Undefined when it is neither.
+ * milliseconds. Undefined when it is neither, or outside the years 0001 to 9999.
  */
 export const eventTime = (value: unknown): Date | undefined => {
-  if (typeof value === "number" && Number.isFinite(value) && value > 0) {
-    const date = new Date(value < 1e11 ? value * 1000 : value)
-    return Number.isNaN(date.getTime()) ? undefined : date
-  }
-  if (typeof value !== "string" || !/^\d{4}-\d{2}-\d{2}T.*(Z|[+-]\d{2}:?\d{2})$/.test(value)) return undefined
-  const date = new Date(value)
-  return Number.isNaN(date.getTime()) ? undefined : date
+  const date =
+    typeof value === "number" && Number.isFinite(value) && value > 0
+      ? new Date(value < 1e11 ? value * 1000 : value)
+      : typeof value === "string" && /^\d{4}-\d{2}-\d{2}T.*(Z|[+-]\d{2}:?\d{2})$/.test(value)
+        ? new Date(value)
+        : undefined
+  return date !== undefined && isStorable(date) ? date : undefined
 }
 
 const isLimited = (field: string): field is LimitedField => Object.hasOwn(FIELD_LIMITS, field)

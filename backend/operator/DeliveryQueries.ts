@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Crypto } from "../platform/Crypto.ts"
+import { isStorable, OUT_OF_RANGE } from "../platform/Dates.ts"
 import { hasControlCharacter } from "../platform/Text.ts"
 import { DeliveryNotFound } from "../webhooks/Domain.ts"
 import { Endpoints } from "../webhooks/endpoints/Endpoints.ts"
@@ -106,6 +107,12 @@ export const readFilter = (
     if (read_ === undefined) fields[key] = message
     return read_
   }
+  const checkDate = (key: string) => {
+    const date = check(key, readDate, DATE_TIME_FORM)
+    if (date === undefined || isStorable(date)) return date
+    fields[key] = OUT_OF_RANGE
+    return undefined
+  }
   filter.owner = check("owner", readText, "must be an owner slug or part of an owner's name")
   filter.provider = check("provider", readText, "must be a provider name")
   filter.endpoint = check("endpoint", readId, "must be an endpoint id (a whole number)")
@@ -119,8 +126,8 @@ export const readFilter = (
     (v) => ShownStatuses.find((s) => s === v),
     `must be one of ${ShownStatuses.join(", ")}`,
   )
-  filter.since = check("since", readDate, DATE_TIME_FORM)
-  filter.until = check("until", readDate, DATE_TIME_FORM)
+  filter.since = checkDate("since")
+  filter.until = checkDate("until")
   filter.id = check("id", readId, "must be a delivery id (a whole number)")
   if (filter.since && filter.until && filter.until <= filter.since) fields.until = "must be later than since"
   if (Object.keys(fields).length > 0) return { fields }

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { limitedText } from "../contract/FieldLimits.ts"
+import { isCalendarDate } from "../platform/Dates.ts"
 
 /**
  * A policy's life after issue: revisions and cancellation (operators), activation and expiry, monthly billing and
@@ -21,13 +22,6 @@ export const delinquencyRowId = (id: string) => {
 /** `YYYY-MM-DD` plus `days`. */
 export const addDays = (date: string, days: number) =>
   new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10)
-
-export const isCalendarDate = (value: string) => {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value)
-  if (match === null) return false
-  const date = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])))
-  return date.toISOString().slice(0, 10) === value
-}
 
 /** A policy number that names no policy (of the owner asking). */
 export class PolicyNotFound extends Schema.TaggedError<PolicyNotFound>()("PolicyNotFound", {

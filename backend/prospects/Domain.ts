@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { limitedText } from "../contract/FieldLimits.ts"
+import { isCalendarDate, isDay, isStorable, OUT_OF_RANGE } from "../platform/Dates.ts"
 import { PropertyItem, UnitItem } from "../roster/Domain.ts"
 import { ProspectStatus } from "../events/Catalog.ts"
 
@@ -24,13 +25,6 @@ export interface Source {
 /** Omitted: keep the stored value; `null`: clear it. */
 const Clearable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))
 
-const isCalendarDate = (value: string) => {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value)
-  if (match === null) return false
-  const date = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])))
-  return date.toISOString().slice(0, 10) === value
-}
-
 const CalendarDate = Schema.String.annotate({ format: "date" }).check(
   Schema.makeFilter((value: string) =>
     isCalendarDate(value) ? undefined : "is not a valid date (YYYY-MM-DD)",
@@ -38,13 +32,15 @@ const CalendarDate = Schema.String.annotate({ format: "date" }).check(
 )
 
 const Timestamp = Schema.String.annotate({ format: "date-time" }).check(
-  Schema.makeFilter((value: string) =>
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) &&
-    isCalendarDate(value.slice(0, 10)) &&
-    !Number.isNaN(Date.parse(value))
-      ? undefined
-      : "is not a valid timestamp (ISO 8601 with a time zone and at most milliseconds, such as 2025-01-15T10:30:00Z)",
-  ),
+  Schema.makeFilter((value: string) => {
+    if (
+      !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) ||
+      !isDay(value.slice(0, 10)) ||
+      Number.isNaN(Date.parse(value))
+    )
+      return "is not a valid timestamp (ISO 8601 with a time zone and at most milliseconds, such as 2025-01-15T10:30:00Z)"
+    return isStorable(new Date(value)) ? undefined : OUT_OF_RANGE
+  }),
 )
 
 /** A billion dollars: far above any rent or income, and small enough that coverage math stays exact. */

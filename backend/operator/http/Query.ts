@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { isStorable, OUT_OF_RANGE } from "../../platform/Dates.ts"
 import { decodeCursor } from "./Cursor.ts"
 import { invalid } from "./Route.ts"
 
@@ -21,6 +22,7 @@ export const queryReader = (query: URLSearchParams) => {
     const at = DATE_TIME.test(value) ? new Date(value) : new Date(Number.NaN)
     if (Number.isNaN(at.getTime()))
       fields[name] = "must be an ISO 8601 date-time such as 2026-03-01T14:30:00Z"
+    else if (!isStorable(at)) fields[name] = OUT_OF_RANGE
     return at
   }
   const limit = () => {

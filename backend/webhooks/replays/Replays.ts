@@ -3,6 +3,7 @@ import { isEventName } from "../../events/Catalog.ts"
 import { EVENT_PROPERTY_HEADER } from "../../events/Envelope.ts"
 import { recordAudit } from "../../audit/Audit.ts"
 import { Db } from "../../platform/Db.ts"
+import { isStorable, OUT_OF_RANGE } from "../../platform/Dates.ts"
 import { Nats } from "../../platform/Nats.ts"
 import { isJsonObject } from "../../platform/Validation.ts"
 import { EndpointNotFound, type SubscriberRef } from "../Domain.ts"
@@ -30,7 +31,12 @@ const time = (value: unknown, label: string, fields: Fields, key: string) => {
     fields[key] = `${label} must be an RFC 3339 time, e.g. 2026-11-20T08:00:00Z`
     return undefined
   }
-  return new Date(value)
+  const at = new Date(value)
+  if (!isStorable(at)) {
+    fields[key] = `${label} ${OUT_OF_RANGE}`
+    return undefined
+  }
+  return at
 }
 
 /** The range a replay body asks for, checked against the endpoint's subscriptions and the time now. */
