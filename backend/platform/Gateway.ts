@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
-import { createServer, type Server, STATUS_CODES } from "node:http"
+import { createServer, type Server, type ServerResponse, STATUS_CODES } from "node:http"
 import type { AddressInfo } from "node:net"
+import type { Duplex } from "node:stream"
 import { Cause, Effect, Layer, LogLevel, Option, Redacted } from "effect"
 import { H3, type H3Event } from "h3"
 import { toNodeHandler } from "h3/node"
@@ -127,6 +128,39 @@ const refusedAddress = (request: Omit<HttpRequest, "caller">): NotFound | BadReq
   return undefined
 }
 
+/** An error body's sentence for a bare status: "Bad Request." */
+const statusMessage = (status: number) => (STATUS_CODES[status] ? `${STATUS_CODES[status]}.` : "Error.")
+
+/** The status Node's own answer gives each parser refusal it names; any other is a 400. */
+const CLIENT_ERROR_STATUS: Readonly<Record<string, number>> = {
+  HPE_HEADER_OVERFLOW: 431,
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 413,
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+}
+
+/**
+ * What Node's HTTP parser refuses before any route sees it (a raw non-ASCII byte in the path, an unknown method,
+ * headers over Node's limit, a request too slow) gets the contract's error body rather than Node's empty one, and
+ * the connection closes: the parser cannot tell where a next request would begin. As in Node's own answer,
+ * nothing is written to a socket the peer reset or that is already closing, nor into a response already begun.
+ */
+const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex) => {
+  const inFlight = (socket as Duplex & { readonly _httpMessage?: ServerResponse | null })._httpMessage
+  if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent) return void socket.destroy()
+  const status = CLIENT_ERROR_STATUS[error.code ?? ""] ?? 400
+  const body = JSON.stringify({ status_code: status, error: statusMessage(status) })
+  const head = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+    "content-type: application/json",
+    `content-length: ${Buffer.byteLength(body)}`,
+    `x-request-id: ${randomUUID()}`,
+    "connection: close",
+  ]
+  // Ending, not destroying, lets the client read the answer first. One that never closes its side is cut off by
+  // the server's request timeout, which comes back here with the socket no longer writable.
+  socket.end(`${head.join("\r\n")}\r\n\r\n${body}`)
+}
+
 const readiness = Effect.gen(function* () {
   const db = yield* Db
   const nats = yield* Nats
@@ -202,6 +236,7 @@ export const metricsLayer = Layer.effectDiscard(
             () => reply(500, JSON.stringify({ status_code: 500, error: "Internal server error." })),
           )
         })
+        server.on("clientError", answerClientError)
         server.once("error", (error) => resume(Effect.die(error)))
         server.listen(listenOn, "0.0.0.0", () => resume(Effect.succeed(server)))
       }),
@@ -279,7 +314,7 @@ export const gatewayLayer = <R, G = never>(
       const app = new H3({
         onError: (error) => {
           const status = error.status >= 400 && error.status < 500 ? error.status : 500
-          const response = endpointError(status, STATUS_CODES[status] ? `${STATUS_CODES[status]}.` : "Error.")
+          const response = endpointError(status, statusMessage(status))
           response.headers.set("x-request-id", randomUUID())
           return response
         },
@@ -352,6 +387,7 @@ export const gatewayLayer = <R, G = never>(
         Effect.callback<Server>((resume) => {
           const server = createServer(toNodeHandler(app))
           server.keepAliveTimeout = 65_000
+          server.on("clientError", answerClientError)
           server.once("error", (error) => resume(Effect.die(error)))
           server.listen(config.ports[role], "0.0.0.0", () => resume(Effect.succeed(server)))
         }),

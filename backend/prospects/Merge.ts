@@ -1,7 +1,8 @@
 import { Effect } from "effect"
+import { textProblem } from "../contract/FieldLimits.ts"
 import type { Crypto } from "../platform/Crypto.ts"
 import type { OutboxMessage } from "../platform/Outbox.ts"
-import { decodeFields } from "../platform/Validation.ts"
+import { decodeFields, type FieldErrors, isJsonObject } from "../platform/Validation.ts"
 import type { ItemResult, OwnerRow } from "../roster/Domain.ts"
 import { ProspectFields, ProspectInvalid } from "./Domain.ts"
 import { eligibilityRequested, prospectEvent } from "./Events.ts"
@@ -53,10 +54,29 @@ export const checkFields = (raw: unknown): ProspectFields | ProspectInvalid => {
   return "errors" in decoded ? new ProspectInvalid({ fields: fieldMessages(decoded.errors) }) : decoded.value
 }
 
-/** The prospect's fields, or ProspectInvalid with a sentence per bad field. */
-export const validate = (raw: unknown) => {
-  const checked = checkFields(raw)
-  return checked instanceof ProspectInvalid ? Effect.fail(checked) : Effect.succeed(checked)
+/**
+ * A nested `property` or `unit` whose `external_system_id` is not a valid reference: the roster fails such an item,
+ * but its id still becomes the prospect's `property_external_id` or `unit_external_id`, so it is held to that
+ * field's rules here (Postgres cannot even take a NUL). The item's other fields are the roster's to judge.
+ */
+const nestedIdErrors = (raw: Record<string, unknown>): FieldErrors => {
+  const errors: FieldErrors = {}
+  for (const item of ["property", "unit"] as const) {
+    const nested = raw[item]
+    const id = isJsonObject(nested) ? nested.external_system_id : undefined
+    const problem = typeof id === "string" ? textProblem("external_system_id", id) : undefined
+    if (problem !== undefined) errors[`${item}.external_system_id`] = [problem]
+  }
+  return errors
+}
+
+/** The prospect's fields, or ProspectInvalid with a sentence per bad field, nested items' ids included. */
+export const validate = (raw: Record<string, unknown>) => {
+  const decoded = decodeProspect(raw)
+  const errors = { ...("errors" in decoded ? decoded.errors : {}), ...nestedIdErrors(raw) }
+  return "errors" in decoded || Object.keys(errors).length > 0
+    ? Effect.fail(new ProspectInvalid({ fields: fieldMessages(errors) }))
+    : Effect.succeed(decoded.value)
 }
 
 /** An explicit reference wins; a nested item names its own; otherwise the stored reference stays. */

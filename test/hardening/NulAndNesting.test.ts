@@ -1,10 +1,18 @@
 import { randomBytes } from "node:crypto"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { Auth } from "../../backend/auth/Auth.ts"
 import { envelope, ingestSetUp, postEvent, prospectUpdate } from "../support/Ingest.ts"
-import { audienceOf, createClient, gatewayPort, httpRequest, requestToken } from "../support/Auth.ts"
-import { prospectService, prospectPartner } from "../support/Prospects.ts"
-import { createOwnerThroughApi } from "../support/Roster.ts"
+import {
+  audienceOf,
+  createClient,
+  gatewayPort,
+  httpRequest,
+  obtainToken,
+  requestToken,
+} from "../support/Auth.ts"
+import { issueSource, prospectService, prospectPartner, prospectSetUp } from "../support/Prospects.ts"
+import { createOwnerThroughApi, query } from "../support/Roster.ts"
 
 const service = prospectService()
 
@@ -88,6 +96,79 @@ describe("NUL characters and deep nesting", () => {
             { headers: auth },
           )
           assert.strictEqual(query.status, 400, query.text)
+        }),
+    )
+
+    it.effect(
+      "refuses a control character or an oversized id in a nested property or unit with 422 on both gateways, storing nothing",
+      () =>
+        Effect.gen(function* () {
+          const { partner, slug } = yield* prospectSetUp("org-nested-nul", "nested-nul")
+          const legacy = yield* Effect.flatMap(Effect.service(Auth), (auth) =>
+            auth.createClient({
+              gateway: "ingest",
+              name: "legacy integration",
+              owners: [slug],
+              source: "nested-nul",
+              legacyPartnerScopes: ["prospects:write"],
+            }),
+          ).pipe(Effect.orDie)
+          yield* issueSource({ code: "nested-nul", clients: [partner.clientId, legacy.clientId] })
+          const gateways = [
+            { port: yield* gatewayPort("partner-api"), token: partner.token },
+            { port: yield* gatewayPort("ingest-api"), token: yield* obtainToken("ingest", legacy) },
+          ]
+          const CONTROL = "External system id must not contain control characters"
+          const cases: ReadonlyArray<readonly [Record<string, unknown>, Record<string, string>]> = [
+            [{ unit: { external_system_id: "a\u0000" } }, { "unit.external_system_id": CONTROL }],
+            [{ property: { external_system_id: "a\u0000b" } }, { "property.external_system_id": CONTROL }],
+            [
+              { property: { external_system_id: "p\u001b[2J" }, unit: { external_system_id: "u\u0085" } },
+              { "property.external_system_id": CONTROL, "unit.external_system_id": CONTROL },
+            ],
+            [
+              { unit: { external_system_id: "u".repeat(256), name: "1" } },
+              { "unit.external_system_id": "External system id is too long (maximum is 255 characters)" },
+            ],
+            // Told with the prospect's own field errors, in one answer.
+            [
+              { first_name: "a\u0000", unit: { external_system_id: "a\u0000" } },
+              {
+                first_name: "First name must not contain control characters",
+                "unit.external_system_id": CONTROL,
+              },
+            ],
+          ]
+          for (const { port, token } of gateways) {
+            for (const [fields, errors] of cases) {
+              const answer = yield* httpRequest(port, `/partners/${slug}/prospects`, {
+                method: "POST",
+                headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+                body: JSON.stringify({
+                  prospect: { source: "nested-nul", source_prospect_id: "nul-1", ...fields },
+                }),
+              })
+              assert.strictEqual(answer.status, 422, `${port} ${JSON.stringify(fields)}: ${answer.text}`)
+              assert.deepStrictEqual(JSON.parse(answer.text), {
+                status_code: 422,
+                error: "Prospect invalid.",
+                prospect: errors,
+                errors: Object.fromEntries(
+                  Object.entries(errors).map(([field, message]) => [field, [message]]),
+                ),
+              })
+            }
+          }
+          const stored = yield* query(
+            (sql) => sql<Array<{ prospects: number; properties: number; units: number }>>`
+              select (select count(*)::int from prospects where source = 'nested-nul') as prospects,
+                     (select count(*)::int from properties p join owners o on o.id = p.owner_id
+                      where o.slug = ${slug}) as properties,
+                     (select count(*)::int from units u join properties p on p.id = u.property_id
+                      join owners o on o.id = p.owner_id where o.slug = ${slug}) as units`,
+          )
+          // Only what the owner was provisioned with.
+          assert.deepStrictEqual(stored[0], { prospects: 0, properties: 1, units: 1 })
         }),
     )
 

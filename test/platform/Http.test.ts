@@ -1,3 +1,4 @@
+import net from "node:net"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Logger, References } from "effect"
 import postgres from "postgres"
@@ -46,6 +47,32 @@ const assertNotFound = (
 }
 
 const withRequestId = (requestId: string): RequestInit => ({ headers: { "x-request-id": requestId } })
+
+/**
+ * What a server answers to `request`, written as raw bytes on a connection of its own (fetch would refuse to send
+ * them), read until the server closes the connection: the status line, headers (names in lower case) and body.
+ */
+const rawRequest = (port: number, request: Buffer) =>
+  Effect.callback<{ statusLine: string; headers: Map<string, string>; body: string }>((resume) => {
+    const chunks: Array<Buffer> = []
+    const socket = net.connect({ host: "127.0.0.1", port }, () => socket.write(request))
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk))
+    socket.on("error", (error) => resume(Effect.die(error)))
+    socket.on("end", () => {
+      socket.destroy()
+      const text = Buffer.concat(chunks).toString("utf8")
+      const [head = "", body = ""] = text.split("\r\n\r\n", 2)
+      const [statusLine = "", ...lines] = head.split("\r\n")
+      const headers = new Map(
+        lines.map((line) => [
+          line.slice(0, line.indexOf(":")).toLowerCase(),
+          line.slice(line.indexOf(":") + 1).trim(),
+        ]),
+      )
+      resume(Effect.succeed({ statusLine, headers, body }))
+    })
+    return Effect.sync(() => socket.destroy())
+  })
 
 /** A body sent in chunks without a content-length, as a client streaming an upload does. */
 const chunked = (text: string, chunkSize = 256): RequestInit & { duplex: "half" } => {
@@ -162,6 +189,57 @@ describe("gateways of the service", () => {
           assert.isNotNull(answer.headers.get("x-request-id"), role)
         }
       }),
+    )
+
+    it.effect(
+      "answers what Node's parser refuses in the contract's shape and closes the connection, on every port",
+      () =>
+        Effect.gen(function* () {
+          const refused: ReadonlyArray<readonly [string, Buffer, number, string]> = [
+            [
+              "a raw 0xff byte in the path",
+              Buffer.concat([
+                Buffer.from("GET /partners/"),
+                Buffer.from([0xff]),
+                Buffer.from("/units HTTP/1.1\r\nHost: x\r\n\r\n"),
+              ]),
+              400,
+              "Bad Request",
+            ],
+            [
+              "an unknown method",
+              Buffer.from("FOO /healthz HTTP/1.1\r\nHost: x\r\n\r\n"),
+              400,
+              "Bad Request",
+            ],
+            [
+              "a 20 KB header",
+              Buffer.from(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20 * 1024)}\r\n\r\n`),
+              431,
+              "Request Header Fields Too Large",
+            ],
+          ]
+          for (const [role, port] of yield* gatewayPorts) {
+            for (const [what, request, status, reason] of refused) {
+              const answer = yield* rawRequest(port, request)
+              const label = `${role}, ${what}`
+              assert.strictEqual(answer.statusLine, `HTTP/1.1 ${status} ${reason}`, label)
+              assert.strictEqual(answer.headers.get("content-type"), "application/json", label)
+              assert.strictEqual(answer.headers.get("connection"), "close", label)
+              assert.match(answer.headers.get("x-request-id") ?? "", UUID, label)
+              assert.strictEqual(
+                Number(answer.headers.get("content-length")),
+                Buffer.byteLength(answer.body),
+                label,
+              )
+              assert.deepStrictEqual(
+                JSON.parse(answer.body),
+                { status_code: status, error: `${reason}.` },
+                label,
+              )
+            }
+          }
+        }),
     )
 
     it.effect("echoes the client's X-Request-Id on every port", () =>
