@@ -106,9 +106,20 @@ export interface DbShape {
   readonly ping: Effect.Effect<void>
 }
 
+/** The type ids of `timestamp` and `timestamptz`. */
+const TIMESTAMP_TYPES = [1114, 1184]
+
+/**
+ * A timestamp as Postgres writes it (`0075-06-01 00:00:00+00`). The driver reads that text with `new Date`, which
+ * takes a year from 0001 to 0099 written so as 1901 to 2099; in ISO form (`T`, a `+00:00` offset) it is the year
+ * written.
+ */
+const readTimestamp = (text: string) =>
+  new Date(text.startsWith("00") ? text.replace(" ", "T").replace(/([+-]\d{2})$/, "$1:00") : text)
+
 /** A pool as the service makes it (its size, timeouts and reconnect backoff), `options` overriding. */
-export const connect = (url: string, options: postgres.Options<Record<string, never>> = {}) =>
-  postgres(url, {
+export const connect = (url: string, options: postgres.Options<Record<string, never>> = {}) => {
+  const sql = postgres(url, {
     // Actors hold one connection per partition in flight (16 each), besides the gateways and the relay.
     max: 24,
     idle_timeout: 30,
@@ -120,6 +131,10 @@ export const connect = (url: string, options: postgres.Options<Record<string, ne
     connection: { application_name: "partner-service" },
     ...options,
   })
+  // The connections read the parsers from this object when a row arrives (arrays of them included).
+  for (const type of TIMESTAMP_TYPES) sql.options.parsers[type] = readTimestamp
+  return sql
+}
 
 /** Creates the configured database when the server does not have it yet (start-up of a fresh machine). */
 export const ensureDatabase = (url: string) =>

@@ -133,5 +133,33 @@ describe("Db.transaction", () => {
         assert.notInclude(yield* notes, "snapshot-write")
       }),
     )
+
+    it.effect(
+      "reads a timestamp of any year from 0001 to 9999 as the instant stored, alone or in an array",
+      () =>
+        Effect.gen(function* () {
+          const db = yield* Db
+          const stored = [
+            "0001-01-01T00:00:00.000Z",
+            "0075-06-01T04:30:00.000Z",
+            "0099-12-31T23:59:59.999Z",
+            "0100-01-01T00:00:00.000Z",
+            "2026-11-27T12:00:00.123Z",
+            "9999-12-31T23:59:59.999Z",
+          ]
+          const [row] = yield* db.query(
+            (sql) => sql<Array<{ zoned: ReadonlyArray<Date>; plain: Date; offset: Date }>>`
+            select array(select unnest(${stored}::timestamptz[])) as zoned,
+                   '0050-03-04 05:06:07'::timestamp as plain,
+                   '0075-06-01 10:00:00+05:30'::timestamptz as offset`,
+          )
+          assert.deepStrictEqual(
+            row!.zoned.map((at) => at.toISOString()),
+            stored,
+          )
+          assert.strictEqual(row!.offset.toISOString(), "0075-06-01T04:30:00.000Z")
+          assert.strictEqual(row!.plain.getFullYear(), 50)
+        }),
+    )
   })
 })
