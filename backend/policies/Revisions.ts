@@ -30,6 +30,15 @@ export const MAX_REASON = 500
 
 const rejected = (message: string) => new LifecycleCommandRejected({ message })
 
+/**
+ * The next premium's day once the start moved: `billed` months after the new anchor. One that would fall after
+ * 9999-12-31 comes after any coverage end, so no further premium is due (and the date could not be stored).
+ */
+const movedCharge = (anchor: string, billed: number) => {
+  const next = addMonths(anchor, billed)
+  return isCalendarDate(next) ? next : null
+}
+
 /** The revision's own columns of a policy, to compare before and after. */
 const revisedFields = (row: PolicyRow) => ({
   status: row.status,
@@ -169,7 +178,7 @@ export class Revisions extends Context.Service<Revisions>()("partner-service/pol
             next_charge_on: cancels
               ? null
               : startMoved && policy.next_charge_on !== null
-                ? addMonths(billingAnchor(changes.start, policy.issued_on), lifecycle.installments_billed)
+                ? movedCharge(billingAnchor(changes.start, policy.issued_on), lifecycle.installments_billed)
                 : policy.next_charge_on,
             canceled_at: cancels ? new Date(yield* Clock.currentTimeMillis) : null,
           }

@@ -158,6 +158,28 @@ layer(service.layer, { excludeTestServices: true, timeout: 240_000 })((it) => {
         }).pipe(Effect.scoped),
     )
 
+    it.effect("moves a monthly policy to the last days of 9999: no premium is due after them", () =>
+      Effect.gen(function* () {
+        const receiver = yield* startReceiver
+        const owner = yield* lifecycleOwner(receiver, "revisions-9999-org", "revisions-9999", "/r9999")
+        const monthly = yield* issuePolicy(
+          owner,
+          "monthly-9999",
+          { product: "security_deposit_insurance", cadence: "monthly" },
+          { lease_start_date: dateFromToday(20), lease_end_date: dateFromToday(380) },
+        )
+        assert.isNotNull((yield* showPolicy(monthly.policyNumber)).next_charge_on)
+        const moved = yield* revise(monthly.policyNumber, { start: "9999-12-20", end: "9999-12-31" })
+        assert.deepInclude(moved, { changed: true, canceled: false })
+        const shown = yield* showPolicy(monthly.policyNumber)
+        assert.deepInclude(shown.policy, {
+          coverage_start_date: "9999-12-20",
+          coverage_end_date: "9999-12-31",
+        })
+        assert.isNull(shown.next_charge_on)
+      }).pipe(Effect.scoped),
+    )
+
     it.effect("cancels a policy with a reason once, and refuses what cannot be done without a change", () =>
       Effect.gen(function* () {
         const receiver = yield* startReceiver
