@@ -2,7 +2,11 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { backoffUnits, retryAfterMs } from "../../backend/webhooks/delivery/Backoff.ts"
 import { decide } from "../../backend/webhooks/delivery/Delivery.ts"
-import { isForbiddenAddress } from "../../backend/webhooks/delivery/Egress.ts"
+import {
+  describeFailure,
+  FAILURE_REASON_LIMIT,
+  isForbiddenAddress,
+} from "../../backend/webhooks/delivery/Egress.ts"
 import { Endpoints } from "../../backend/webhooks/endpoints/Endpoints.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import { eventually } from "../support/Streams.ts"
@@ -64,6 +68,34 @@ describe("retry policy and egress rules", () => {
     assert.strictEqual(retryAfterMs("999999", now), 3_600_000)
     assert.isUndefined(retryAfterMs("soon", now))
     assert.isUndefined(retryAfterMs(undefined, now))
+  })
+
+  it("records a failure's text without control characters and at most FAILURE_REASON_LIMIT long", () => {
+    // A certificate chaining to a trusted CA, with a NUL in its name and no subjectAltName: Node quotes the name.
+    const mismatch = Object.assign(
+      new Error("Hostname/IP does not match certificate's altnames: evil\u0000name"),
+      {
+        code: "ERR_TLS_CERT_ALTNAME_INVALID",
+      },
+    )
+    assert.strictEqual(
+      describeFailure(mismatch),
+      "Request failed: Hostname/IP does not match certificate's altnames: evil\ufffdname (ERR_TLS_CERT_ALTNAME_INVALID)",
+    )
+    const manyNames = describeFailure(new Error(`altnames: ${"DNS:a.example, ".repeat(5000)}\u001b[2J`))
+    assert.strictEqual(manyNames.length, FAILURE_REASON_LIMIT)
+    assert.isTrue(manyNames.endsWith("…"))
+    assert.strictEqual(
+      describeFailure(new Error("line one\n\tline two")),
+      "Request failed: line one\n\tline two",
+    )
+    const parserCheck = Object.assign(new Error("The expression evaluated to a falsy value"), {
+      code: "ERR_ASSERTION",
+    })
+    assert.strictEqual(
+      describeFailure(parserCheck),
+      "Request failed: the HTTP client could not read the answer",
+    )
   })
 
   it("refuses private, loopback, link-local, CGNAT, metadata and unspecified addresses, v4 and v6", () => {

@@ -137,16 +137,38 @@ export const guardedLookup: LookupFunction = (hostname, options, callback) => {
   dnsLookup(hostname, lookupOptions, resolved)
 }
 
+/** The longest failure reason kept, in UTF-16 units: a certificate's names alone can run to kilobytes. */
+export const FAILURE_REASON_LIMIT = 1000
+
+/**
+ * A failure's text as it is recorded and shown: control characters other than tab and newline become U+FFFD (a
+ * receiver's certificate or answer can put a NUL in an error's message, which Postgres cannot store), and the
+ * text is cut at `FAILURE_REASON_LIMIT`.
+ */
+export const readableReason = (text: string) => {
+  const kept = text.length > FAILURE_REASON_LIMIT ? `${text.slice(0, FAILURE_REASON_LIMIT - 1)}…` : text
+  let readable = ""
+  for (const char of kept) {
+    const code = char.charCodeAt(0)
+    readable += (code < 0x20 && code !== 0x09 && code !== 0x0a) || code === 0x7f ? "\ufffd" : char
+  }
+  return readable
+}
+
 /** Why a request got no answer, in words an operator reads on the delivery record. */
-const describeFailure = (error: unknown): string => {
+export const describeFailure = (error: unknown): string => {
   const chain: Array<unknown> = []
   for (let e: unknown = error; e instanceof Error && chain.length < 5; e = e.cause) chain.push(e)
   const refused = chain.find((e) => e instanceof DestinationRefused)
-  if (refused instanceof DestinationRefused) return refused.message
+  if (refused instanceof DestinationRefused) return readableReason(refused.message)
   const first = chain[0]
-  if (!(first instanceof Error)) return `Request failed: ${String(error)}`
+  if (!(first instanceof Error)) return readableReason(`Request failed: ${String(error)}`)
   const code = (first as NodeJS.ErrnoException).code
-  return `Request failed: ${first.message}${code && !first.message.includes(code) ? ` (${code})` : ""}`
+  // undici checks what it parses with assertions: their text names its source, not the answer.
+  if (code === "ERR_ASSERTION") return "Request failed: the HTTP client could not read the answer"
+  return readableReason(
+    `Request failed: ${first.message}${code && !first.message.includes(code) ? ` (${code})` : ""}`,
+  )
 }
 
 /**
