@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
+import { DependencyUnavailable } from "../../backend/platform/Unavailable.ts"
 import { batched } from "../../backend/webhooks/delivery/Batch.ts"
 
 /** A batcher whose batches are recorded, each doubling its inputs once `gate` (if any) opens. */
@@ -76,7 +77,58 @@ describe("webhook batcher", () => {
       }).pipe(Effect.scoped),
   )
 
-  it.live("fails every caller of a batch that fails, and serves the next batch", () =>
+  it.live(
+    "runs each input of a batch that fails alone: only the caller whose own input fails gets the failure",
+    () =>
+      Effect.gen(function* () {
+        const batches: Array<ReadonlyArray<number>> = []
+        // A statement that fails whenever it holds the input 2, as Postgres refuses a whole statement for one row.
+        const submit = yield* batched({
+          max: 512,
+          run: (inputs: ReadonlyArray<number>) =>
+            Effect.suspend(() => {
+              batches.push(inputs)
+              return inputs.includes(2) ? Effect.die(new Error("statement failed")) : Effect.succeed(inputs)
+            }),
+        })
+        const exits = yield* Effect.forEach([1, 2, 3], (n) => Effect.exit(submit(n)), {
+          concurrency: "unbounded",
+        })
+        assert.deepStrictEqual(
+          exits.map((exit) => exit._tag),
+          ["Success", "Failure", "Success"],
+        )
+        assert.deepStrictEqual(batches, [[1, 2, 3], [1], [2], [3]])
+        assert.strictEqual(yield* submit(4), 4)
+        assert.deepStrictEqual(batches.at(-1), [4])
+      }).pipe(Effect.scoped),
+  )
+
+  it.live("fails every caller of a batch whose dependency is unavailable, without running each alone", () =>
+    Effect.gen(function* () {
+      const batches: Array<ReadonlyArray<number>> = []
+      const submit = yield* batched({
+        max: 512,
+        run: (inputs: ReadonlyArray<number>) =>
+          Effect.suspend(() => {
+            batches.push(inputs)
+            return batches.length === 1
+              ? Effect.die(
+                  new DependencyUnavailable({ dependency: "postgres", reason: "connection refused" }),
+                )
+              : Effect.succeed(inputs)
+          }),
+      })
+      const exits = yield* Effect.forEach([1, 2], (n) => Effect.exit(submit(n)), { concurrency: "unbounded" })
+      assert.deepStrictEqual(
+        exits.map((exit) => exit._tag),
+        ["Failure", "Failure"],
+      )
+      assert.deepStrictEqual(batches, [[1, 2]])
+    }).pipe(Effect.scoped),
+  )
+
+  it.live("fails the one caller of a batch of one that fails, and serves the next batch", () =>
     Effect.gen(function* () {
       let calls = 0
       const submit = yield* batched({
@@ -84,11 +136,9 @@ describe("webhook batcher", () => {
         run: (inputs: ReadonlyArray<number>) =>
           ++calls === 1 ? Effect.die(new Error("statement failed")) : Effect.succeed(inputs),
       })
-      const failed = yield* Effect.forEach([1, 2], (n) => Effect.exit(submit(n)), {
-        concurrency: "unbounded",
-      })
-      assert.isTrue(failed.every((exit) => exit._tag === "Failure"))
-      assert.strictEqual(yield* submit(3), 3)
+      assert.strictEqual((yield* Effect.exit(submit(1)))._tag, "Failure")
+      assert.strictEqual(calls, 1, "a batch of one is not run again")
+      assert.strictEqual(yield* submit(2), 2)
     }).pipe(Effect.scoped),
   )
 

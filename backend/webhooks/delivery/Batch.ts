@@ -1,4 +1,5 @@
 import { Effect, Exit, FiberSet, type Scope } from "effect"
+import { unavailableIn } from "../../platform/Unavailable.ts"
 
 /** A batch at least this large means load: the next one rests before it starts, to gather more callers. */
 const LOADED = 16
@@ -12,8 +13,9 @@ const LOADED = 16
  * least `LOADED`), the next batch also rests as long as the last one took, unless a full batch waits: a statement
  * then serves more callers, and its fixed cost is paid less often. One at a time: two in flight made smaller
  * batches, so more statements for the same work (docs/decisions/013-webhook-batching.md). `run` returns one
- * output per input, in order; if it fails, every caller of that batch gets the failure. Kept to plain arrays and
- * callbacks: it sits on the hot path of every delivery.
+ * output per input, in order; if it fails while its dependencies answer, each input is run again alone, and a
+ * caller gets the failure only if its own input fails (a dependency unavailable fails every caller). Kept to
+ * plain arrays and callbacks: it sits on the hot path of every delivery.
  */
 export const batched = <I, O>(options: {
   readonly max: number
@@ -46,6 +48,13 @@ export const batched = <I, O>(options: {
         const started = performance.now()
         const fiber = runFiber(options.run(batch.map((w) => w.input)))
         fiber.addObserver((exit) => {
+          if (
+            Exit.isFailure(exit) &&
+            batch.length > 1 &&
+            !Exit.hasInterrupts(exit) &&
+            unavailableIn(exit.cause) === undefined
+          )
+            return alone(batch, started)
           running = false
           for (let i = 0; i < batch.length; i++) {
             batch[i]!.resume(
@@ -59,6 +68,28 @@ export const batched = <I, O>(options: {
           pumpAfter(batch.length >= LOADED ? performance.now() - started : 0)
         })
       }
+    }
+    /**
+     * A batch that failed, with its dependencies answering, runs again one item at a time, still as the one batch
+     * in flight: an item the statement refuses fails its own caller only, not the others that shared its statement.
+     */
+    const alone = (batch: ReadonlyArray<Waiter>, started: number) => {
+      const fiber = runFiber(Effect.forEach(batch, (w) => Effect.exit(options.run([w.input]))))
+      fiber.addObserver((exit) => {
+        running = false
+        for (let i = 0; i < batch.length; i++) {
+          // The run of each item is an exit of its own: only an interruption fails the whole.
+          const own = Exit.isSuccess(exit) ? exit.value[i]! : Exit.failCause(exit.cause)
+          batch[i]!.resume(
+            Exit.isSuccess(own)
+              ? own.value.length > 0
+                ? Effect.succeed(own.value[0]!)
+                : Effect.die(new Error("batch returned fewer outputs than inputs"))
+              : Effect.failCause(own.cause),
+          )
+        }
+        pumpAfter(batch.length >= LOADED ? performance.now() - started : 0)
+      })
     }
     /** The next batch, after resting `rest` ms (a timer's resolution is 1 ms) unless a full batch waits. */
     const pumpAfter = (rest: number) => {
