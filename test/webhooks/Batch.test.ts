@@ -3,20 +3,47 @@ import { Deferred, Effect, Fiber } from "effect"
 import { DependencyUnavailable } from "../../backend/platform/Unavailable.ts"
 import { batched } from "../../backend/webhooks/delivery/Batch.ts"
 
-/** A batcher whose batches are recorded, each doubling its inputs once `gate` (if any) opens. */
-const recording = (max: number, gate?: Deferred.Deferred<void>) =>
+/** A batcher whose batches are recorded, each before `step` answers it (given its inputs and number, from 1). */
+const recorded = <O>(
+  max: number,
+  step: (inputs: ReadonlyArray<number>, n: number) => Effect.Effect<ReadonlyArray<O>>,
+) =>
   Effect.gen(function* () {
     const batches: Array<ReadonlyArray<number>> = []
     const submit = yield* batched({
       max,
       run: (inputs: ReadonlyArray<number>) =>
-        Effect.gen(function* () {
+        Effect.suspend(() => {
           batches.push(inputs)
-          if (gate !== undefined && batches.length === 1) yield* Deferred.await(gate)
-          return inputs.map((n) => n * 2)
+          return step(inputs, batches.length)
         }),
     })
     return { batches, submit }
+  })
+
+/** A batcher whose batches are recorded, each doubling its inputs once `gate` (if any) opens. */
+const recording = (max: number, gate?: Deferred.Deferred<void>) =>
+  recorded(max, (inputs, n) =>
+    (gate !== undefined && n === 1 ? Deferred.await(gate) : Effect.void).pipe(
+      Effect.as(inputs.map((i) => i * 2)),
+    ),
+  )
+
+/**
+ * A batcher whose batches are recorded, each dying with what `defect` gives for its inputs and its number (from 1),
+ * or answering its inputs; `tags` submits inputs together and says which callers succeeded.
+ */
+const failing = (defect: (inputs: ReadonlyArray<number>, n: number) => unknown) =>
+  Effect.gen(function* () {
+    const { batches, submit } = yield* recorded(512, (inputs, n) => {
+      const failure = defect(inputs, n)
+      return failure === undefined ? Effect.succeed(inputs) : Effect.die(failure)
+    })
+    const tags = (inputs: ReadonlyArray<number>) =>
+      Effect.forEach(inputs, (i) => Effect.map(Effect.exit(submit(i)), (exit) => exit._tag), {
+        concurrency: "unbounded",
+      })
+    return { batches, submit, tags }
   })
 
 /**
@@ -25,15 +52,9 @@ const recording = (max: number, gate?: Deferred.Deferred<void>) =>
  */
 const afterSlowBatch = (first: ReadonlyArray<number>) =>
   Effect.gen(function* () {
-    const batches: Array<ReadonlyArray<number>> = []
-    const submit = yield* batched({
-      max: 512,
-      run: (inputs: ReadonlyArray<number>) =>
-        Effect.suspend(() => {
-          batches.push(inputs)
-          return batches.length === 1 ? Effect.sleep("300 millis") : Effect.void
-        }).pipe(Effect.as(inputs)),
-    })
+    const { batches, submit } = yield* recorded(512, (inputs, n) =>
+      (n === 1 ? Effect.sleep("300 millis") : Effect.void).pipe(Effect.as(inputs)),
+    )
     const slow = yield* Effect.forkChild(Effect.forEach(first, submit, { concurrency: "unbounded" }))
     yield* Effect.sleep("100 millis")
     const during = yield* Effect.forkChild(submit(100))
@@ -81,23 +102,11 @@ describe("webhook batcher", () => {
     "runs each input of a batch that fails alone: only the caller whose own input fails gets the failure",
     () =>
       Effect.gen(function* () {
-        const batches: Array<ReadonlyArray<number>> = []
         // A statement that fails whenever it holds the input 2, as Postgres refuses a whole statement for one row.
-        const submit = yield* batched({
-          max: 512,
-          run: (inputs: ReadonlyArray<number>) =>
-            Effect.suspend(() => {
-              batches.push(inputs)
-              return inputs.includes(2) ? Effect.die(new Error("statement failed")) : Effect.succeed(inputs)
-            }),
-        })
-        const exits = yield* Effect.forEach([1, 2, 3], (n) => Effect.exit(submit(n)), {
-          concurrency: "unbounded",
-        })
-        assert.deepStrictEqual(
-          exits.map((exit) => exit._tag),
-          ["Success", "Failure", "Success"],
+        const { batches, tags, submit } = yield* failing((inputs) =>
+          inputs.includes(2) ? new Error("statement failed") : undefined,
         )
+        assert.deepStrictEqual(yield* tags([1, 2, 3]), ["Success", "Failure", "Success"])
         assert.deepStrictEqual(batches, [[1, 2, 3], [1], [2], [3]])
         assert.strictEqual(yield* submit(4), 4)
         assert.deepStrictEqual(batches.at(-1), [4])
@@ -106,24 +115,12 @@ describe("webhook batcher", () => {
 
   it.live("fails every caller of a batch whose dependency is unavailable, without running each alone", () =>
     Effect.gen(function* () {
-      const batches: Array<ReadonlyArray<number>> = []
-      const submit = yield* batched({
-        max: 512,
-        run: (inputs: ReadonlyArray<number>) =>
-          Effect.suspend(() => {
-            batches.push(inputs)
-            return batches.length === 1
-              ? Effect.die(
-                  new DependencyUnavailable({ dependency: "postgres", reason: "connection refused" }),
-                )
-              : Effect.succeed(inputs)
-          }),
-      })
-      const exits = yield* Effect.forEach([1, 2], (n) => Effect.exit(submit(n)), { concurrency: "unbounded" })
-      assert.deepStrictEqual(
-        exits.map((exit) => exit._tag),
-        ["Failure", "Failure"],
+      const { batches, tags } = yield* failing((_, n) =>
+        n === 1
+          ? new DependencyUnavailable({ dependency: "postgres", reason: "connection refused" })
+          : undefined,
       )
+      assert.deepStrictEqual(yield* tags([1, 2]), ["Failure", "Failure"])
       assert.deepStrictEqual(batches, [[1, 2]])
     }).pipe(Effect.scoped),
   )
