@@ -1,18 +1,20 @@
 import { Clock, Effect } from "effect"
 import type { Input } from "./CommandLine.ts"
 import { CliIo } from "./Io.ts"
+import { isCalendarDate, readInstant } from "../platform/Dates.ts"
 import { CliUsage } from "./Usage.ts"
 import { type StreamBase, Streams } from "../contract/Streams.ts"
 import { type FollowedMessage, Nats, subjectsOverlap } from "../platform/Nats.ts"
 
 const UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
 
-/** `--since`: a duration back from now (`90s`, `10m`, `2h`, `1d`) or an ISO-8601 time. */
+/** `--since`: a duration back from now (`90s`, `10m`, `2h`, `1d`), an ISO-8601 day (UTC) or time. */
 export const parseSince = (value: string, now: number): Date | undefined => {
   const relative = /^(\d+)([smhd])$/.exec(value)
   if (relative) return new Date(now - Number(relative[1]) * UNITS[relative[2] as keyof typeof UNITS])
-  const absolute = /^\d{4}-\d{2}-\d{2}/.test(value) ? new Date(value) : undefined
-  return absolute && !Number.isNaN(absolute.getTime()) ? absolute : undefined
+  if (isCalendarDate(value)) return new Date(`${value}T00:00:00Z`)
+  const read = readInstant(value)
+  return "at" in read ? read.at : undefined
 }
 
 const decoder = new TextDecoder()

@@ -1,5 +1,5 @@
 import { FIELD_LIMITS, type LimitedField, textProblem } from "../contract/FieldLimits.ts"
-import { isStorable } from "../platform/Dates.ts"
+import { isStorable, readInstant } from "../platform/Dates.ts"
 import type { FieldErrors } from "../platform/Validation.ts"
 import { type EventMapping, MAPPABLE_FIELDS, REQUIRED_MAPPED, type SourceMapping } from "./Domain.ts"
 
@@ -90,15 +90,18 @@ export const extractFields = (mapping: EventMapping, payload: unknown): Record<s
 
 /**
  * An event time as partners send it: an ISO 8601 timestamp with a zone, or Unix time in seconds or
- * milliseconds. Undefined when it is neither, or outside the years 0001 to 9999.
+ * milliseconds. Undefined when it is neither, names a date or time that does not exist, or is outside the
+ * years 0001 to 9999.
  */
 export const eventTime = (value: unknown): Date | undefined => {
+  if (typeof value === "string") {
+    const read = readInstant(value)
+    return "at" in read ? read.at : undefined
+  }
   const date =
     typeof value === "number" && Number.isFinite(value) && value > 0
       ? new Date(value < 1e11 ? value * 1000 : value)
-      : typeof value === "string" && /^\d{4}-\d{2}-\d{2}T.*(Z|[+-]\d{2}:?\d{2})$/.test(value)
-        ? new Date(value)
-        : undefined
+      : undefined
   return date !== undefined && isStorable(date) ? date : undefined
 }
 

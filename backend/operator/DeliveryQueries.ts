@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Crypto } from "../platform/Crypto.ts"
-import { isStorable, OUT_OF_RANGE } from "../platform/Dates.ts"
+import { instantProblemMessage, readInstant } from "../platform/Dates.ts"
 import { hasControlCharacter } from "../platform/Text.ts"
 import { DeliveryNotFound } from "../webhooks/Domain.ts"
 import { Endpoints } from "../webhooks/endpoints/Endpoints.ts"
@@ -79,12 +79,6 @@ const readId = (value: unknown) => {
 const readText = (value: unknown) =>
   typeof value === "string" && value.length <= MAX_TEXT && !hasControlCharacter(value) ? value : undefined
 
-const readDate = (value: unknown) => {
-  if (typeof value !== "string" || !DATE_TIME.test(value)) return undefined
-  const date = new Date(value)
-  return Number.isNaN(date.getTime()) ? undefined : date
-}
-
 /** The filter of `input` (a query's parameters or a JSON object), or every field that is wrong. */
 export const readFilter = (
   input: Input,
@@ -108,9 +102,12 @@ export const readFilter = (
     return read_
   }
   const checkDate = (key: string) => {
-    const date = check(key, readDate, DATE_TIME_FORM)
-    if (date === undefined || isStorable(date)) return date
-    fields[key] = OUT_OF_RANGE
+    const value = present(input, key)
+    if (value === undefined) return undefined
+    const read =
+      typeof value === "string" && DATE_TIME.test(value) ? readInstant(value) : { problem: "form" as const }
+    if ("at" in read) return read.at
+    fields[key] = instantProblemMessage(read.problem, DATE_TIME_FORM)
     return undefined
   }
   filter.owner = check("owner", readText, "must be an owner slug or part of an owner's name")

@@ -24,3 +24,46 @@ export const isDay = (value: string) => {
 
 /** `YYYY-MM-DD` naming a day that exists, from 0001-01-01 to 9999-12-31. */
 export const isCalendarDate = (value: string) => isDay(value) && isStorable(new Date(`${value}T00:00:00Z`))
+
+/**
+ * RFC 3339's date-time, as loosely as any input takes it (seconds optional, up to nine fractional digits, `T`/`t`,
+ * `Z`/`z` or an offset with or without its colon); each input may ask for a narrower form before reading.
+ */
+const INSTANT =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:[Zz]|([+-])(\d{2}):?(\d{2}))$/
+
+/** What an impossible date or time is told. */
+export const NONEXISTENT =
+  "names a date or time that does not exist (months run 01-12, days to the month's last, hours 00-23, minutes and seconds 00-59)"
+
+/** Why a text is not an instant: not of the form, a date or time that does not exist, or outside `isStorable`. */
+export type InstantProblem = "form" | "nonexistent" | "range"
+
+/**
+ * The instant a timestamp names, read strictly: `new Date` rolls 2026-02-30 over to 2026-03-02 and 24:00 to the
+ * next day, so each part is checked against the calendar and the clock first. A leap second (`:60`) is refused:
+ * a JavaScript instant cannot hold one, and rolling it over would name a second the sender did not mean.
+ */
+export const readInstant = (text: string): { readonly at: Date } | { readonly problem: InstantProblem } => {
+  const parts = INSTANT.exec(text)
+  if (parts === null) return { problem: "form" }
+  const [, year, month, day, hour, minute, second = "00", fraction = "", sign, offsetHour, offsetMinute] =
+    parts
+  if (
+    !isDay(`${year}-${month}-${day}`) ||
+    Number(hour) > 23 ||
+    Number(minute) > 59 ||
+    Number(second) > 59 ||
+    Number(offsetHour ?? 0) > 23 ||
+    Number(offsetMinute ?? 0) > 59
+  )
+    return { problem: "nonexistent" }
+  const millis = fraction.padEnd(3, "0").slice(0, 3)
+  const zone = sign === undefined ? "Z" : `${sign}${offsetHour}:${offsetMinute}`
+  const at = new Date(`${year}-${month}-${day}T${hour}:${minute}:${second}.${millis}${zone}`)
+  return isStorable(at) ? { at } : { problem: "range" }
+}
+
+/** The sentence for an instant's problem, with the input's own wording for a text of the wrong form. */
+export const instantProblemMessage = (problem: InstantProblem, formMessage: string) =>
+  problem === "form" ? formMessage : problem === "nonexistent" ? NONEXISTENT : OUT_OF_RANGE

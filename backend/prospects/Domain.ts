@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { limitedText } from "../contract/FieldLimits.ts"
-import { isCalendarDate, isDay, isStorable, OUT_OF_RANGE } from "../platform/Dates.ts"
+import { instantProblemMessage, isCalendarDate, readInstant } from "../platform/Dates.ts"
 import { PropertyItem, UnitItem } from "../roster/Domain.ts"
 import { ProspectStatus } from "../events/Catalog.ts"
 
@@ -31,15 +31,15 @@ const CalendarDate = Schema.String.annotate({ format: "date" }).check(
   ),
 )
 
+const TIMESTAMP_FORM =
+  "is not a valid timestamp (ISO 8601 with a time zone and at most milliseconds, such as 2025-01-15T10:30:00Z)"
+
 const Timestamp = Schema.String.annotate({ format: "date-time" }).check(
   Schema.makeFilter((value: string) => {
-    if (
-      !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) ||
-      !isDay(value.slice(0, 10)) ||
-      Number.isNaN(Date.parse(value))
-    )
-      return "is not a valid timestamp (ISO 8601 with a time zone and at most milliseconds, such as 2025-01-15T10:30:00Z)"
-    return isStorable(new Date(value)) ? undefined : OUT_OF_RANGE
+    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(value))
+      return TIMESTAMP_FORM
+    const read = readInstant(value)
+    return "problem" in read ? instantProblemMessage(read.problem, TIMESTAMP_FORM) : undefined
   }),
 )
 

@@ -184,6 +184,9 @@ describe("parseSince", () => {
     ["m", undefined],
     ["yesterday", undefined],
     ["2026-13-45", undefined],
+    ["2026-02-30", undefined],
+    ["2026-02-30T00:00:00Z", undefined],
+    ["2026-03-01T24:00:00Z", undefined],
   ]
   for (const [value, expected] of cases) {
     it(`reads ${JSON.stringify(value)} as ${expected ?? "not a time"}`, () => {

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { isStorable, OUT_OF_RANGE } from "../../platform/Dates.ts"
+import { instantProblemMessage, readInstant } from "../../platform/Dates.ts"
 import { decodeCursor } from "./Cursor.ts"
 import { invalid } from "./Route.ts"
 
@@ -19,11 +19,13 @@ export const queryReader = (query: URLSearchParams) => {
   const date = (name: string) => {
     const value = text(name, 40)
     if (value === undefined) return undefined
-    const at = DATE_TIME.test(value) ? new Date(value) : new Date(Number.NaN)
-    if (Number.isNaN(at.getTime()))
-      fields[name] = "must be an ISO 8601 date-time such as 2026-03-01T14:30:00Z"
-    else if (!isStorable(at)) fields[name] = OUT_OF_RANGE
-    return at
+    const read = DATE_TIME.test(value) ? readInstant(value) : { problem: "form" as const }
+    if ("at" in read) return read.at
+    fields[name] = instantProblemMessage(
+      read.problem,
+      "must be an ISO 8601 date-time such as 2026-03-01T14:30:00Z",
+    )
+    return undefined
   }
   const limit = () => {
     const value = text("limit", 4)

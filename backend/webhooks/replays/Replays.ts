@@ -3,7 +3,7 @@ import { isEventName } from "../../events/Catalog.ts"
 import { EVENT_PROPERTY_HEADER } from "../../events/Envelope.ts"
 import { recordAudit } from "../../audit/Audit.ts"
 import { Db } from "../../platform/Db.ts"
-import { isStorable, OUT_OF_RANGE } from "../../platform/Dates.ts"
+import { instantProblemMessage, readInstant } from "../../platform/Dates.ts"
 import { Nats } from "../../platform/Nats.ts"
 import { isJsonObject } from "../../platform/Validation.ts"
 import { EndpointNotFound, type SubscriberRef } from "../Domain.ts"
@@ -27,16 +27,12 @@ export interface ReplayRange {
 }
 
 const time = (value: unknown, label: string, fields: Fields, key: string) => {
-  if (typeof value !== "string" || !RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
-    fields[key] = `${label} must be an RFC 3339 time, e.g. 2026-11-20T08:00:00Z`
-    return undefined
-  }
-  const at = new Date(value)
-  if (!isStorable(at)) {
-    fields[key] = `${label} ${OUT_OF_RANGE}`
-    return undefined
-  }
-  return at
+  const read =
+    typeof value === "string" && RFC3339.test(value) ? readInstant(value) : { problem: "form" as const }
+  if ("at" in read) return read.at
+  fields[key] =
+    `${label} ${instantProblemMessage(read.problem, "must be an RFC 3339 time, e.g. 2026-11-20T08:00:00Z")}`
+  return undefined
 }
 
 /** The range a replay body asks for, checked against the endpoint's subscriptions and the time now. */
