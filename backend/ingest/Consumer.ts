@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os"
 import { Effect, Layer, Schedule } from "effect"
 import { actorLayer } from "../platform/Actor.ts"
+import { parseExactJson } from "../platform/Http.ts"
 import { ack, type ActorDefinition, type Delivery } from "../platform/ActorDefinition.ts"
 import { IngestEvent } from "./Domain.ts"
 import { type ConsumedEvent, HEADER_CLIENT, HEADER_RECEIVED_AT, Ingest, INGEST_PARTITIONS } from "./Ingest.ts"
@@ -27,6 +28,8 @@ export const ingestActor: ActorDefinition<IngestEvent, Ingest> = {
   subject: "ingest.*.*",
   partitions: INGEST_PARTITIONS,
   schema: IngestEvent,
+  // The gateway hashed and keyed the event so: a large numeric id must read as the same digits here.
+  parse: parseExactJson,
   handle: (event, delivery) =>
     Ingest.use((ingest) => ingest.consume(consumedOf(event, delivery))).pipe(Effect.as(ack)),
   onTerminated: (terminated) => Ingest.use((ingest) => ingest.recordTerminated(terminated)),

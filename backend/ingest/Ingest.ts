@@ -7,6 +7,7 @@ import { textProblem } from "../contract/FieldLimits.ts"
 import {
   Forbidden,
   PayloadTooLarge,
+  parseExactJson,
   parseJsonText,
   ServiceUnavailable,
   Unprocessable,
@@ -75,7 +76,11 @@ const holdsNul = (value: unknown): boolean =>
 /** A subject token or header as the log can keep it: one that is too long or holds a control character is not. */
 const loggable = (text: string) => (textProblem("external_system_id", text) === undefined ? text : "")
 
-/** A mapped identifier as text: partners send ids as strings or numbers. */
+/**
+ * A mapped identifier as text: partners send ids as strings or numbers. A number a double would change arrives as
+ * the text sent (`exactNumbers`); any other is written out as the value it is, so two numbers are one id only
+ * when they are one value (`1e3` and `1000`).
+ */
 const identifier = (value: unknown) =>
   typeof value === "string" && value.trim() !== ""
     ? value
@@ -234,7 +239,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
       if (bytes.byteLength > MAX_EVENT_BYTES)
         return yield* new PayloadTooLarge({ limitBytes: MAX_EVENT_BYTES })
       // The event id hashes the payload recursively: a body nested without bound is refused first.
-      const body = yield* parseJsonText(decoder.decode(bytes))
+      const body = yield* parseJsonText(decoder.decode(bytes), { exactNumbers: true })
       const decoded = decodeEvent(body)
       if ("errors" in decoded) {
         return yield* new Unprocessable({
@@ -397,7 +402,8 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
     const recordTerminated = Effect.fn("Ingest.recordTerminated")(function* (terminated: Terminated) {
       const [, source = "", eventType = ""] = terminated.subject.split(".").map(loggable)
       const payload = yield* Effect.try(
-        () => (JSON.parse(decoder.decode(terminated.raw)) as { readonly payload?: unknown } | null)?.payload,
+        () =>
+          (parseExactJson(decoder.decode(terminated.raw)) as { readonly payload?: unknown } | null)?.payload,
       ).pipe(Effect.orElseSucceed(() => undefined))
       const mapping = source === "" ? undefined : (yield* cachedMapping(source))[eventType]
       const key = mapping && identifier(extractFields({ id: mapping.source_prospect_id! }, payload).id)

@@ -55,6 +55,7 @@ export const runActor = <A, R>(
     const stream = nats.streamName(actor.stream)
     // JSON.parse, then the schema: cheaper than `Schema.fromJsonString`, and it runs on every message.
     const decode = Schema.decodeUnknownResult(actor.schema)
+    const parse = actor.parse ?? ((text: string) => JSON.parse(text) as unknown)
     const maxDefects = actor.maxDefects ?? 5
     const traced = yield* Traced
     let stopped = false
@@ -148,7 +149,7 @@ export const runActor = <A, R>(
       lag[partition]!.set(msg.info.pending)
       let json: unknown
       try {
-        json = JSON.parse(decoder.decode(msg.data))
+        json = parse(decoder.decode(msg.data))
       } catch (error) {
         return { undecodable: `not JSON: ${(error as Error).message}` }
       }

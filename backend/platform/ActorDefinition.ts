@@ -73,6 +73,8 @@ export interface ActorDefinition<A, R> {
    */
   readonly partitions: number
   readonly schema: Schema.Codec<A, unknown>
+  /** How a message's JSON text is read before `schema`; `JSON.parse` unless the actor needs another reading. */
+  readonly parse?: (text: string) => unknown
   readonly handle: (message: A, delivery: Delivery) => Effect.Effect<Outcome, never, R>
   /** How long a delivered message may stay unsettled before JetStream redelivers it. */
   readonly ackWait?: Duration.Input

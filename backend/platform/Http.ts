@@ -249,17 +249,52 @@ const holdsLoneSurrogate = (value: unknown): boolean => {
   return Object.entries(value).some(([key, inner]) => hasLoneSurrogate(key) || holdsLoneSurrogate(inner))
 }
 
+const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
+
+/** A number's text as its significant digits and exponent, so that two spellings of one value read the same. */
+const decimalOf = (text: string) => {
+  const [, sign = "", whole = "", fraction = "", exponent = "0"] = DECIMAL.exec(text) ?? []
+  const digits = `${whole}${fraction}`.replace(/^0+/, "")
+  const significant = digits.replace(/0+$/, "")
+  if (significant === "") return "0"
+  return `${sign}${significant}e${Number(exponent) - fraction.length + digits.length - significant.length}`
+}
+
+/**
+ * A `JSON.parse` reviver that keeps a number a double cannot hold exactly as the text sent, a string: read as a
+ * double, 9007199254740993 becomes 9007199254740992, and two partners' ids one. Every other number stays a
+ * number. It reads the number's own text, which `JSON.parse` hands a reviver from Node 22 on.
+ */
+export const exactNumbers = (
+  _key: string,
+  value: unknown,
+  context?: { readonly source?: string },
+): unknown => {
+  if (typeof value !== "number" || context?.source === undefined) return value
+  const written = context.source
+  const exact =
+    Number.isFinite(value) && (written === String(value) || decimalOf(written) === decimalOf(String(value)))
+  return exact ? value : written
+}
+
+/** `JSON.parse` with `exactNumbers`. */
+export const parseExactJson = (text: string): unknown => JSON.parse(text, exactNumbers)
+
 /**
  * JSON text as a value, for every JSON body any gateway or the console API reads: nesting deeper than
  * `MAX_JSON_DEPTH`, malformed JSON and a lone surrogate anywhere are each a 400, so no route, schema or query sees
- * text that Postgres would store altered. Length and control characters are each field's own check.
+ * text that Postgres would store altered. Length and control characters are each field's own check. With
+ * `exactNumbers`, a number a double would change is read as its text (a string).
  */
-export const parseJsonText = (text: string): Effect.Effect<unknown, BadRequest> =>
+export const parseJsonText = (
+  text: string,
+  options: { readonly exactNumbers?: boolean } = {},
+): Effect.Effect<unknown, BadRequest> =>
   Effect.suspend(() => {
     if (nestsTooDeep(text)) return Effect.fail(new BadRequest({ message: TOO_DEEP_MESSAGE }))
     let value: unknown
     try {
-      value = JSON.parse(text)
+      value = options.exactNumbers === true ? parseExactJson(text) : JSON.parse(text)
     } catch {
       return Effect.fail(new BadRequest({ message: "Request body is not valid JSON." }))
     }
