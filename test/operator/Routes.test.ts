@@ -515,5 +515,68 @@ describe("operator API routes", () => {
           )
         }),
     )
+
+    it.effect(
+      "refuses an operator email that is not an address with 422 naming email, and stores nothing",
+      () =>
+        Effect.gen(function* () {
+          const { admin } = yield* sessions
+          const refused = [
+            "<script>alert(1)</script>@routes.test",
+            "<b>bold</b>@routes.test",
+            '"quoted"@routes.test',
+            "two words@routes.test",
+            "tab\there@routes.test",
+            "a@localhost",
+            "a@routes",
+            "a@@routes.test",
+            "a@b@routes.test",
+            "@routes.test",
+            "a@",
+            "a.@routes.test",
+            "a..b@routes.test",
+            "a@routes..test",
+            "a@-routes.test",
+            "a@routes.test.",
+            "a@[127.0.0.1]",
+            "a@127.0.0.1",
+            "zoë@routes.test",
+            "a\u200b@routes.test",
+            "a@routes.tést",
+            `${"a".repeat(65)}@routes.test`,
+            `a@${"b".repeat(60)}.${"c".repeat(60)}.${"d".repeat(60)}.${"e".repeat(60)}.f.example`,
+            42,
+          ]
+          for (const email of refused) {
+            const answer = yield* call("POST", "/api/operators", {
+              ...admin,
+              body: { email, role: "viewer" },
+            })
+            assert.strictEqual(answer.status, 422, `${JSON.stringify(email)}: ${answer.text}`)
+            assert.deepStrictEqual(Object.keys(answer.body.operator), ["email"], JSON.stringify(email))
+            assert.match(answer.body.operator.email, /^email must be an address such as name@example\.com/)
+          }
+          const listed = yield* call("GET", "/api/operators", admin)
+          assert.notInclude(listed.text, "<")
+          assert.notInclude(listed.text, "localhost")
+          const updated = yield* call("PUT", `/api/operators/${encodeURIComponent("<b>x</b>@routes.test")}`, {
+            ...admin,
+            body: { role: "viewer" },
+          })
+          assert.strictEqual(updated.status, 422, updated.text)
+          assert.hasAllKeys(updated.body.operator, ["email"])
+          for (const email of [
+            "o'brien+ops@mail.example.co.uk",
+            "ops_1@xn--bcher-kva.example",
+            "A.B-c@Routes.Test",
+          ]) {
+            const answer = yield* call("POST", "/api/operators", {
+              ...admin,
+              body: { email, role: "viewer" },
+            })
+            assert.strictEqual(answer.status, 201, `${email}: ${answer.text}`)
+          }
+        }),
+    )
   })
 })
