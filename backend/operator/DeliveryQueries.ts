@@ -288,7 +288,9 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
           secrets,
           body: row.payload,
         })
-        const masked = new Set(Object.keys(customHeaders(row.custom_headers)).map((name) => name.toLowerCase()))
+        const masked = new Set(
+          Object.keys(customHeaders(row.custom_headers)).map((name) => name.toLowerCase()),
+        )
         return Object.fromEntries(
           Object.entries(headers).map(([name, value]) => {
             const lower = name.toLowerCase()

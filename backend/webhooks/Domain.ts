@@ -290,7 +290,10 @@ export class DeliveryQueryInvalid extends Schema.TaggedError<DeliveryQueryInvali
 export class EndpointNotFound extends Schema.TaggedError<EndpointNotFound>()("EndpointNotFound", {}) {}
 
 /** The endpoint's owner or provider has no custom header of that name. */
-export class CustomHeaderNotFound extends Schema.TaggedError<CustomHeaderNotFound>()("CustomHeaderNotFound", {}) {}
+export class CustomHeaderNotFound extends Schema.TaggedError<CustomHeaderNotFound>()(
+  "CustomHeaderNotFound",
+  {},
+) {}
 
 /** No such delivery of this endpoint. */
 export class DeliveryNotFound extends Schema.TaggedError<DeliveryNotFound>()("DeliveryNotFound", {}) {}
