@@ -289,7 +289,10 @@ export const COMMANDS = {
     args: [],
     options: target,
     synopsis: "--owner SLUG|--provider NAME",
-    summary: "the static headers of an owner's or provider's deliveries",
+    summary: "the static headers of an owner's or provider's deliveries, with their values (audited)",
+    details:
+      "Prints the values, which usually hold the receiver's credentials: the showing is audited (names only), " +
+      "as secrets show is. The console shows them masked and reveals one to an admin at a time.",
   },
   "webhooks test-receiver": {
     args: [],

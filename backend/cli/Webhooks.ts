@@ -70,5 +70,5 @@ export const showHeaders = Effect.fn("cli.webhooks.headers.show")(function* (
   input: Input<"webhooks headers show">,
 ) {
   const target = yield* targetOf(input.options, "webhooks headers show")
-  return yield* printJson({ headers: yield* (yield* Secrets).headers(target) })
+  return yield* printJson({ headers: yield* (yield* Secrets).headers(target, yield* actor) })
 })

@@ -114,7 +114,8 @@ export const DeliveryDetail = Schema.Struct({
   /** The exact bytes sent, as UTF-8 text. */
   payload_raw: Schema.String,
   payload: Schema.Unknown,
-  request_headers: Schema.Record(Schema.String, Schema.String),
+  /** The custom headers' values are null: masked for every role (an admin reveals one on the endpoint). */
+  request_headers: Schema.Record(Schema.String, Schema.NullOr(Schema.String)),
   attempts: Schema.Array(Attempt),
   timeline: Schema.Array(TimelineStep),
 })
@@ -169,7 +170,8 @@ export const Endpoint = Schema.Struct({
   events: Schema.Array(Schema.String),
   status: EndpointStatus,
   suspension_reason: Schema.NullOr(Schema.String),
-  custom_headers: Schema.Record(Schema.String, Schema.String),
+  /** Names only: every value is null (masked); an admin reveals one with `CustomHeaderValueAnswer`'s route. */
+  custom_headers: Schema.Record(Schema.String, Schema.Null),
   created_at: Timestamp,
   updated_at: Timestamp,
 })
@@ -234,8 +236,13 @@ export const EndpointStatusRequest = Schema.Struct({
   status: EndpointStatus,
   reason: Schema.optionalKey(Schema.String),
 })
+/** A null value keeps the stored one: the masked headers sent back unchanged change nothing. */
 export const CustomHeadersRequest = Schema.Struct({
-  custom_headers: Schema.Record(Schema.String, Schema.String),
+  custom_headers: Schema.Record(Schema.String, Schema.NullOr(Schema.String)),
+})
+/** One custom header's value, revealed to an admin (audited). */
+export const CustomHeaderValueAnswer = Schema.Struct({
+  header: Schema.Struct({ name: Schema.String, value: Schema.String }),
 })
 /** The test delivery, `held` when its endpoint is suspended (it goes out once the endpoint is active). */
 export const TestDeliveryAnswer = Schema.Struct({

@@ -4,7 +4,7 @@ import { instantProblemMessage, readInstant } from "../platform/Dates.ts"
 import { hasControlCharacter } from "../platform/Text.ts"
 import { DeliveryNotFound } from "../webhooks/Domain.ts"
 import { Endpoints } from "../webhooks/endpoints/Endpoints.ts"
-import { deliveryHeaders } from "../webhooks/delivery/Signer.ts"
+import { customHeaders, deliveryHeaders } from "../webhooks/delivery/Signer.ts"
 import {
   type AttemptRow,
   type DeliveryDetailRow,
@@ -266,7 +266,8 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
     /**
      * The headers of the last attempt as it sent them: the signature's timestamp is that attempt's start (in
      * seconds, as the signer takes it), signed with the secrets active then; never attempted, as it would be
-     * signed now. Custom headers are the subscriber's current ones.
+     * signed now. Custom headers are the subscriber's current ones, their values null (masked) for every role: an
+     * admin reveals one on the endpoint, audited.
      */
     const requestHeaders = (row: DeliveryDetailRow, attempts: ReadonlyArray<AttemptRow>) =>
       Effect.gen(function* () {
@@ -284,7 +285,15 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
           secrets,
           body: row.payload,
         })
-        return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]))
+        const masked = new Set(
+          Object.keys(customHeaders(row.custom_headers)).map((name) => name.toLowerCase()),
+        )
+        return Object.fromEntries(
+          Object.entries(headers).map(([name, value]) => {
+            const lower = name.toLowerCase()
+            return [lower, masked.has(lower) ? null : value]
+          }),
+        )
       })
 
     const detail = Effect.fn("Deliveries.detail")(function* (id: string | number) {

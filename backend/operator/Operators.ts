@@ -1,11 +1,11 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { Crypto, randomToken } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
-import { hasControlCharacter } from "../platform/Text.ts"
 import { recordAudit } from "../audit/Audit.ts"
 import {
+  EMAIL_RULE,
+  isOperatorEmail,
   isRole,
-  MAX_EMAIL_LENGTH,
   MAX_PASSWORD_LENGTH,
   MIN_PASSWORD_LENGTH,
   OperatorNotFound,
@@ -18,7 +18,6 @@ import { type AuditFilter, OperatorRepo, type OperatorRow } from "./Repo.ts"
 
 /** Owners suggested for what an operator has typed so far: as many as a list under a field shows. */
 const OWNER_SUGGESTIONS = 20
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 
 export const operatorView = (row: OperatorRow): OperatorView => ({
   email: row.email,
@@ -31,13 +30,10 @@ export const operatorView = (row: OperatorRow): OperatorView => ({
 /** What the audit log keeps of an operator: never the hash. */
 const audited = (row: OperatorRow) => ({ email: row.email, role: row.role, disabled: row.disabled })
 
+const emailRejected = () => new OperatorRejected({ field: "email", message: EMAIL_RULE })
+
 const checkEmail = (email: unknown) =>
-  typeof email === "string" &&
-  email.length <= MAX_EMAIL_LENGTH &&
-  !hasControlCharacter(email) &&
-  EMAIL.test(email)
-    ? Effect.succeed(email.trim())
-    : Effect.fail(new OperatorRejected({ field: "email", message: "email must be an email address" }))
+  typeof email === "string" && isOperatorEmail(email) ? Effect.succeed(email) : Effect.fail(emailRejected())
 
 const checkRole = (role: unknown) =>
   isRole(role)
@@ -113,6 +109,8 @@ export class Operators extends Context.Service<Operators>()("partner-service/ope
       return yield* db.transaction(
         Effect.gen(function* () {
           const current = yield* repo.operatorByEmail(email, true)
+          // An account stored before emails were checked can still be found (and disabled) by its address.
+          if (current === undefined && !isOperatorEmail(email)) return yield* emailRejected()
           if (current === undefined) return yield* new OperatorNotFound({ email })
           const next = { role: role ?? current.role, disabled: disabled ?? current.disabled }
           if (next.role === current.role && next.disabled === current.disabled) return operatorView(current)

@@ -289,6 +289,12 @@ export class DeliveryQueryInvalid extends Schema.TaggedError<DeliveryQueryInvali
 /** No such endpoint for this subscriber (never registered, deleted, or someone else's). */
 export class EndpointNotFound extends Schema.TaggedError<EndpointNotFound>()("EndpointNotFound", {}) {}
 
+/** The endpoint's owner or provider has no custom header of that name. */
+export class CustomHeaderNotFound extends Schema.TaggedError<CustomHeaderNotFound>()(
+  "CustomHeaderNotFound",
+  {},
+) {}
+
 /** No such delivery of this endpoint. */
 export class DeliveryNotFound extends Schema.TaggedError<DeliveryNotFound>()("DeliveryNotFound", {}) {}
 

@@ -51,6 +51,25 @@ describe("npm run cli -- operators", () => {
       }),
     )
 
+    it.effect("create refuses an email that is not an address with a clear message, storing nothing", () =>
+      Effect.gen(function* () {
+        for (const email of [
+          "<img src=x onerror=alert(1)>@example.com",
+          "ops@localhost",
+          "two words@example.com",
+        ]) {
+          const run = yield* cli("operators", "create", "--email", email, "--role", "viewer")
+          assert.strictEqual(run.code, 2, run.stdout)
+          assert.include(run.stderr, "email must be an address such as name@example.com")
+          assert.strictEqual(run.stdout, "")
+          assert.isUndefined(yield* stored(email))
+        }
+        const disable = yield* cli("operators", "disable", "--email", "<b>x</b>@example.com")
+        assert.strictEqual(disable.code, 2)
+        assert.include(disable.stderr, "email must be an address")
+      }),
+    )
+
     it.effect("create with --password prints no password and refuses one under 12 characters", () =>
       Effect.gen(function* () {
         const short = yield* cli(

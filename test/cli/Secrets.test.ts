@@ -249,47 +249,57 @@ describe("npm run cli -- secrets", () => {
       )
     }
 
-    it.effect("webhooks headers set stores the operator's headers and show prints them", () =>
-      Effect.gen(function* () {
-        const headers = { "X-Api-Key": "k-123", Authorization: "Bearer partner-token" }
-        const set = yield* cli(
-          "webhooks",
-          "headers",
-          "set",
-          "--owner",
-          "hdr-new",
-          "--file",
-          file("ok.json", JSON.stringify(headers)),
-        )
-        assert.strictEqual(set.code, 0, set.stderr)
-        assert.deepStrictEqual(JSON.parse(set.stdout), { headers })
-        assert.deepStrictEqual(
-          yield* storedHeaders("hdr-new"),
-          headers,
-          "the owner's subscriber is made for them",
-        )
-        const shown = yield* cli("webhooks", "headers", "show", "--owner", "hdr-new")
-        assert.deepStrictEqual(JSON.parse(shown.stdout), { headers })
-        const replaced = yield* cli(
-          "webhooks",
-          "headers",
-          "set",
-          "--owner",
-          "hdr-new",
-          "--file",
-          file("empty.json", "{}"),
-        )
-        assert.strictEqual(replaced.code, 0, replaced.stderr)
-        assert.deepStrictEqual(yield* storedHeaders("hdr-new"), {})
-        const provider = yield* cli("webhooks", "headers", "show", "--provider", "sec-co")
-        assert.deepStrictEqual(JSON.parse(provider.stdout), { headers: {} })
-        const audit = yield* auditOf("owner:hdr-new")
-        assert.deepStrictEqual(
-          audit.map((a) => a.details),
-          [{ names: ["X-Api-Key", "Authorization"] }, { names: [] }],
-          "names only: values may be credentials",
-        )
-      }),
+    it.effect(
+      "webhooks headers set stores the operator's headers and show prints them, each showing audited",
+      () =>
+        Effect.gen(function* () {
+          const headers = { "X-Api-Key": "k-123", Authorization: "Bearer partner-token" }
+          const set = yield* cli(
+            "webhooks",
+            "headers",
+            "set",
+            "--owner",
+            "hdr-new",
+            "--file",
+            file("ok.json", JSON.stringify(headers)),
+          )
+          assert.strictEqual(set.code, 0, set.stderr)
+          assert.deepStrictEqual(JSON.parse(set.stdout), { headers })
+          assert.deepStrictEqual(
+            yield* storedHeaders("hdr-new"),
+            headers,
+            "the owner's subscriber is made for them",
+          )
+          const shown = yield* cli("webhooks", "headers", "show", "--owner", "hdr-new")
+          assert.deepStrictEqual(JSON.parse(shown.stdout), { headers })
+          const replaced = yield* cli(
+            "webhooks",
+            "headers",
+            "set",
+            "--owner",
+            "hdr-new",
+            "--file",
+            file("empty.json", "{}"),
+          )
+          assert.strictEqual(replaced.code, 0, replaced.stderr)
+          assert.deepStrictEqual(yield* storedHeaders("hdr-new"), {})
+          const provider = yield* cli("webhooks", "headers", "show", "--provider", "sec-co")
+          assert.deepStrictEqual(JSON.parse(provider.stdout), { headers: {} })
+          const audit = yield* auditOf("owner:hdr-new")
+          assert.deepStrictEqual(
+            audit.map((a) => [a.actor, a.action, a.details]),
+            [
+              ["cli:alice", "webhook_headers.set", { names: ["X-Api-Key", "Authorization"] }],
+              ["cli:alice", "webhook_headers.show", { names: ["X-Api-Key", "Authorization"] }],
+              ["cli:alice", "webhook_headers.set", { names: [] }],
+            ],
+            "names only: values may be credentials",
+          )
+          assert.deepStrictEqual(
+            (yield* auditOf("provider:sec-co")).filter((a) => a.action.startsWith("webhook_headers")),
+            [{ actor: "cli:alice", action: "webhook_headers.show", details: { names: [] } }],
+          )
+        }),
     )
 
     const badHeaders: ReadonlyArray<{ name: string; content: string; message: RegExp }> = [

@@ -65,6 +65,13 @@ describe("the operator API's answers", () => {
         yield* answers(Api.EndpointAnswer, `/api/endpoints/${hook}/headers`, admin, "PUT", {
           custom_headers: { "X-Tenant": "acme-2" },
         })
+        yield* answers(
+          Api.CustomHeaderValueAnswer,
+          `/api/endpoints/${hook}/headers/X-Tenant/reveal`,
+          admin,
+          "POST",
+          {},
+        )
         yield* answers(Api.BulkRetryAnswer, "/api/bulk-retries", admin, "POST", {
           filter: { owner: "api-acme" },
           rate_per_second: 5,

@@ -88,7 +88,7 @@ describe("operator API routes", () => {
         const shown = next.body.endpoints[0]
         assert.deepStrictEqual(shown.owner, { slug: "ep-acme", name: "Owner ep-acme" })
         assert.isNull(shown.provider)
-        assert.deepStrictEqual(shown.custom_headers, { "X-Tenant": "acme" })
+        assert.deepStrictEqual(shown.custom_headers, { "X-Tenant": null })
         const suspended = yield* call("GET", "/api/endpoints?owner=ep-acme&status=suspended", viewer)
         assert.deepStrictEqual(
           suspended.body.endpoints.map((e: { id: number }) => e.id),
@@ -306,7 +306,8 @@ describe("operator API routes", () => {
         assert.isString(refused.body.endpoint.custom_headers)
         const set = yield* put({ "X-Api-Key": "k-123" })
         assert.strictEqual(set.status, 200, set.text)
-        assert.deepStrictEqual(set.body.endpoint.custom_headers, { "X-Api-Key": "k-123" })
+        assert.deepStrictEqual(set.body.endpoint.custom_headers, { "X-Api-Key": null })
+        assert.notInclude(set.text, "k-123")
         const [entry] = yield* auditOf("owner:hd-acme")
         assert.deepInclude(entry, {
           actor: admin.email,
@@ -317,6 +318,109 @@ describe("operator API routes", () => {
         })
         assert.notInclude(JSON.stringify(entry), "k-123")
       }),
+    )
+
+    it.effect(
+      "shows viewers and operators custom header names, never a value, on endpoints and deliveries",
+      () =>
+        Effect.gen(function* () {
+          const { viewer, operator } = yield* sessions
+          const acme = yield* owner("mask-acme")
+          const sub = yield* subscriber({ ownerId: acme.id }, { "X-Api-Key": "receiver-credential-1" })
+          const id = yield* endpoint(sub.id, "https://mask.example/hook", ["policy.created"])
+          const delivery = yield* insertDelivery(id, { status: "failed", attempt_number: 25 })
+          for (const who of [viewer, operator]) {
+            const answers = [
+              yield* call("GET", "/api/endpoints?owner=mask-acme", who),
+              yield* call("GET", `/api/endpoints/${id}`, who),
+              yield* call("GET", `/api/deliveries?endpoint=${id}`, who),
+              yield* call("GET", `/api/deliveries/${delivery}`, who),
+            ]
+            for (const answer of answers) {
+              assert.strictEqual(answer.status, 200, answer.text)
+              assert.notInclude(answer.text, "receiver-credential-1")
+            }
+            assert.deepStrictEqual(answers[1]!.body.endpoint.custom_headers, { "X-Api-Key": null })
+            assert.isNull(answers[3]!.body.delivery.request_headers["x-api-key"])
+          }
+          const suspended = yield* call("PUT", `/api/endpoints/${id}/status`, {
+            ...operator,
+            body: { status: "suspended", reason: "maintenance" },
+          })
+          assert.strictEqual(suspended.status, 200, suspended.text)
+          assert.notInclude(suspended.text, "receiver-credential-1")
+        }),
+    )
+
+    it.effect("reveals one custom header's value to an admin on purpose, audited by name only", () =>
+      Effect.gen(function* () {
+        const { viewer, operator, admin } = yield* sessions
+        const acme = yield* owner("reveal-acme")
+        const sub = yield* subscriber({ ownerId: acme.id }, { "X-Api-Key": "receiver-credential-2" })
+        const id = yield* endpoint(sub.id, "https://reveal.example/hook", ["policy.created"])
+        const reveal = (who: SignedIn, name: string) =>
+          call("POST", `/api/endpoints/${id}/headers/${encodeURIComponent(name)}/reveal`, {
+            ...who,
+            body: {},
+          })
+        const shown = yield* call("GET", `/api/endpoints/${id}`, admin)
+        assert.deepStrictEqual(shown.body.endpoint.custom_headers, { "X-Api-Key": null })
+        for (const who of [viewer, operator]) {
+          const refused = yield* reveal(who, "X-Api-Key")
+          assert.strictEqual(refused.status, 403)
+          assert.notInclude(refused.text, "receiver-credential-2")
+        }
+        assert.deepStrictEqual(yield* auditOf("owner:reveal-acme"), [])
+        const revealed = yield* reveal(admin, "x-api-key")
+        assert.strictEqual(revealed.status, 200, revealed.text)
+        assert.deepStrictEqual(revealed.body, {
+          header: { name: "X-Api-Key", value: "receiver-credential-2" },
+        })
+        assert.strictEqual(revealed.headers.get("cache-control"), "no-store")
+        const entries = yield* auditOf("owner:reveal-acme")
+        assert.deepStrictEqual(
+          entries.map((e) => [e.actor, e.channel, e.action, e.after]),
+          [[admin.email, "console", "webhook_headers.reveal", null]],
+        )
+        const [details] = yield* query(
+          (sql) => sql<Array<{ details: unknown }>>`
+            select details from audit_log where target = 'owner:reveal-acme'`,
+        )
+        assert.deepStrictEqual(details!.details, { name: "X-Api-Key", endpoint_id: id })
+        const missing = yield* reveal(admin, "X-Other")
+        assert.strictEqual(missing.text, `{"status_code":404,"error":"Custom header not found."}`)
+        const noEndpoint = yield* call("POST", "/api/endpoints/999999/headers/X-Api-Key/reveal", {
+          ...admin,
+          body: {},
+        })
+        assert.strictEqual(noEndpoint.status, 404)
+        assert.strictEqual((yield* auditOf("owner:reveal-acme")).length, 1)
+      }),
+    )
+
+    it.effect(
+      "keeps a stored header value sent back masked, and refuses a masked value it has none for",
+      () =>
+        Effect.gen(function* () {
+          const { admin } = yield* sessions
+          const acme = yield* owner("keep-acme")
+          const sub = yield* subscriber({ ownerId: acme.id }, { "X-Api-Key": "receiver-credential-3" })
+          const id = yield* endpoint(sub.id, "https://keep.example/hook", ["policy.created"])
+          const put = (custom_headers: unknown) =>
+            call("PUT", `/api/endpoints/${id}/headers`, { ...admin, body: { custom_headers } })
+          const stored = query(
+            (sql) => sql<Array<{ custom_headers: Record<string, string> }>>`
+            select custom_headers from webhook_subscribers where id = ${sub.id}`,
+          ).pipe(Effect.map(([row]) => row!.custom_headers))
+          const refused = yield* put({ "X-Api-Key": null, "X-Unknown": null })
+          assert.strictEqual(refused.status, 422)
+          assert.include(refused.body.endpoint.custom_headers, '"X-Unknown" has no stored value to keep')
+          assert.deepStrictEqual(yield* stored, { "X-Api-Key": "receiver-credential-3" })
+          const kept = yield* put({ "X-Api-Key": null, "X-Tenant": "keep" })
+          assert.strictEqual(kept.status, 200, kept.text)
+          assert.deepStrictEqual(kept.body.endpoint.custom_headers, { "X-Api-Key": null, "X-Tenant": null })
+          assert.deepStrictEqual(yield* stored, { "X-Api-Key": "receiver-credential-3", "X-Tenant": "keep" })
+        }),
     )
 
     it.effect("lists active secrets without their values and rotates one (admin), shown once", () =>
@@ -409,6 +513,69 @@ describe("operator API routes", () => {
               [admin.email, "console", "operators.set_role"],
             ],
           )
+        }),
+    )
+
+    it.effect(
+      "refuses an operator email that is not an address with 422 naming email, and stores nothing",
+      () =>
+        Effect.gen(function* () {
+          const { admin } = yield* sessions
+          const refused = [
+            "<script>alert(1)</script>@routes.test",
+            "<b>bold</b>@routes.test",
+            '"quoted"@routes.test',
+            "two words@routes.test",
+            "tab\there@routes.test",
+            "a@localhost",
+            "a@routes",
+            "a@@routes.test",
+            "a@b@routes.test",
+            "@routes.test",
+            "a@",
+            "a.@routes.test",
+            "a..b@routes.test",
+            "a@routes..test",
+            "a@-routes.test",
+            "a@routes.test.",
+            "a@[127.0.0.1]",
+            "a@127.0.0.1",
+            "zoë@routes.test",
+            "a\u200b@routes.test",
+            "a@routes.tést",
+            `${"a".repeat(65)}@routes.test`,
+            `a@${"b".repeat(60)}.${"c".repeat(60)}.${"d".repeat(60)}.${"e".repeat(60)}.f.example`,
+            42,
+          ]
+          for (const email of refused) {
+            const answer = yield* call("POST", "/api/operators", {
+              ...admin,
+              body: { email, role: "viewer" },
+            })
+            assert.strictEqual(answer.status, 422, `${JSON.stringify(email)}: ${answer.text}`)
+            assert.deepStrictEqual(Object.keys(answer.body.operator), ["email"], JSON.stringify(email))
+            assert.match(answer.body.operator.email, /^email must be an address such as name@example\.com/)
+          }
+          const listed = yield* call("GET", "/api/operators", admin)
+          assert.notInclude(listed.text, "<")
+          assert.notInclude(listed.text, "localhost")
+          const updated = yield* call("PUT", `/api/operators/${encodeURIComponent("<b>x</b>@routes.test")}`, {
+            ...admin,
+            body: { role: "viewer" },
+          })
+          assert.strictEqual(updated.status, 422, updated.text)
+          assert.hasAllKeys(updated.body.operator, ["email"])
+          for (const email of [
+            "o'brien+ops@mail.example.co.uk",
+            "ops_1@xn--bcher-kva.example",
+            "A.B-c@Routes.Test",
+          ]) {
+            const answer = yield* call("POST", "/api/operators", {
+              ...admin,
+              body: { email, role: "viewer" },
+            })
+            assert.strictEqual(answer.status, 201, `${email}: ${answer.text}`)
+          }
         }),
     )
   })

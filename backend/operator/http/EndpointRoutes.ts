@@ -11,7 +11,10 @@ import { actorOf, invalid, objectBody, route } from "./Route.ts"
 const isEndpointStatus = (value: unknown): value is EndpointStatus =>
   (EndpointStatuses as ReadonlyArray<unknown>).includes(value)
 
-/** Endpoints: the list, one with its health, its status and custom headers, a test delivery. */
+/**
+ * Endpoints: the list, one with its health, its status and custom headers (names only; an admin reveals a value),
+ * a test delivery.
+ */
 export const endpointRoutes = [
   route("GET", "/api/endpoints", "viewer", (request) =>
     Effect.gen(function* () {
@@ -83,6 +86,17 @@ export const endpointRoutes = [
           ),
         )
       return json(200, { endpoint })
+    }),
+  ),
+  // A POST, not a GET: it writes the audit row, so it carries the CSRF token and no cache or prefetch repeats it.
+  route("POST", "/api/endpoints/:id/headers/:name/reveal", "admin", (request) =>
+    Effect.gen(function* () {
+      const header = yield* (yield* EndpointOperations).revealHeader(
+        request.params.id ?? "",
+        request.params.name ?? "",
+        actorOf(request),
+      )
+      return json(200, { header }, { "cache-control": "no-store" })
     }),
   ),
   route("POST", "/api/endpoints/:id/test", "operator", (request) =>

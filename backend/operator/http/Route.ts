@@ -51,6 +51,8 @@ const toApiError = (error: { readonly _tag: string } & Record<string, unknown>):
       return new NotFound({ message: "Operator not found." })
     case "EndpointNotFound":
       return new NotFound({ message: "Endpoint not found." })
+    case "CustomHeaderNotFound":
+      return new NotFound({ message: "Custom header not found." })
     case "DeliveryNotFound":
       return new NotFound({ message: "Delivery not found." })
     case "OwnerUnknown":

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
 import { Db } from "../../platform/Db.ts"
 import {
+  CustomHeaderNotFound,
   describeSubscriber,
   type EndpointStatus,
   EndpointNotFound,
@@ -16,7 +17,11 @@ export const TEST_EVENT = "webhook.test"
 const ID = /^\d{1,18}$/
 const MAX_REASON_LENGTH = 500
 
-/** An endpoint as the operator console shows it: with its owner or provider and its subscriber's custom headers. */
+/**
+ * An endpoint as the operator console shows it: with its owner or provider and the names of its subscriber's
+ * custom headers. Their values are null (masked) for every role: they usually hold the receiver's credentials, and
+ * an admin reads one only through `revealHeader`, which is audited.
+ */
 export interface OperatorEndpoint {
   readonly id: number
   readonly name: string
@@ -26,7 +31,7 @@ export interface OperatorEndpoint {
   readonly events: ReadonlyArray<string>
   readonly status: EndpointStatus
   readonly suspension_reason: string | null
-  readonly custom_headers: Readonly<Record<string, string>>
+  readonly custom_headers: Readonly<Record<string, null>>
   readonly created_at: string
   readonly updated_at: string
 }
@@ -40,7 +45,7 @@ export const toOperatorEndpoint = (row: OperatorEndpointRow): OperatorEndpoint =
   events: row.events,
   status: row.status,
   suspension_reason: row.suspension_reason,
-  custom_headers: row.custom_headers,
+  custom_headers: Object.fromEntries(Object.keys(row.custom_headers).map((name) => [name, null])),
   created_at: row.created_at.toISOString(),
   updated_at: row.updated_at.toISOString(),
 })
@@ -148,15 +153,43 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
         )
       })
 
-      /** The custom headers of the endpoint's owner or provider (shared by its endpoints), by the CLI's rules. */
+      /**
+       * The custom headers of the endpoint's owner or provider (shared by its endpoints), by the CLI's rules; a
+       * null value keeps the stored one, so the masked headers sent back unchanged change nothing.
+       */
       const setHeaders = Effect.fn("EndpointOperations.setHeaders")(function* (
         id: string,
         headers: unknown,
         actor: string,
       ) {
         const endpoint = yield* endpointRow(id)
-        yield* secrets.setHeaders(refOf(endpoint), headers, actor)
+        yield* secrets.setHeaders(refOf(endpoint), headers, actor, true)
         return toOperatorEndpoint((yield* repo.endpoint(endpoint.id))!)
+      })
+
+      /** One custom header's value, shown to an admin on purpose: audited by name, never with the value. */
+      const revealHeader = Effect.fn("EndpointOperations.revealHeader")(function* (
+        id: string,
+        name: string,
+        actor: string,
+      ) {
+        return yield* db.transaction(
+          Effect.gen(function* () {
+            const endpoint = yield* endpointRow(id)
+            // Header names ignore case, and the stored ones are distinct so.
+            const stored = Object.keys(endpoint.custom_headers).find(
+              (key) => key.toLowerCase() === name.toLowerCase(),
+            )
+            if (stored === undefined) return yield* new CustomHeaderNotFound()
+            yield* repo.audit({
+              actor,
+              action: "webhook_headers.reveal",
+              target: describeSubscriber(refOf(endpoint)),
+              details: { name: stored, endpoint_id: Number(endpoint.id) },
+            })
+            return { name: stored, value: endpoint.custom_headers[stored]! }
+          }),
+        )
       })
 
       /** Every subscriber with its active secrets' times and fingerprints (never a secret). */
@@ -200,7 +233,7 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
       /** Ends the rotation overlap of the owner's or provider's secrets: only the newest signs from now on. */
       const endOverlap = (ref: SubscriberRef, actor: string) => secrets.endOverlap(ref, actor)
 
-      return { list, get, setStatus, sendTest, setHeaders, secretsOverview, rotate, endOverlap }
+      return { list, get, setStatus, sendTest, setHeaders, revealHeader, secretsOverview, rotate, endOverlap }
     }),
   },
 ) {

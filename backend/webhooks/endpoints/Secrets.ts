@@ -67,9 +67,15 @@ const TRANSPORT_HEADERS = new Set([
   "proxy-connection",
 ])
 
-/** Every problem of an operator's custom headers file, or the headers to store. */
+const NO_VALUE = Symbol("no value")
+
+/**
+ * Every problem of an operator's custom headers file, or the headers to store. With `stored`, a null value keeps
+ * the stored value of that name: the console shows values masked, so a form saved unchanged sends nulls.
+ */
 export const validateCustomHeaders = (
   input: unknown,
+  stored?: Readonly<Record<string, string>>,
 ): { readonly headers: Record<string, string> } | { readonly problems: ReadonlyArray<string> } => {
   if (typeof input !== "object" || input === null || Array.isArray(input)) {
     return {
@@ -78,8 +84,13 @@ export const validateCustomHeaders = (
       ],
     }
   }
-  const entries = Object.entries(input)
   const problems: Array<string> = []
+  const entries = Object.entries(input).map(([name, value]): [string, unknown] => {
+    if (value !== null || stored === undefined) return [name, value]
+    if (Object.hasOwn(stored, name)) return [name, stored[name]]
+    problems.push(`${JSON.stringify(name)} has no stored value to keep: give its value`)
+    return [name, NO_VALUE]
+  })
   if (entries.length > MAX_HEADERS) problems.push(`at most ${MAX_HEADERS} headers, not ${entries.length}`)
   const seen = new Set<string>()
   for (const [name, value] of entries) {
@@ -94,6 +105,7 @@ export const validateCustomHeaders = (
       problems.push(`${name} cannot be set: the HTTP client sets it for each request`)
     } else if (seen.has(lower)) problems.push(`${name} is given twice (header names ignore case)`)
     seen.add(lower)
+    if (value === NO_VALUE) continue
     if (typeof value !== "string") problems.push(`the value of ${shown} must be a string`)
     else if (value.length > MAX_HEADER_VALUE) {
       problems.push(`the value of ${shown} is longer than ${MAX_HEADER_VALUE} characters`)
@@ -267,25 +279,45 @@ export class Secrets extends Context.Service<Secrets>()("partner-service/webhook
     const fingerprint = (sealed: Uint8Array) =>
       Effect.map(crypto.open(sealed), (bytes) => secretFingerprint(bytes.toString("utf8")))
 
-    const headers = Effect.fn("Secrets.headers")(function* (ref: SubscriberRef) {
-      const subscriberId = yield* subscriber(ref, false)
-      return subscriberId === undefined ? {} : yield* repo.customHeaders(subscriberId)
+    /** The static headers with their values, which may be a receiver's credentials: the showing is audited. */
+    const headers = Effect.fn("Secrets.headers")(function* (ref: SubscriberRef, actor: string) {
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const subscriberId = yield* subscriber(ref, false)
+          const shown = subscriberId === undefined ? {} : yield* repo.customHeaders(subscriberId)
+          yield* repo.audit({
+            actor,
+            action: "webhook_headers.show",
+            target: describeSubscriber(ref),
+            details: { names: Object.keys(shown) },
+          })
+          return shown
+        }),
+      )
     })
 
-    /** Replaces the static headers sent with every delivery of the subscriber. Audited (names only). */
+    /**
+     * Replaces the static headers sent with every delivery of the subscriber. Audited (names only). With
+     * `keepHidden`, a null value keeps the stored one (the console's form, which never holds the values).
+     */
     const setHeaders = Effect.fn("Secrets.setHeaders")(function* (
       ref: SubscriberRef,
       input: unknown,
       actor: string,
+      keepHidden = false,
     ) {
-      const checked = validateCustomHeaders(input)
-      if ("problems" in checked) {
-        return yield* new WebhookCommandRejected({ message: checked.problems.join("; ") })
+      const early = keepHidden ? undefined : validateCustomHeaders(input)
+      if (early !== undefined && "problems" in early) {
+        return yield* new WebhookCommandRejected({ message: early.problems.join("; ") })
       }
       return yield* db.transaction(
         Effect.gen(function* () {
           const subscriberId = (yield* subscriber(ref, true))!
           const previous = yield* repo.customHeaders(subscriberId)
+          const checked = early ?? validateCustomHeaders(input, previous)
+          if ("problems" in checked) {
+            return yield* new WebhookCommandRejected({ message: checked.problems.join("; ") })
+          }
           yield* repo.setCustomHeaders(subscriberId, checked.headers)
           // Names only: a header's value may be a credential of the receiver's.
           yield* repo.audit({

@@ -1,4 +1,10 @@
-import { EndpointAnswer, EndpointPage, EndpointWithHealth, TestDeliveryAnswer } from "../schemas"
+import {
+  CustomHeaderValueAnswer,
+  EndpointAnswer,
+  EndpointPage,
+  EndpointWithHealth,
+  TestDeliveryAnswer,
+} from "../schemas"
 import type { EndpointStatus } from "../types"
 import { api, type Query, withQuery } from "./api"
 
@@ -22,9 +28,21 @@ export const sendTestEvent = async (id: string | number) =>
   (await api(TestDeliveryAnswer, "POST", `/api/endpoints/${encodeURIComponent(String(id))}/test`, {}))
     .delivery
 
-export const setCustomHeaders = async (id: string | number, headers: Record<string, string>) =>
+/** A null value keeps the stored one, which the console never holds. */
+export const setCustomHeaders = async (id: string | number, headers: Record<string, string | null>) =>
   (
     await api(EndpointAnswer, "PUT", `/api/endpoints/${encodeURIComponent(String(id))}/headers`, {
       custom_headers: headers,
     })
   ).endpoint
+
+/** One custom header's value, for an admin (the server audits the reveal). */
+export const revealCustomHeader = async (id: string | number, name: string) =>
+  (
+    await api(
+      CustomHeaderValueAnswer,
+      "POST",
+      `/api/endpoints/${encodeURIComponent(String(id))}/headers/${encodeURIComponent(name)}/reveal`,
+      {},
+    )
+  ).header.value

@@ -265,6 +265,72 @@ describe("console: endpoints, secrets, operators and roles", () => {
       )
 
       it.effect(
+        "shows viewers and operators custom header names with masked values; an admin reveals one, audited",
+        () =>
+          Effect.gen(function* () {
+            const { page, origin, operator, admin, endpointId } = yield* E2e
+            const credential = "e2e-receiver-credential"
+            const viewer = yield* operatorAccount(service.env, "viewer", "masked")
+            const as = (account: OperatorAccount) =>
+              Effect.andThen(
+                promise(() => page.context().clearCookies()),
+                signIn(page, origin, account),
+              )
+            yield* as(admin)
+            const set = yield* apiFromPage(page, "PUT", `/api/endpoints/${endpointId}/headers`, {
+              custom_headers: { "X-Receiver-Key": credential },
+            })
+            assert.strictEqual(set.status, 200, set.text)
+            const [delivery] = yield* awaitDeliveries(endpointId, (rows) => rows.length > 0)
+
+            for (const account of [viewer, operator]) {
+              yield* as(account)
+              yield* promise(() => page.goto(`${origin}/endpoints/${endpointId}`))
+              yield* heading(page, /test endpoint/)
+              yield* promise(() => page.getByRole("rowheader", { name: "X-Receiver-Key" }).waitFor())
+              assert.notInclude(yield* promise(() => page.content()), credential, account.role)
+              assert.strictEqual(
+                yield* promise(() => page.getByRole("button", { name: /Reveal/ }).count()),
+                0,
+              )
+              if (account === viewer) yield* promise(() => assertAccessible(page, "masked custom headers"))
+              yield* promise(() => page.goto(`${origin}/deliveries/${delivery!.id}`))
+              yield* heading(page, new RegExp(`Delivery #${delivery!.id}`))
+              yield* promise(() => page.getByRole("rowheader", { name: "x-receiver-key" }).waitFor())
+              assert.notInclude(yield* promise(() => page.content()), credential, account.role)
+              assert.strictEqual(
+                yield* promise(() => page.getByRole("button", { name: /Reveal/ }).count()),
+                0,
+              )
+              for (const path of [`/api/endpoints/${endpointId}`, `/api/deliveries/${delivery!.id}`]) {
+                const answer = yield* apiFromPage(page, "GET", path)
+                assert.strictEqual(answer.status, 200, answer.text)
+                assert.notInclude(answer.text, credential, `${account.role} ${path}`)
+              }
+            }
+
+            yield* as(admin)
+            yield* promise(() => page.goto(`${origin}/endpoints/${endpointId}`))
+            yield* heading(page, /test endpoint/)
+            yield* promise(() => page.getByRole("rowheader", { name: "X-Receiver-Key" }).waitFor())
+            assert.notInclude(yield* promise(() => page.content()), credential, "masked until revealed")
+            yield* promise(() => page.getByRole("button", { name: "Reveal X-Receiver-Key" }).click())
+            yield* promise(() => page.getByText(credential, { exact: true }).waitFor())
+            yield* screenshot(page, "endpoint-header-revealed")
+            yield* promise(() => assertAccessible(page, "revealed custom header"))
+            const audit = yield* apiFromPage(page, "GET", "/api/audit")
+            const entries = (JSON.parse(audit.text) as { entries: Array<{ actor: string; action: string }> })
+              .entries
+            assert.isTrue(
+              entries.some((e) => e.actor === admin.email && e.action === "webhook_headers.reveal"),
+              "the reveal is audited",
+            )
+            assert.notInclude(audit.text, credential)
+          }),
+        TIMEOUT,
+      )
+
+      it.effect(
         "shows every one of these actions in the audit log",
         () =>
           Effect.gen(function* () {
