@@ -277,8 +277,15 @@ export const exactNumbers = (
   return exact ? value : written
 }
 
-/** `JSON.parse` with `exactNumbers`. */
-export const parseExactJson = (text: string): unknown => JSON.parse(text, exactNumbers)
+/**
+ * Where a number a double could change may be: 16 or more digits, or an exponent of three digits. A double holds
+ * every number of at most 15 significant digits within its range, so text without either needs no reviver.
+ */
+const INEXACT_NUMBER = /\d[\d.]{15}|[eE][+-]?\d{3}/
+
+/** `JSON.parse` with `exactNumbers`, skipped for text that cannot hold a number it would change. */
+export const parseExactJson = (text: string): unknown =>
+  INEXACT_NUMBER.test(text) ? JSON.parse(text, exactNumbers) : JSON.parse(text)
 
 /**
  * JSON text as a value, for every JSON body any gateway or the console API reads: nesting deeper than

@@ -26,4 +26,13 @@ describe("JSON read with exact numbers", () => {
       { a: 9007199254740992, b: 1000, c: 12.5, d: 0.1, e: -0, f: 1e21, g: 2.5e-7 },
     )
   })
+
+  it("keeps a long number exact whether or not the rest of the text needs the reviver", () => {
+    assert.deepStrictEqual(parseExactJson('{"id": 1.000000000000001, "n": 12}'), {
+      id: 1.000000000000001,
+      n: 12,
+    })
+    assert.deepStrictEqual(parseExactJson('{"id": 9007199254740993}'), { id: "9007199254740993" })
+    assert.deepStrictEqual(parseExactJson('{"id": 1E+400}'), { id: "1E+400" })
+  })
 })
