@@ -225,3 +225,11 @@ export class LinkInvalid extends Schema.TaggedError<LinkInvalid>()("LinkInvalid"
   /** For logs and operators only; never shown to the renter. */
   reason: Schema.String,
 }) {}
+
+/**
+ * The caller's address opened too many links that were not valid lately: nothing is looked up until the block
+ * ends, whether or not the link is valid.
+ */
+export class LinksThrottled extends Schema.TaggedError<LinksThrottled>()("LinksThrottled", {
+  retryAfterSeconds: Schema.Number,
+}) {}

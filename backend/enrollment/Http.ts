@@ -8,9 +8,10 @@ import type { BadRequest, HttpRequest, PayloadTooLarge, Route } from "../platfor
 import { unavailableIn } from "../platform/Unavailable.ts"
 import { Roster } from "../roster/Roster.ts"
 import { type Asset, assets } from "./Assets.ts"
-import type { JourneyLink, JourneyView, Preselection } from "./Domain.ts"
+import type { JourneyLink, JourneyView, LinksThrottled, Preselection } from "./Domain.ts"
 import { formTokenValid, issueFormToken, postedFromThisHost } from "./FormToken.ts"
 import { Journey, type JourneyShape } from "./Journey.ts"
+import { LinkThrottle } from "./LinkThrottle.ts"
 import { Policies } from "../policies/Policies.ts"
 import { privacyPage, termsIndexPage, termsPage } from "./Terms.ts"
 import { type EnrollmentLink, followedRedirect, linkPath, pagePath, parseLink } from "./Link.ts"
@@ -20,6 +21,8 @@ import {
   NEUTRAL_STATUS,
   neutralPage,
   notFoundPage,
+  THROTTLED_STATUS,
+  throttledPage,
   unavailablePage,
 } from "./Notices.ts"
 import { parseChoice } from "./pages/ChoosePage.ts"
@@ -36,7 +39,8 @@ import { IssuerConfig, type IssuerConfigShape, PaymentsConfig } from "../policie
  * "not found" page for the rest of the host.
  */
 
-type Services = Journey | Policies | Roster | AppConfig | PaymentsConfig | IssuerConfig | Crypto
+type Services =
+  Journey | LinkThrottle | Policies | Roster | AppConfig | PaymentsConfig | IssuerConfig | Crypto
 
 const LINK_PATH = "/enrollment/:flow/:owner_slug/:source/:source_prospect_id"
 const PAGE_PATH = `${LINK_PATH}/:page`
@@ -81,6 +85,19 @@ export const noticeResponse = (
   })
 
 const neutral = (framing: Framing) => noticeResponse(NEUTRAL_STATUS, neutralPage, framing)
+
+/** Fails with LinksThrottled while the request's source is blocked for guessing links. */
+const admitted = (request: HttpRequest) =>
+  LinkThrottle.use((throttle) => throttle.admit(request.remoteAddress))
+
+/** A link or document name that named nothing: counted against its source. */
+const guessed = (request: HttpRequest) =>
+  LinkThrottle.use((throttle) => throttle.recordFailure(request.remoteAddress))
+
+const throttled = (framing: Framing) => (error: LinksThrottled) =>
+  noticeResponse(THROTTLED_STATUS, throttledPage, framing, {
+    "retry-after": String(error.retryAfterSeconds),
+  })
 
 const journeyLink = (link: EnrollmentLink): JourneyLink => ({
   flow: link.flow,
@@ -189,7 +206,8 @@ const show = (request: HttpRequest) =>
     const link = parseLink(request.params, request.query)
     const asked = request.params.page
     if (link === undefined || (asked !== undefined && !isStepPage(asked))) return yield* neutral(framing)
-    return yield* Journey.use((journey) => journey.open(journeyLink(link), preselectionOf(link))).pipe(
+    return yield* admitted(request).pipe(
+      Effect.andThen(Journey.use((journey) => journey.open(journeyLink(link), preselectionOf(link)))),
       Effect.flatMap((view) => {
         const open = openPages(view.step)
         if (asked === undefined || !open.includes(asked)) {
@@ -203,7 +221,8 @@ const show = (request: HttpRequest) =>
         })
       }),
       // The journey has logged why; the renter learns nothing of it.
-      Effect.catchTag("LinkInvalid", () => neutral(framing)),
+      Effect.catchTag("LinkInvalid", () => Effect.andThen(guessed(request), neutral(framing))),
+      Effect.catchTag("LinksThrottled", throttled(framing)),
     )
   })
 
@@ -250,6 +269,11 @@ const submit = (request: HttpRequest) =>
     const framing = yield* framingOf(request.params)
     const link = parseLink(request.params, request.query)
     if (link === undefined) return yield* neutral(framing)
+    const blocked = yield* admitted(request).pipe(
+      Effect.as(undefined),
+      Effect.catchTag("LinksThrottled", throttled(framing)),
+    )
+    if (blocked !== undefined) return blocked
     const config = yield* AppConfig
     const crypto = yield* Crypto
     const now = yield* Clock.currentTimeMillis
@@ -285,7 +309,7 @@ const submit = (request: HttpRequest) =>
         return Effect.succeed(seeOther(pagePath(link, page)))
       }),
       // The journey has logged why; the renter learns nothing of it.
-      Effect.catchTag("LinkInvalid", () => neutral(framing)),
+      Effect.catchTag("LinkInvalid", () => Effect.andThen(guessed(request), neutral(framing))),
     )
   })
 
@@ -326,8 +350,10 @@ const documentRoutes: ReadonlyArray<Route<Services>> = [
     handle: (request) =>
       asRenterPage(
         Effect.gen(function* () {
+          yield* admitted(request)
           const bytes = yield* Policies.use((policies) => policies.archive(request.params.name ?? ""))
-          if (bytes === undefined) return yield* noticeResponse(404, notFoundPage)
+          if (bytes === undefined)
+            return yield* Effect.andThen(guessed(request), noticeResponse(404, notFoundPage))
           return new FastResponse(bytes, {
             status: 200,
             headers: {
@@ -337,7 +363,7 @@ const documentRoutes: ReadonlyArray<Route<Services>> = [
               "x-content-type-options": "nosniff",
             },
           })
-        }),
+        }).pipe(Effect.catchTag("LinksThrottled", throttled(noFraming))),
       ),
   },
   {
@@ -347,15 +373,17 @@ const documentRoutes: ReadonlyArray<Route<Services>> = [
     handle: (request) =>
       asRenterPage(
         Effect.gen(function* () {
+          yield* admitted(request)
           const file = request.params.file ?? ""
           const bytes = /^[A-Za-z0-9-]+\.pdf$/.test(file)
             ? yield* Policies.use((policies) =>
                 policies.documentFile(`${request.params.name ?? ""}.zip`, file),
               )
             : undefined
-          if (bytes === undefined) return yield* noticeResponse(404, notFoundPage)
+          if (bytes === undefined)
+            return yield* Effect.andThen(guessed(request), noticeResponse(404, notFoundPage))
           return new FastResponse(bytes, { status: 200, headers: pdfHeaders(file) })
-        }),
+        }).pipe(Effect.catchTag("LinksThrottled", throttled(noFraming))),
       ),
   },
 ]

@@ -162,6 +162,11 @@ export const metrics = {
     "Token requests answered 429 without checking the secret, by gateway and reason",
     ["gateway", "reason"],
   ),
+  enrollmentLinksThrottled: counter(
+    "enrollment_links_throttled_total",
+    "Enrollment links and documents answered 429 because their source address guessed too many wrong ones",
+    [],
+  ),
 }
 
 const levels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
