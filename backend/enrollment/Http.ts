@@ -1,4 +1,4 @@
-import { Cause, Clock, Effect } from "effect"
+import { Cause, Clock, Effect, Exit, Option } from "effect"
 import { FastResponse } from "srvx/node"
 import { Cadences, type Cadence, type ProductType, ProductTypes } from "../policies/Domain.ts"
 import { TEST_CARDS } from "../policies/Payments.ts"
@@ -8,7 +8,13 @@ import type { BadRequest, HttpRequest, PayloadTooLarge, Route } from "../platfor
 import { unavailableIn } from "../platform/Unavailable.ts"
 import { Roster } from "../roster/Roster.ts"
 import { type Asset, assets } from "./Assets.ts"
-import type { JourneyLink, JourneyView, LinksThrottled, Preselection } from "./Domain.ts"
+import {
+  type JourneyLink,
+  type JourneyView,
+  LinkInvalid,
+  type LinksThrottled,
+  type Preselection,
+} from "./Domain.ts"
 import { formTokenValid, issueFormToken, postedFromThisHost } from "./FormToken.ts"
 import { Journey, type JourneyShape } from "./Journey.ts"
 import { LinkThrottle } from "./LinkThrottle.ts"
@@ -86,13 +92,18 @@ export const noticeResponse = (
 
 const neutral = (framing: Framing) => noticeResponse(NEUTRAL_STATUS, neutralPage, framing)
 
-/** Fails with LinksThrottled while the request's source is blocked for guessing links. */
-const admitted = (request: HttpRequest) =>
-  LinkThrottle.use((throttle) => throttle.admit(request.remoteAddress))
+/** A lookup of a link or a document by name, under the throttle of the request's source (`LinkThrottle`). */
+const guarded = <A, E, R>(
+  request: HttpRequest,
+  lookup: Effect.Effect<A, E, R>,
+  missed: (exit: Exit.Exit<A, E>) => boolean,
+) => LinkThrottle.use((throttle) => throttle.guard(request.remoteAddress, lookup, missed))
 
-/** A link or document name that named nothing: counted against its source. */
-const guessed = (request: HttpRequest) =>
-  LinkThrottle.use((throttle) => throttle.recordFailure(request.remoteAddress))
+const linkInvalid = <A, E>(exit: Exit.Exit<A, E>) =>
+  Option.exists(Exit.findErrorOption(exit), (error) => error instanceof LinkInvalid)
+
+const nothingFound = <A, E>(exit: Exit.Exit<A | undefined, E>) =>
+  Exit.isSuccess(exit) && exit.value === undefined
 
 const throttled = (framing: Framing) => (error: LinksThrottled) =>
   noticeResponse(THROTTLED_STATUS, throttledPage, framing, {
@@ -206,8 +217,11 @@ const show = (request: HttpRequest) =>
     const link = parseLink(request.params, request.query)
     const asked = request.params.page
     if (link === undefined || (asked !== undefined && !isStepPage(asked))) return yield* neutral(framing)
-    return yield* admitted(request).pipe(
-      Effect.andThen(Journey.use((journey) => journey.open(journeyLink(link), preselectionOf(link)))),
+    return yield* guarded(
+      request,
+      Journey.use((journey) => journey.open(journeyLink(link), preselectionOf(link))),
+      linkInvalid,
+    ).pipe(
       Effect.flatMap((view) => {
         const open = openPages(view.step)
         if (asked === undefined || !open.includes(asked)) {
@@ -221,7 +235,7 @@ const show = (request: HttpRequest) =>
         })
       }),
       // The journey has logged why; the renter learns nothing of it.
-      Effect.catchTag("LinkInvalid", () => Effect.andThen(guessed(request), neutral(framing))),
+      Effect.catchTag("LinkInvalid", () => neutral(framing)),
       Effect.catchTag("LinksThrottled", throttled(framing)),
     )
   })
@@ -269,11 +283,6 @@ const submit = (request: HttpRequest) =>
     const framing = yield* framingOf(request.params)
     const link = parseLink(request.params, request.query)
     if (link === undefined) return yield* neutral(framing)
-    const blocked = yield* admitted(request).pipe(
-      Effect.as(undefined),
-      Effect.catchTag("LinksThrottled", throttled(framing)),
-    )
-    if (blocked !== undefined) return blocked
     const config = yield* AppConfig
     const crypto = yield* Crypto
     const now = yield* Clock.currentTimeMillis
@@ -290,7 +299,11 @@ const submit = (request: HttpRequest) =>
     const step = form.get("step")
     const answered = pageOfForm(step)
     const returnTo = returnOf(request.query)
-    return yield* Journey.use((journey) => answer(journey, journeyLink(link), step, form)).pipe(
+    return yield* guarded(
+      request,
+      Journey.use((journey) => answer(journey, journeyLink(link), step, form)),
+      linkInvalid,
+    ).pipe(
       Effect.flatMap((view) => {
         const open = openPages(view.step)
         if (view.error !== undefined && answered !== undefined && open.includes(answered)) {
@@ -309,7 +322,8 @@ const submit = (request: HttpRequest) =>
         return Effect.succeed(seeOther(pagePath(link, page)))
       }),
       // The journey has logged why; the renter learns nothing of it.
-      Effect.catchTag("LinkInvalid", () => Effect.andThen(guessed(request), neutral(framing))),
+      Effect.catchTag("LinkInvalid", () => neutral(framing)),
+      Effect.catchTag("LinksThrottled", throttled(framing)),
     )
   })
 
@@ -350,10 +364,12 @@ const documentRoutes: ReadonlyArray<Route<Services>> = [
     handle: (request) =>
       asRenterPage(
         Effect.gen(function* () {
-          yield* admitted(request)
-          const bytes = yield* Policies.use((policies) => policies.archive(request.params.name ?? ""))
-          if (bytes === undefined)
-            return yield* Effect.andThen(guessed(request), noticeResponse(404, notFoundPage))
+          const bytes = yield* guarded(
+            request,
+            Policies.use((policies) => policies.archive(request.params.name ?? "")),
+            nothingFound,
+          )
+          if (bytes === undefined) return yield* noticeResponse(404, notFoundPage)
           return new FastResponse(bytes, {
             status: 200,
             headers: {
@@ -373,15 +389,15 @@ const documentRoutes: ReadonlyArray<Route<Services>> = [
     handle: (request) =>
       asRenterPage(
         Effect.gen(function* () {
-          yield* admitted(request)
           const file = request.params.file ?? ""
-          const bytes = /^[A-Za-z0-9-]+\.pdf$/.test(file)
-            ? yield* Policies.use((policies) =>
-                policies.documentFile(`${request.params.name ?? ""}.zip`, file),
-              )
-            : undefined
-          if (bytes === undefined)
-            return yield* Effect.andThen(guessed(request), noticeResponse(404, notFoundPage))
+          const bytes = yield* guarded(
+            request,
+            /^[A-Za-z0-9-]+\.pdf$/.test(file)
+              ? Policies.use((policies) => policies.documentFile(`${request.params.name ?? ""}.zip`, file))
+              : Effect.succeed(undefined),
+            nothingFound,
+          )
+          if (bytes === undefined) return yield* noticeResponse(404, notFoundPage)
           return new FastResponse(bytes, { status: 200, headers: pdfHeaders(file) })
         }).pipe(Effect.catchTag("LinksThrottled", throttled(noFraming))),
       ),

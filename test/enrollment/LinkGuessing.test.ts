@@ -116,6 +116,29 @@ describe("guessing enrollment links", () => {
         }),
     )
 
+    it.effect(
+      "lets a burst of wrong links sent at once from one address past the free ones by a few at most",
+      () =>
+        Effect.gen(function* () {
+          const renter = yield* enrollableRenter("guess-burst")
+          const answers = yield* Effect.forEach(
+            Array.from({ length: 200 }, (_, n) => n),
+            (n) => from("127.0.0.7", guessedLink(renter, n)),
+            // Many more at once than one address may look up, and few enough to leave the test database's pool be.
+            { concurrency: 16 },
+          )
+          const looked = answers.filter((answer) => answer.status === 404).length
+          // Four lookups of one address run at once: the ones under way when the block is set still answer.
+          assert.isAtLeast(looked, FREE_FAILURES)
+          assert.isAtMost(looked, FREE_FAILURES + 4)
+          for (const answer of answers.filter((answer) => answer.status !== 404)) {
+            assertThrottled(answer, "a guess of the burst")
+          }
+          const elsewhere = yield* from("127.0.0.8", pathOf(renter.enrollmentUrl))
+          assert.strictEqual(elsewhere.status, 303, elsewhere.text)
+        }),
+    )
+
     it.effect("refuses form posts and documents from a blocked address, and counts their wrong keys", () =>
       Effect.gen(function* () {
         const renter = yield* enrollableRenter("guess-forms")
@@ -126,7 +149,10 @@ describe("guessing enrollment links", () => {
           from(address, path, {
             method: "POST",
             headers: { "content-type": "application/x-www-form-urlencoded", origin: ENROLLMENT_HOST },
-            body: new URLSearchParams({ csrf_token: formTokenOf(details), step: "details" }).toString(),
+            body: new URLSearchParams({
+              csrf_token: formTokenOf({ ...details, headers: new Headers() }),
+              step: "details",
+            }).toString(),
           })
         // The form's token names the link's parts but not its email: posts with other emails reach the journey.
         const wrongEmail = (n: number) => {
