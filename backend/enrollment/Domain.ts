@@ -227,9 +227,11 @@ export class LinkInvalid extends Schema.TaggedError<LinkInvalid>()("LinkInvalid"
 }) {}
 
 /**
- * The caller's address opened too many links that were not valid lately: nothing is looked up until the block
- * ends, whether or not the link is valid.
+ * A link or document was not looked up for the caller's address: it opened too many links that were not valid
+ * lately (`failures`, whether or not this link is valid), or it has too many lookups under way at once
+ * (`in_progress`).
  */
 export class LinksThrottled extends Schema.TaggedError<LinksThrottled>()("LinksThrottled", {
+  reason: Schema.Literals(["failures", "in_progress"]),
   retryAfterSeconds: Schema.Number,
 }) {}

@@ -106,7 +106,7 @@ const nothingFound = <A, E>(exit: Exit.Exit<A | undefined, E>) =>
   Exit.isSuccess(exit) && exit.value === undefined
 
 const throttled = (framing: Framing) => (error: LinksThrottled) =>
-  noticeResponse(THROTTLED_STATUS, throttledPage, framing, {
+  noticeResponse(THROTTLED_STATUS, (issuer) => throttledPage(issuer, error.reason), framing, {
     "retry-after": String(error.retryAfterSeconds),
   })
 

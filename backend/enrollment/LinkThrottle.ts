@@ -6,6 +6,12 @@ import { LinksThrottled } from "./Domain.ts"
 import { LinkFailuresRepo } from "./LinkFailuresRepo.ts"
 
 /**
+ * Lookups of links and documents one source may have running at once in one process: a renter's browser makes
+ * one at a time, and a guesser's burst cannot outrun the block its first failures set.
+ */
+const LOOKUPS_IN_PROGRESS = 4
+
+/**
  * Guessing enrollment links (and document names) is slowed down per source address: past
  * `ENROLLMENT_LINK_FREE_FAILURES` wrong ones in an hour, each further one blocks the source for twice as long as
  * the one before, up to `ENROLLMENT_LINK_MAX_BLOCK_SECONDS`. The counts live in Postgres, so every process serving
@@ -13,12 +19,6 @@ import { LinkFailuresRepo } from "./LinkFailuresRepo.ts"
  * counts as one more failure, so a source that keeps guessing stays blocked; a valid link opened meanwhile is
  * refused too (the guesser may hold one), and never clears the count (else one valid link would reset it).
  */
-/**
- * Lookups of links and documents one source may have running at once in one process: a renter's browser makes
- * one at a time, and a guesser's burst cannot outrun the block its first failures set.
- */
-const LOOKUPS_IN_PROGRESS = 4
-
 export class LinkThrottle extends Context.Service<LinkThrottle>()("partner-service/enrollment/LinkThrottle", {
   make: Effect.gen(function* () {
     const repo = yield* LinkFailuresRepo
@@ -49,8 +49,9 @@ export class LinkThrottle extends Context.Service<LinkThrottle>()("partner-servi
         const at = yield* now
         if ((yield* repo.blockedUntil(source, at)) === undefined) return
         const until = yield* record(source, at)
-        metrics.enrollmentLinksThrottled.inc()
+        metrics.enrollmentLinksThrottled.inc({ reason: "failures" })
         return yield* new LinksThrottled({
+          reason: "failures",
           retryAfterSeconds: Math.max(1, Math.ceil(((until?.getTime() ?? 0) - at.getTime()) / 1000)),
         })
       })
@@ -85,8 +86,10 @@ export class LinkThrottle extends Context.Service<LinkThrottle>()("partner-servi
                 admit(source),
                 Effect.onExit(lookup, (exit) => (missed(exit) ? recordMiss(source) : Effect.void)),
               )
-            : Effect.sync(() => metrics.enrollmentLinksThrottled.inc()).pipe(
-                Effect.andThen(Effect.fail(new LinksThrottled({ retryAfterSeconds: 1 }))),
+            : Effect.sync(() => metrics.enrollmentLinksThrottled.inc({ reason: "in_progress" })).pipe(
+                Effect.andThen(
+                  Effect.fail(new LinksThrottled({ reason: "in_progress", retryAfterSeconds: 1 })),
+                ),
               ),
         (entered) => (entered ? Effect.sync(() => leave(source)) : Effect.void),
       ).pipe(Effect.withSpan("LinkThrottle.guard"))

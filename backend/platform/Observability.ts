@@ -164,8 +164,8 @@ export const metrics = {
   ),
   enrollmentLinksThrottled: counter(
     "enrollment_links_throttled_total",
-    "Enrollment links and documents answered 429 because their source address guessed too many wrong ones",
-    [],
+    "Enrollment links and documents answered 429 without a lookup, by reason (failures: the address opened too many wrong ones; in_progress: too many lookups of the address at once)",
+    ["reason"],
   ),
 }
 

@@ -131,9 +131,17 @@ describe("guessing enrollment links", () => {
           // Four lookups of one address run at once: the ones under way when the block is set still answer.
           assert.isAtLeast(looked, FREE_FAILURES)
           assert.isAtMost(looked, FREE_FAILURES + 4)
-          for (const answer of answers.filter((answer) => answer.status !== 404)) {
-            assertThrottled(answer, "a guess of the burst")
+          // A guess refused for being one too many at once says so; after the burst, the block stands.
+          const refused = answers.filter((answer) => answer.status !== 404)
+          for (const answer of refused) {
+            assert.strictEqual(answer.status, 429)
+            assert.isAbove(Number(answer.headers["retry-after"]), 0)
+            assert.include(
+              ["Too many links that are not valid", "Too many pages opened at once"],
+              heading(answer),
+            )
           }
+          assertThrottled(yield* from("127.0.0.7", guessedLink(renter, 200)), "a guess after the burst")
           const elsewhere = yield* from("127.0.0.8", pathOf(renter.enrollmentUrl))
           assert.strictEqual(elsewhere.status, 303, elsewhere.text)
         }),
