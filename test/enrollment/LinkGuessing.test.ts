@@ -225,6 +225,10 @@ describe("guessing enrollment links", () => {
           assert.strictEqual(answer?.status(), 429)
           await page.getByRole("heading", { level: 1, name: "Too many links that are not valid" }).waitFor()
           await assertAccessible(page, "the page of a blocked address")
+          await page.setViewportSize({ width: 360, height: 740 })
+          await page.reload()
+          await page.getByRole("heading", { level: 1, name: "Too many links that are not valid" }).waitFor()
+          await assertAccessible(page, "the page of a blocked address at 360 px")
         })
       }).pipe(Effect.scoped),
     )
