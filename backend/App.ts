@@ -4,7 +4,9 @@ import { Auth } from "./auth/Auth.ts"
 import { authGuard, authRoutes } from "./auth/Http.ts"
 import { ingestWorkersLayer } from "./ingest/Consumer.ts"
 import { enrollmentRoutes } from "./enrollment/Http.ts"
+import { EnrollmentConfig } from "./enrollment/Config.ts"
 import { Journey } from "./enrollment/Journey.ts"
+import { LinkThrottle } from "./enrollment/LinkThrottle.ts"
 import { IngestConfig } from "./ingest/Config.ts"
 import { ingestRoutes } from "./ingest/Http.ts"
 import { BulkRetries } from "./operator/BulkRetries.ts"
@@ -85,6 +87,7 @@ type AppServices =
   | Replays
   | Policies
   | Journey
+  | LinkThrottle
   | MoveOuts
   | TestClocks
   | Crypto
@@ -185,7 +188,7 @@ export const appLayer = (config: AppConfigShape) => {
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(Layer.mergeAll(Endpoints.layer, Replays.layer)),
     Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
-    Layer.provideMerge(Journey.layer),
+    Layer.provideMerge(Layer.mergeAll(Journey.layer, LinkThrottle.layer)),
     Layer.provideMerge(lifecycleLayer),
     Layer.provideMerge(Policies.layer),
     Layer.provideMerge(
@@ -209,6 +212,7 @@ export const appLayer = (config: AppConfigShape) => {
         IssuerConfig.layer,
         StagingConfig.layer,
         IngestConfig.layer,
+        EnrollmentConfig.layer,
       ),
     ),
     // Spans go out from the first layer on: every layer above is built, and its fibers run, with this tracer.

@@ -1,4 +1,4 @@
-import { Cause, Clock, Effect } from "effect"
+import { Cause, Clock, Effect, Exit, Option } from "effect"
 import { FastResponse } from "srvx/node"
 import { Cadences, type Cadence, type ProductType, ProductTypes } from "../policies/Domain.ts"
 import { TEST_CARDS } from "../policies/Payments.ts"
@@ -8,9 +8,16 @@ import type { BadRequest, HttpRequest, PayloadTooLarge, Route } from "../platfor
 import { unavailableIn } from "../platform/Unavailable.ts"
 import { Roster } from "../roster/Roster.ts"
 import { type Asset, assets } from "./Assets.ts"
-import type { JourneyLink, JourneyView, Preselection } from "./Domain.ts"
+import {
+  type JourneyLink,
+  type JourneyView,
+  LinkInvalid,
+  type LinksThrottled,
+  type Preselection,
+} from "./Domain.ts"
 import { formTokenValid, issueFormToken, postedFromThisHost } from "./FormToken.ts"
 import { Journey, type JourneyShape } from "./Journey.ts"
+import { LinkThrottle } from "./LinkThrottle.ts"
 import { Policies } from "../policies/Policies.ts"
 import { privacyPage, termsIndexPage, termsPage } from "./Terms.ts"
 import { type EnrollmentLink, followedRedirect, linkPath, pagePath, parseLink } from "./Link.ts"
@@ -20,6 +27,8 @@ import {
   NEUTRAL_STATUS,
   neutralPage,
   notFoundPage,
+  THROTTLED_STATUS,
+  throttledPage,
   unavailablePage,
 } from "./Notices.ts"
 import { parseChoice } from "./pages/ChoosePage.ts"
@@ -36,7 +45,8 @@ import { IssuerConfig, type IssuerConfigShape, PaymentsConfig } from "../policie
  * "not found" page for the rest of the host.
  */
 
-type Services = Journey | Policies | Roster | AppConfig | PaymentsConfig | IssuerConfig | Crypto
+type Services =
+  Journey | LinkThrottle | Policies | Roster | AppConfig | PaymentsConfig | IssuerConfig | Crypto
 
 const LINK_PATH = "/enrollment/:flow/:owner_slug/:source/:source_prospect_id"
 const PAGE_PATH = `${LINK_PATH}/:page`
@@ -81,6 +91,24 @@ export const noticeResponse = (
   })
 
 const neutral = (framing: Framing) => noticeResponse(NEUTRAL_STATUS, neutralPage, framing)
+
+/** A lookup of a link or a document by name, under the throttle of the request's source (`LinkThrottle`). */
+const guarded = <A, E, R>(
+  request: HttpRequest,
+  lookup: Effect.Effect<A, E, R>,
+  missed: (exit: Exit.Exit<A, E>) => boolean,
+) => LinkThrottle.use((throttle) => throttle.guard(request.remoteAddress, lookup, missed))
+
+const linkInvalid = <A, E>(exit: Exit.Exit<A, E>) =>
+  Option.exists(Exit.findErrorOption(exit), (error) => error instanceof LinkInvalid)
+
+const nothingFound = <A, E>(exit: Exit.Exit<A | undefined, E>) =>
+  Exit.isSuccess(exit) && exit.value === undefined
+
+const throttled = (framing: Framing) => (error: LinksThrottled) =>
+  noticeResponse(THROTTLED_STATUS, (issuer) => throttledPage(issuer, error.reason), framing, {
+    "retry-after": String(error.retryAfterSeconds),
+  })
 
 const journeyLink = (link: EnrollmentLink): JourneyLink => ({
   flow: link.flow,
@@ -189,7 +217,11 @@ const show = (request: HttpRequest) =>
     const link = parseLink(request.params, request.query)
     const asked = request.params.page
     if (link === undefined || (asked !== undefined && !isStepPage(asked))) return yield* neutral(framing)
-    return yield* Journey.use((journey) => journey.open(journeyLink(link), preselectionOf(link))).pipe(
+    return yield* guarded(
+      request,
+      Journey.use((journey) => journey.open(journeyLink(link), preselectionOf(link))),
+      linkInvalid,
+    ).pipe(
       Effect.flatMap((view) => {
         const open = openPages(view.step)
         if (asked === undefined || !open.includes(asked)) {
@@ -204,6 +236,7 @@ const show = (request: HttpRequest) =>
       }),
       // The journey has logged why; the renter learns nothing of it.
       Effect.catchTag("LinkInvalid", () => neutral(framing)),
+      Effect.catchTag("LinksThrottled", throttled(framing)),
     )
   })
 
@@ -266,7 +299,11 @@ const submit = (request: HttpRequest) =>
     const step = form.get("step")
     const answered = pageOfForm(step)
     const returnTo = returnOf(request.query)
-    return yield* Journey.use((journey) => answer(journey, journeyLink(link), step, form)).pipe(
+    return yield* guarded(
+      request,
+      Journey.use((journey) => answer(journey, journeyLink(link), step, form)),
+      linkInvalid,
+    ).pipe(
       Effect.flatMap((view) => {
         const open = openPages(view.step)
         if (view.error !== undefined && answered !== undefined && open.includes(answered)) {
@@ -286,6 +323,7 @@ const submit = (request: HttpRequest) =>
       }),
       // The journey has logged why; the renter learns nothing of it.
       Effect.catchTag("LinkInvalid", () => neutral(framing)),
+      Effect.catchTag("LinksThrottled", throttled(framing)),
     )
   })
 
@@ -326,7 +364,11 @@ const documentRoutes: ReadonlyArray<Route<Services>> = [
     handle: (request) =>
       asRenterPage(
         Effect.gen(function* () {
-          const bytes = yield* Policies.use((policies) => policies.archive(request.params.name ?? ""))
+          const bytes = yield* guarded(
+            request,
+            Policies.use((policies) => policies.archive(request.params.name ?? "")),
+            nothingFound,
+          )
           if (bytes === undefined) return yield* noticeResponse(404, notFoundPage)
           return new FastResponse(bytes, {
             status: 200,
@@ -337,7 +379,7 @@ const documentRoutes: ReadonlyArray<Route<Services>> = [
               "x-content-type-options": "nosniff",
             },
           })
-        }),
+        }).pipe(Effect.catchTag("LinksThrottled", throttled(noFraming))),
       ),
   },
   {
@@ -348,14 +390,16 @@ const documentRoutes: ReadonlyArray<Route<Services>> = [
       asRenterPage(
         Effect.gen(function* () {
           const file = request.params.file ?? ""
-          const bytes = /^[A-Za-z0-9-]+\.pdf$/.test(file)
-            ? yield* Policies.use((policies) =>
-                policies.documentFile(`${request.params.name ?? ""}.zip`, file),
-              )
-            : undefined
+          const bytes = yield* guarded(
+            request,
+            /^[A-Za-z0-9-]+\.pdf$/.test(file)
+              ? Policies.use((policies) => policies.documentFile(`${request.params.name ?? ""}.zip`, file))
+              : Effect.succeed(undefined),
+            nothingFound,
+          )
           if (bytes === undefined) return yield* noticeResponse(404, notFoundPage)
           return new FastResponse(bytes, { status: 200, headers: pdfHeaders(file) })
-        }),
+        }).pipe(Effect.catchTag("LinksThrottled", throttled(noFraming))),
       ),
   },
 ]

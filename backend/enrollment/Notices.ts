@@ -21,6 +21,32 @@ export const neutralPage = (issuer: IssuerConfigShape) =>
       <p>Ask the company that sent you the link for a new one.</p>`,
   })
 
+/**
+ * The answer to every link and document from an address that opened too many links that were not valid lately,
+ * valid or not, or that has too many of them being looked up at once: nothing was looked up, so it tells nothing
+ * about the link; `Retry-After` says when to come back.
+ */
+export const THROTTLED_STATUS = 429
+export const throttledPage = (issuer: IssuerConfigShape, reason: "failures" | "in_progress") =>
+  reason === "in_progress"
+    ? page({
+        title: "Too many pages opened at once",
+        issuer,
+        body: html`<h1>Too many pages opened at once</h1>
+          <p>Too many enrollment pages were opened at once from your network. Nothing has been changed.</p>
+          <p>Wait a moment, then reload the page.</p>`,
+      })
+    : page({
+        title: "Too many links that are not valid",
+        issuer,
+        body: html`<h1>Too many links that are not valid</h1>
+          <p>
+            Too many links that are not valid were opened from your network, so links from it are paused for a
+            while.
+          </p>
+          <p>Wait a few minutes, then follow the link you were sent again.</p>`,
+      })
+
 /** An address of the renter's host that serves nothing: its root, a document that does not exist. */
 export const notFoundPage = (issuer: IssuerConfigShape) =>
   page({

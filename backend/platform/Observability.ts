@@ -162,6 +162,11 @@ export const metrics = {
     "Token requests answered 429 without checking the secret, by gateway and reason",
     ["gateway", "reason"],
   ),
+  enrollmentLinksThrottled: counter(
+    "enrollment_links_throttled_total",
+    "Enrollment links and documents answered 429 without a lookup, by reason (failures: the address opened too many wrong ones; in_progress: too many lookups of the address at once)",
+    ["reason"],
+  ),
 }
 
 const levels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
