@@ -7,6 +7,7 @@ import { textProblem } from "../contract/FieldLimits.ts"
 import {
   Forbidden,
   PayloadTooLarge,
+  decodeUtf8,
   parseJsonText,
   ServiceUnavailable,
   Unprocessable,
@@ -234,7 +235,7 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
       if (bytes.byteLength > MAX_EVENT_BYTES)
         return yield* new PayloadTooLarge({ limitBytes: MAX_EVENT_BYTES })
       // The event id hashes the payload recursively: a body nested without bound is refused first.
-      const body = yield* parseJsonText(decoder.decode(bytes))
+      const body = yield* Effect.flatMap(decodeUtf8(bytes), parseJsonText)
       const decoded = decodeEvent(body)
       if ("errors" in decoded) {
         return yield* new Unprocessable({
