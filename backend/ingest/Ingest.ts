@@ -3,7 +3,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { IngestConfig } from "./Config.ts"
 import type { Terminated } from "../platform/ActorDefinition.ts"
 import { Db } from "../platform/Db.ts"
-import { textProblem } from "../contract/FieldLimits.ts"
+import { normalizedId, textProblem } from "../contract/FieldLimits.ts"
 import {
   Forbidden,
   PayloadTooLarge,
@@ -76,10 +76,10 @@ const holdsNul = (value: unknown): boolean =>
 /** A subject token or header as the log can keep it: one that is too long or holds a control character is not. */
 const loggable = (text: string) => (textProblem("external_system_id", text) === undefined ? text : "")
 
-/** A mapped identifier as text: partners send ids as strings or numbers. */
+/** A mapped identifier as text, in the form ids are stored (NFC): partners send ids as strings or numbers. */
 const identifier = (value: unknown) =>
   typeof value === "string" && value.trim() !== ""
-    ? value
+    ? normalizedId(value)
     : typeof value === "number" && Number.isFinite(value)
       ? String(value)
       : undefined

@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { textProblem } from "../contract/FieldLimits.ts"
+import { normalizedId, textProblem } from "../contract/FieldLimits.ts"
 import { type HttpRequest, json, NotFound, jsonBody, type Route, Unprocessable } from "../platform/Http.ts"
 import { PropertyResult, UnitResult } from "../roster/Domain.ts"
 import {
@@ -86,7 +86,11 @@ const getRoute: Route<Prospects> = {
   },
   handle: (request) =>
     Prospects.use((prospects) =>
-      prospects.get(request.params.owner_slug!, request.params.source!, request.params.source_prospect_id!),
+      prospects.get(
+        request.params.owner_slug!,
+        normalizedId(request.params.source!),
+        normalizedId(request.params.source_prospect_id!),
+      ),
     ).pipe(
       Effect.map((prospect) => json(200, { status_code: 200, prospect })),
       Effect.catchTag("ProspectNotFound", notFound("Prospect not found.")),
