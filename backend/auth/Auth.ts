@@ -42,6 +42,12 @@ const TOKEN_CACHE_SIZE = 10_000
 /** How long a client's access is trusted without a change notification (a safety net, not the mechanism). */
 const ACCESS_CACHE_MILLIS = 5_000
 const AUTH_CHANGED = "auth_changed"
+/**
+ * How far a token's `iat` may lie ahead of this process's clock: only clock drift between our own processes,
+ * since only we issue tokens. A later `iat`, like a lifetime beyond the configured one, was not issued by us as
+ * configured, which matters once a signing key may have leaked.
+ */
+const ISSUED_AT_SKEW_SECONDS = 60
 
 export interface AuthenticatedCaller {
   readonly clientId: string
@@ -390,6 +396,14 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
             },
           ),
         ).pipe(Effect.mapError(() => new Unauthorized()))
+        // `requiredClaims` made jose check both are numbers.
+        const issuedAt = payload.iat!
+        if (
+          issuedAt > now / 1000 + ISSUED_AT_SKEW_SECONDS ||
+          payload.exp! - issuedAt > config.tokenTtlSeconds
+        ) {
+          return yield* new Unauthorized()
+        }
         const claims = {
           sub: payload.sub ?? "",
           scope: typeof payload.scope === "string" ? payload.scope : "",

@@ -2,14 +2,19 @@ import { Effect } from "effect"
 import { FIELD_LIMITS, textProblem } from "../contract/FieldLimits.ts"
 import { unavailableIn } from "../platform/Unavailable.ts"
 import {
+  type BadRequest,
   type Caller,
+  decodeUtf8,
   Forbidden,
   type Guard,
   json,
+  jsonBody,
   LONE_SURROGATE_MESSAGE,
+  NOT_UTF8_MESSAGE,
   NotFound,
-  parseJsonText,
+  parseFormText,
   type Route,
+  type UnsupportedMediaType,
 } from "../platform/Http.ts"
 import { Auth } from "./Auth.ts"
 import {
@@ -21,7 +26,15 @@ import {
   TokenResponse,
 } from "./Domain.ts"
 
-const decoder = new TextDecoder()
+/** RFC 6749 §5.2's refusal of a body that is not a token request, saying what the body was. */
+const unreadableBody = (error: BadRequest) =>
+  new InvalidTokenRequest({
+    error: "invalid_request",
+    description:
+      error.message === LONE_SURROGATE_MESSAGE || error.message === NOT_UTF8_MESSAGE
+        ? error.message
+        : "The body is neither JSON nor a form.",
+  })
 
 /** RFC 6749 §5.1: token responses must not be cached. */
 const noStore = { "cache-control": "no-store", pragma: "no-cache" }
@@ -33,25 +46,22 @@ const tokenError = (
   headers: Record<string, string> = {},
 ) => json(status, { error, error_description: description }, { ...noStore, ...headers })
 
-/** The token request's fields, from a form-encoded body (what OAuth libraries send) or a JSON one. */
+/**
+ * The token request's fields, from a form-encoded body (what OAuth libraries send) or a JSON one; a body under
+ * any other type is a 415, as on every JSON route.
+ */
 const tokenFields = (
-  contentType: string | null,
+  headers: Headers,
   bytes: Uint8Array,
-): Effect.Effect<unknown, InvalidTokenRequest> =>
-  contentType?.toLowerCase().startsWith("application/x-www-form-urlencoded")
-    ? Effect.sync(() => Object.fromEntries(new URLSearchParams(decoder.decode(bytes))))
-    : parseJsonText(decoder.decode(bytes)).pipe(
-        Effect.mapError(
-          (error) =>
-            new InvalidTokenRequest({
-              error: "invalid_request",
-              description:
-                error.message === LONE_SURROGATE_MESSAGE
-                  ? error.message
-                  : "The body is neither JSON nor a form.",
-            }),
-        ),
-      )
+): Effect.Effect<unknown, InvalidTokenRequest | UnsupportedMediaType> =>
+  decodeUtf8(bytes).pipe(
+    Effect.flatMap((text): Effect.Effect<unknown, BadRequest | UnsupportedMediaType> =>
+      headers.get("content-type")?.toLowerCase().startsWith("application/x-www-form-urlencoded")
+        ? Effect.map(parseFormText(text), (form) => Object.fromEntries(form))
+        : jsonBody(headers, text),
+    ),
+    Effect.mapError((error) => (error._tag === "BadRequest" ? unreadableBody(error) : error)),
+  )
 
 /**
  * RFC 6749 §2.3.1: a client may send its credentials as HTTP Basic (each part form-encoded) instead of in the
@@ -133,6 +143,11 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
         schema: TokenError,
       },
       {
+        status: 415,
+        description: "A body sent as neither a form nor JSON (`Content-Type`)",
+        schema: TokenError,
+      },
+      {
         status: 429,
         description:
           "Too many failed attempts for this client id from this address, or too many requests from it at once; " +
@@ -147,7 +162,7 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
     Effect.gen(function* () {
       const auth = yield* Auth
       const bytes = yield* request.bytes
-      const fields = yield* tokenFields(request.headers.get("content-type"), bytes)
+      const fields = yield* tokenFields(request.headers, bytes)
       const withCredentials = yield* withBasicCredentials(fields, request.headers.get("authorization")).pipe(
         Effect.flatMap(withPlausibleClientId),
       )
@@ -168,6 +183,14 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
             }),
           ),
         BadRequest: () => Effect.succeed(tokenError(400, "invalid_request", "The body could not be read.")),
+        UnsupportedMediaType: () =>
+          Effect.succeed(
+            tokenError(
+              415,
+              "invalid_request",
+              "The body must be a form (application/x-www-form-urlencoded) or JSON (application/json).",
+            ),
+          ),
         // The rest of the body is left unread, so the connection cannot carry another request.
         PayloadTooLarge: (error) =>
           Effect.succeed(

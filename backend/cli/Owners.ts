@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { normalizedId, textProblem } from "../contract/FieldLimits.ts"
 import { Roster } from "../roster/Roster.ts"
 import { type Input, list } from "./CommandLine.ts"
 import { printJson } from "./Io.ts"
@@ -8,10 +9,10 @@ import { CliUsage } from "./Usage.ts"
 export const createManagedOwner = Effect.fn("cli.owners.createManaged")(function* (
   input: Input<"owners create-managed">,
 ) {
-  const owner = yield* (yield* Roster).createManagedOwner(
-    input.options.name,
-    input.options["external-org-id"],
-  )
+  const externalOrgId = input.options["external-org-id"]
+  const problem = textProblem("external_org_id", externalOrgId)
+  if (problem !== undefined) return yield* new CliUsage({ message: `--external-org-id ${problem}` })
+  const owner = yield* (yield* Roster).createManagedOwner(input.options.name, normalizedId(externalOrgId))
   return yield* printJson({
     owner_slug: owner.slug,
     name: owner.name,

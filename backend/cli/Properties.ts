@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { normalizedId } from "../contract/FieldLimits.ts"
 import { AddressCorrectionRejected } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
 import type { Input } from "./CommandLine.ts"
@@ -15,5 +16,5 @@ export const setPropertyAddress = Effect.fn("cli.properties.setAddress")(functio
     (message) => new AddressCorrectionRejected({ message }),
   )
   const actor = cliActor((yield* CliIo).env)
-  return yield* printJson(yield* (yield* Roster).correctAddress(slug, externalId, file, actor))
+  return yield* printJson(yield* (yield* Roster).correctAddress(slug, normalizedId(externalId), file, actor))
 })

@@ -1,4 +1,10 @@
-import { boundedText, lengthProblem } from "../platform/Text.ts"
+import { Schema, SchemaTransformation } from "effect"
+import {
+  boundedText,
+  hasInvisibleCharacter,
+  INVISIBLE_CHARACTER_MESSAGE,
+  lengthProblem,
+} from "../platform/Text.ts"
 
 /**
  * The longest text each field of the partner contract takes, in characters (Unicode code points). One table,
@@ -38,10 +44,46 @@ export const FIELD_LIMITS = {
 } as const
 export type LimitedField = keyof typeof FIELD_LIMITS
 
-/** What is wrong with `text` as a value of `field` (too long, or holding a control character), if anything. */
-export const textProblem = (field: LimitedField, text: string): string | undefined =>
-  lengthProblem(FIELD_LIMITS[field], text)
+/**
+ * The partner's identifiers: upsert and lookup keys that a person may compare by eye. Each is stored in Unicode's
+ * composed form (NFC), so a decomposed spelling names the same record, and refuses characters that show as nothing
+ * or reorder text (`hasInvisibleCharacter`), so no two ids look alike yet differ.
+ */
+const ID_FIELDS: ReadonlySet<LimitedField> = new Set<LimitedField>([
+  "external_org_id",
+  "external_system_id",
+  "property_external_id",
+  "unit_external_id",
+  "bank_account_external_id",
+  "source",
+  "source_prospect_id",
+  "pms_property_id",
+  "pms_unit_id",
+  "pms_prospect_id",
+  "external_id",
+])
 
-/** A text field of the contract: at most its limit, no control characters, and not blank unless `blankAllowed`. */
-export const limitedText = (field: LimitedField, options: { readonly blankAllowed?: boolean } = {}) =>
-  boundedText(FIELD_LIMITS[field], options)
+/** An identifier as it is stored and looked up: its NFC form. */
+export const normalizedId = (text: string) => text.normalize("NFC")
+
+/** What is wrong with `text` as a value of `field` (too long, a control character, an invisible one in an id). */
+export const textProblem = (field: LimitedField, text: string): string | undefined =>
+  lengthProblem(FIELD_LIMITS[field], text) ??
+  (ID_FIELDS.has(field) && hasInvisibleCharacter(text) ? INVISIBLE_CHARACTER_MESSAGE : undefined)
+
+const withoutInvisibleCharacters = Schema.makeFilter((text: string) =>
+  hasInvisibleCharacter(text) ? INVISIBLE_CHARACTER_MESSAGE : undefined,
+)
+
+const toNfc = SchemaTransformation.transform<string, string>({ decode: normalizedId, encode: (text) => text })
+
+/**
+ * A text field of the contract: at most its limit, no control characters, and not blank unless `blankAllowed`;
+ * an identifier also without invisible characters, decoded to NFC.
+ */
+export const limitedText = (field: LimitedField, options: { readonly blankAllowed?: boolean } = {}) => {
+  const text = boundedText(FIELD_LIMITS[field], options)
+  return ID_FIELDS.has(field)
+    ? text.check(withoutInvisibleCharacters).pipe(Schema.decodeTo(Schema.String, toNfc))
+    : text
+}

@@ -4,7 +4,13 @@ import { Cadences, type Cadence, type ProductType, ProductTypes } from "../polic
 import { TEST_CARDS } from "../policies/Payments.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Crypto } from "../platform/Crypto.ts"
-import type { BadRequest, HttpRequest, PayloadTooLarge, Route } from "../platform/Http.ts"
+import {
+  type BadRequest,
+  type HttpRequest,
+  parseFormText,
+  type PayloadTooLarge,
+  type Route,
+} from "../platform/Http.ts"
 import { unavailableIn } from "../platform/Unavailable.ts"
 import { Roster } from "../roster/Roster.ts"
 import { type Asset, assets } from "./Assets.ts"
@@ -241,7 +247,6 @@ const show = (request: HttpRequest) =>
   })
 
 const FORM_TYPE = "application/x-www-form-urlencoded"
-const decoder = new TextDecoder()
 
 /** The journey call a form answers, by the `step` it was rendered for. */
 const answer = (journey: JourneyShape, link: JourneyLink, step: string | null, form: URLSearchParams) => {
@@ -288,7 +293,10 @@ const submit = (request: HttpRequest) =>
     const now = yield* Clock.currentTimeMillis
     const contentType = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase()
     if (contentType !== FORM_TYPE) return yield* noticeResponse(400, badRequestPage, framing)
-    const form = new URLSearchParams(decoder.decode(yield* request.bytes))
+    const form = yield* Effect.flatMap(request.text, parseFormText).pipe(
+      Effect.catchTag("BadRequest", () => Effect.succeed(undefined)),
+    )
+    if (form === undefined) return yield* noticeResponse(400, badRequestPage, framing)
     // The token depends on the link's parts alone, so this answer says nothing about the prospect.
     if (
       !postedFromThisHost(request.headers, new URL(config.enrollmentHost).origin) ||

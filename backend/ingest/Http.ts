@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { json, type Route } from "../platform/Http.ts"
+import { json, requireJsonType, type Route } from "../platform/Http.ts"
 import { Ingest } from "./Ingest.ts"
 
 /**
@@ -13,6 +13,7 @@ const eventsRoute: Route<Ingest> = {
   handle: (request) =>
     Effect.gen(function* () {
       const bytes = yield* request.bytes
+      yield* requireJsonType(request.headers, bytes.byteLength)
       const accepted = yield* Ingest.use((ingest) => ingest.accept(request.caller!, bytes))
       return json(202, accepted)
     }),

@@ -3,10 +3,11 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { IngestConfig } from "./Config.ts"
 import type { Terminated } from "../platform/ActorDefinition.ts"
 import { Db } from "../platform/Db.ts"
-import { textProblem } from "../contract/FieldLimits.ts"
+import { normalizedId, textProblem } from "../contract/FieldLimits.ts"
 import {
   Forbidden,
   PayloadTooLarge,
+  decodeUtf8,
   parseExactJson,
   parseJsonText,
   ServiceUnavailable,
@@ -77,13 +78,13 @@ const holdsNul = (value: unknown): boolean =>
 const loggable = (text: string) => (textProblem("external_system_id", text) === undefined ? text : "")
 
 /**
- * A mapped identifier as text: partners send ids as strings or numbers. A number a double would change arrives as
- * the text sent (`exactNumbers`); any other is written out as the value it is, so two numbers are one id only
- * when they are one value (`1e3` and `1000`).
+ * A mapped identifier as text, in the form ids are stored (NFC): partners send ids as strings or numbers. A number a
+ * double would change arrives as the text sent (`exactNumbers`); any other is written out as the value it is, so two
+ * numbers are one id only when they are one value (`1e3` and `1000`).
  */
 const identifier = (value: unknown) =>
   typeof value === "string" && value.trim() !== ""
-    ? value
+    ? normalizedId(value)
     : typeof value === "number" && Number.isFinite(value)
       ? String(value)
       : undefined
@@ -239,7 +240,9 @@ export class Ingest extends Context.Service<Ingest>()("partner-service/ingest/In
       if (bytes.byteLength > MAX_EVENT_BYTES)
         return yield* new PayloadTooLarge({ limitBytes: MAX_EVENT_BYTES })
       // The event id hashes the payload recursively: a body nested without bound is refused first.
-      const body = yield* parseJsonText(decoder.decode(bytes), { exactNumbers: true })
+      const body = yield* Effect.flatMap(decodeUtf8(bytes), (text) =>
+        parseJsonText(text, { exactNumbers: true }),
+      )
       const decoded = decodeEvent(body)
       if ("errors" in decoded) {
         return yield* new Unprocessable({

@@ -13,15 +13,16 @@ import {
   type ApiError,
   BadRequest,
   type Caller,
+  decodeUtf8,
   endpointError,
   errorResponse,
   type Forbidden,
   type Guard,
   type HttpRequest,
   json,
+  jsonBody,
   ListeningPorts,
   NotFound,
-  parseJsonText,
   PayloadTooLarge,
   type Route,
   ServiceUnavailable,
@@ -57,7 +58,6 @@ const dependencyUnavailable = new ServiceUnavailable({
 })
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
-const decoder = new TextDecoder()
 
 const unreadable = () => new BadRequest({ message: "Request body could not be read." })
 
@@ -110,8 +110,6 @@ const decodedParams = (params: Readonly<Record<string, string>>) =>
       }
     }),
   )
-
-const parseJson = (bytes: Uint8Array) => Effect.suspend(() => parseJsonText(decoder.decode(bytes)))
 
 /**
  * A path segment holding a control character or a lone surrogate names nothing (404), and no query parameter
@@ -324,6 +322,7 @@ export const gatewayLayer = <R, G = never>(
         const incoming = event.req.headers.get("x-request-id")
         const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID()
         const bytes = readBody(event.req, config.httpMaxBodyBytes)
+        const text = Effect.flatMap(bytes, decodeUtf8)
         const request: Omit<HttpRequest, "caller"> = {
           method: event.req.method,
           path: event.url.pathname,
@@ -337,7 +336,8 @@ export const gatewayLayer = <R, G = never>(
             config.trustedProxies,
           ),
           bytes,
-          json: Effect.flatMap(bytes, parseJson),
+          text,
+          json: Effect.flatMap(text, (body) => jsonBody(event.req.headers, body)),
         }
         const started = performance.now()
         const refusal = refusedAddress(request)

@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer"
 import { STATUS_CODES } from "node:http"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { HTTPMethod } from "h3"
@@ -25,6 +26,11 @@ export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooM
   retryAfterSeconds: Schema.Number,
 }) {}
 
+/** 415: a body sent without the media type the route reads. */
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", {
+  message: Schema.String,
+}) {}
+
 /** A dependency the request needs is down; nothing was accepted, the client should retry. */
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   message: Schema.String,
@@ -37,6 +43,7 @@ export type ApiError =
   | NotFound
   | Conflict
   | PayloadTooLarge
+  | UnsupportedMediaType
   | Unprocessable
   | Unauthorized
   | Forbidden
@@ -110,6 +117,8 @@ export const errorResponse = (error: ApiError): Response => {
         {},
         { connection: "close" },
       )
+    case "UnsupportedMediaType":
+      return endpointError(415, error.message)
     case "Unprocessable":
       return endpointError(
         422,
@@ -151,8 +160,10 @@ export interface HttpRequest {
   readonly remoteAddress: string
   /** The raw body, at most `HTTP_MAX_BODY_BYTES`; readable once. */
   readonly bytes: Effect.Effect<Uint8Array, PayloadTooLarge | BadRequest>
-  /** The body parsed as JSON. */
-  readonly json: Effect.Effect<unknown, PayloadTooLarge | BadRequest>
+  /** The body as text: bytes that are not UTF-8 are a 400, never U+FFFD (`decodeUtf8`). */
+  readonly text: Effect.Effect<string, PayloadTooLarge | BadRequest>
+  /** The body parsed as JSON; a body sent without a JSON Content-Type is a 415 (`jsonBody`). */
+  readonly json: Effect.Effect<unknown, PayloadTooLarge | BadRequest | UnsupportedMediaType>
   /** Undefined only on public routes. */
   readonly caller: Caller | undefined
 }
@@ -309,3 +320,60 @@ export const parseJsonText = (
       ? Effect.fail(new BadRequest({ message: LONE_SURROGATE_MESSAGE }))
       : Effect.succeed(value)
   })
+
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+
+export const NOT_UTF8_MESSAGE = "Request body is not valid UTF-8."
+
+/**
+ * A body's bytes as text, for every body any gateway or the console API reads. A byte sequence that is not UTF-8
+ * is a 400: a lenient decoder would store U+FFFD in its place, so the stored text would differ from what was sent
+ * and two different ids could become one.
+ */
+export const decodeUtf8 = (bytes: Uint8Array): Effect.Effect<string, BadRequest> =>
+  Effect.try({ try: () => utf8.decode(bytes), catch: () => new BadRequest({ message: NOT_UTF8_MESSAGE }) })
+
+/** A run of percent-escapes, whose bytes must be UTF-8 once decoded (a stray `%` stays literal, as in browsers). */
+const PERCENT_RUN = /(?:%[0-9A-Fa-f]{2})+/g
+
+/**
+ * A form-encoded body as its fields. `URLSearchParams` would decode an escape that is not UTF-8 (`%FF`) to
+ * U+FFFD; such a form is a 400, as raw bytes that are not UTF-8 are.
+ */
+export const parseFormText = (text: string): Effect.Effect<URLSearchParams, BadRequest> =>
+  Effect.suspend(() => {
+    for (const [run] of text.matchAll(PERCENT_RUN)) {
+      const bytes = Uint8Array.from(run.slice(1).split("%"), (hex) => Number.parseInt(hex, 16))
+      if (!isUtf8(bytes)) return Effect.fail(new BadRequest({ message: NOT_UTF8_MESSAGE }))
+    }
+    return Effect.succeed(new URLSearchParams(text))
+  })
+
+/** `application/json` or a structured `application/<x>+json` (RFC 6839), with any parameters such as charset. */
+const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9!#$&^_.-]+\+)?json$/
+
+/** Whether a `Content-Type` header names JSON. */
+export const isJsonContentType = (contentType: string | null) =>
+  contentType !== null && JSON_MEDIA_TYPE.test(contentType.split(";")[0]!.trim().toLowerCase())
+
+export const NOT_JSON_TYPE_MESSAGE = "Request body must be JSON, sent with Content-Type: application/json."
+
+/**
+ * A JSON route reads a body only when it was sent as JSON: a body under another type, or none, is a 415 before
+ * anything parses it, so a form or text a client did not mean as JSON is never read as JSON. An empty body
+ * needs no type.
+ */
+export const requireJsonType = (
+  headers: Headers,
+  byteLength: number,
+): Effect.Effect<void, UnsupportedMediaType> =>
+  byteLength === 0 || isJsonContentType(headers.get("content-type"))
+    ? Effect.void
+    : Effect.fail(new UnsupportedMediaType({ message: NOT_JSON_TYPE_MESSAGE }))
+
+/** A JSON route's body text as a value: its Content-Type checked (`requireJsonType`), then parsed. */
+export const jsonBody = (
+  headers: Headers,
+  text: string,
+): Effect.Effect<unknown, BadRequest | UnsupportedMediaType> =>
+  Effect.andThen(requireJsonType(headers, text.length), parseJsonText(text))

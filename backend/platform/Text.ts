@@ -28,6 +28,19 @@ export const hasLoneSurrogate = (text: string) => {
   return false
 }
 
+/**
+ * Unicode's Default_Ignorable_Code_Point: what renders as nothing (zero-width spaces and joiners, the word joiner
+ * and invisible operators, the BOM, soft hyphen, variation selectors, tags) and the bidirectional marks,
+ * embeddings, overrides and isolates (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069). In an identifier
+ * any of them makes a lookalike of another.
+ */
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u
+
+/** Whether `text` holds a character that shows as nothing or reorders the text around it (`INVISIBLE`). */
+export const hasInvisibleCharacter = (text: string) => INVISIBLE.test(text)
+
+export const INVISIBLE_CHARACTER_MESSAGE = "must not contain zero-width or bidirectional control characters"
+
 export const CONTROL_CHARACTER_MESSAGE = "must not contain control characters"
 
 export const tooLongMessage = (max: number) => `is too long (maximum is ${max} characters)`

@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
-import { textProblem } from "../contract/FieldLimits.ts"
-import { BadRequest, type HttpRequest, json, NotFound, type Route, Unprocessable } from "../platform/Http.ts"
+import { normalizedId, textProblem } from "../contract/FieldLimits.ts"
+import { type HttpRequest, json, NotFound, jsonBody, type Route, Unprocessable } from "../platform/Http.ts"
 import { PropertyResult, UnitResult } from "../roster/Domain.ts"
 import {
   ProspectRequest,
@@ -86,7 +86,11 @@ const getRoute: Route<Prospects> = {
   },
   handle: (request) =>
     Prospects.use((prospects) =>
-      prospects.get(request.params.owner_slug!, request.params.source!, request.params.source_prospect_id!),
+      prospects.get(
+        request.params.owner_slug!,
+        normalizedId(request.params.source!),
+        normalizedId(request.params.source_prospect_id!),
+      ),
     ).pipe(
       Effect.map((prospect) => json(200, { status_code: 200, prospect })),
       Effect.catchTag("ProspectNotFound", notFound("Prospect not found.")),
@@ -98,8 +102,6 @@ export const prospectRoutes: ReadonlyArray<Route<Prospects>> = [upsertRoute, get
 
 const STAGING_ONLY = "Staging only: this route does not exist in other environments (404)."
 
-const decoder = new TextDecoder()
-
 /**
  * The email a `test/sayrhino_users` reset narrows to, from the `email` query parameter or a JSON body's `email`;
  * undefined (every test user of the owner) when neither names one. The published route shows no parameter.
@@ -108,12 +110,9 @@ const resetEmail = (request: HttpRequest) =>
   Effect.gen(function* () {
     const fromQuery = request.query.get("email")?.trim()
     if (fromQuery) return fromQuery
-    const text = decoder.decode(yield* request.bytes).trim()
+    const text = (yield* request.text).trim()
     if (text === "") return undefined
-    const body = yield* Effect.try({
-      try: () => JSON.parse(text) as unknown,
-      catch: () => new BadRequest({ message: "Request body is not valid JSON." }),
-    })
+    const body = yield* jsonBody(request.headers, text)
     const email = typeof body === "object" && body !== null ? (body as { email?: unknown }).email : undefined
     if (typeof email !== "string" || email.trim() === "") return undefined
     const problem = textProblem("email", email)

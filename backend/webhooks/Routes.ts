@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { type HttpRequest, parseJsonText } from "../platform/Http.ts"
+import { type HttpRequest, jsonBody } from "../platform/Http.ts"
 import type { SubscriberRef } from "./Domain.ts"
 
 /** What the webhook routes share: the endpoints' paths by kind of subscriber, their scope, tag and body. */
@@ -18,10 +18,8 @@ export const refOf = (kind: Kind, request: HttpRequest): SubscriberRef =>
     ? { kind, slug: request.params.owner_slug ?? "" }
     : { kind, name: request.params.provider ?? "" }
 
-const decoder = new TextDecoder()
-
 /** The JSON body; an empty one is no body at all (a 422 naming what is missing), not a JSON error. */
 export const body = (request: HttpRequest) =>
-  Effect.flatMap(request.bytes, (bytes) =>
-    bytes.length === 0 ? Effect.succeed(undefined) : parseJsonText(decoder.decode(bytes)),
+  Effect.flatMap(request.text, (text) =>
+    text.length === 0 ? Effect.succeed(undefined) : jsonBody(request.headers, text),
   )

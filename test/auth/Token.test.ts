@@ -3,7 +3,7 @@ import { Clock, Effect, Layer, References } from "effect"
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, type JSONWebKeySet, jwtVerify } from "jose"
 import { Auth } from "../../backend/auth/Auth.ts"
 import type { Gateway } from "../../backend/auth/Domain.ts"
-import type { AppConfig } from "../../backend/platform/Config.ts"
+import { AppConfig } from "../../backend/platform/Config.ts"
 import { metrics } from "../../backend/platform/Observability.ts"
 import {
   ACCESS_DENIED,
@@ -589,6 +589,38 @@ describe("POST /token", () => {
             assert.strictEqual(refused.text, UNAUTHORIZED, name)
           }
         }),
+    )
+
+    it.effect("refuses a token signed with its own key whose issue time lies more than a minute ahead", () =>
+      Effect.gen(function* () {
+        const client = yield* partnerClient()
+        const issuedAhead = (seconds: number) =>
+          signToken({
+            clientId: client.clientId,
+            scope: GRANTED.join(" "),
+            issuedAt: seconds,
+            expiresAt: seconds + 600,
+          })
+        assert.strictEqual((yield* ownerFixture(yield* issuedAhead(30))).status, 200)
+        const refused = yield* ownerFixture(yield* issuedAhead(3600))
+        assert.strictEqual(refused.status, 401)
+        assert.strictEqual(refused.text, UNAUTHORIZED)
+      }),
+    )
+
+    it.effect("refuses a token signed with its own key that lives longer than the tokens it issues", () =>
+      Effect.gen(function* () {
+        const client = yield* partnerClient()
+        const ttl = (yield* AppConfig).tokenTtlSeconds
+        const living = (seconds: number) =>
+          signToken({ clientId: client.clientId, scope: GRANTED.join(" "), expiresAt: seconds })
+        assert.strictEqual((yield* ownerFixture(yield* living(ttl))).status, 200)
+        for (const seconds of [ttl + 1, 100 * 365 * 86_400]) {
+          const refused = yield* ownerFixture(yield* living(seconds))
+          assert.strictEqual(refused.status, 401, String(seconds))
+          assert.strictEqual(refused.text, UNAUTHORIZED, String(seconds))
+        }
+      }),
     )
 
     it.effect("grants no scope for a scope claim that is not text", () =>

@@ -101,6 +101,34 @@ describe("npm run cli -- owners", () => {
       }),
     )
 
+    it.effect(
+      "create-managed stores an NFD external_org_id as its NFC form and refuses one with a zero-width space, exiting 2",
+      () =>
+        Effect.gen(function* () {
+          const created = yield* createManaged("Cafe Owner", "org-cafe\u0301")
+          assert.strictEqual(created.external_org_id, "org-caf\u00e9")
+          assert.strictEqual(
+            (yield* createManaged("Cafe Owner", "org-caf\u00e9")).owner_slug,
+            created.owner_slug,
+          )
+          const run = yield* cli(
+            "owners",
+            "create-managed",
+            "--name",
+            "Lookalike",
+            "--external-org-id",
+            "org\u200b-1",
+          )
+          assert.strictEqual(run.code, 2, run.stdout)
+          assert.include(
+            run.stderr,
+            "--external-org-id must not contain zero-width or bidirectional control characters",
+          )
+          const rows = yield* query((sql) => sql`select 1 from owners where name = 'Lookalike'`)
+          assert.strictEqual(rows.length, 0)
+        }),
+    )
+
     it.effect("grant lets the client act for the owner, which answered 403 before", () =>
       Effect.gen(function* () {
         const { owner_slug: slug } = yield* createManaged("Granted Legacy", "org-cli-granted")

@@ -71,4 +71,25 @@ describe("a contract text field", () => {
       pattern,
     })
   })
+
+  it("decodes an identifier to its NFC form and refuses one with a zero-width or bidirectional control character", () => {
+    const id = limitedText("external_system_id")
+    assert.strictEqual(Schema.decodeUnknownSync(id)("cafe\u0301-1"), "caf\u00e9-1")
+    const invisible = "must not contain zero-width or bidirectional control characters"
+    for (const code of [
+      0x200b, 0x200d, 0x200e, 0x200f, 0x202a, 0x202e, 0x2060, 0x2066, 0x2069, 0xfeff, 0x061c,
+    ]) {
+      const text = `p${String.fromCharCode(code)}1`
+      assert.strictEqual(refusal(id, text), invisible, code.toString(16))
+      assert.strictEqual(textProblem("source_prospect_id", text), invisible, code.toString(16))
+    }
+    // Only identifiers: a name may hold a joiner (emoji sequences, Indic scripts).
+    assert.isUndefined(textProblem("first_name", "a\u200db"))
+    assert.deepStrictEqual(Schema.toJsonSchemaDocument(id).schema, {
+      type: "string",
+      minLength: 1,
+      maxLength: FIELD_LIMITS.external_system_id,
+      pattern: "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
+    })
+  })
 })

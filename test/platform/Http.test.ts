@@ -79,6 +79,7 @@ const chunked = (text: string, chunkSize = 256): RequestInit & { duplex: "half" 
   const bytes = new TextEncoder().encode(text)
   return {
     method: "POST",
+    headers: { "content-type": "application/json" },
     duplex: "half",
     body: new ReadableStream<Uint8Array>({
       start(controller) {
