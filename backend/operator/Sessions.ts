@@ -3,7 +3,7 @@ import { throttleSource } from "../platform/ClientAddress.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { constantTimeEqual, Crypto, randomToken } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
-import { HashSlots, makeSourceCap } from "../platform/HashSlots.ts"
+import { HashSlots, makeSourceCap, REFUSAL_HOLD } from "../platform/HashSlots.ts"
 import { metrics } from "../platform/Observability.ts"
 import { type OperatorView, SignInRefused, SignInsInProgress, SignInThrottled } from "./Domain.ts"
 import { operatorView } from "./Operators.ts"
@@ -106,6 +106,7 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
             yield* Effect.logWarning("operator sign-in throttled").pipe(
               Effect.annotateLogs({ failures: failures.length, retry_after_seconds: retryAfterSeconds }),
             )
+            yield* Effect.sleep(REFUSAL_HOLD)
             return yield* new SignInThrottled({ retryAfterSeconds })
           }
           const delay = signInDelayMs(yield* repo.failureCount(key, windowStart))

@@ -58,15 +58,23 @@ export class HashSlots extends Context.Service<HashSlots>()("partner-service/pla
 }
 
 /**
- * Counts the requests of each source in progress in this process and refuses one more than `limit`. A request
- * interrupted (its client gone) leaves the count at once.
+ * How long a refusal for too many requests at once is held before it is answered: a client that sends again as
+ * soon as it is answered, as a flood's connections do, then costs a timer a second rather than a request's work
+ * as often as the event loop can answer, which would slow every other request of the process.
+ */
+export const REFUSAL_HOLD = "1 second"
+
+/**
+ * Counts the requests of each source in progress in this process and refuses one more than `limit` (after
+ * `REFUSAL_HOLD`, not counted as in progress meanwhile). A request interrupted (its client gone) leaves the count
+ * at once.
  */
 export const makeSourceCap = (limit: number) => {
   const inProgress = new Map<string, number>()
   return <A, E, R, E2>(source: string, effect: Effect.Effect<A, E, R>, refuse: Effect.Effect<never, E2>) =>
     Effect.suspend((): Effect.Effect<A, E | E2, R> => {
       const count = inProgress.get(source) ?? 0
-      if (count >= limit) return refuse
+      if (count >= limit) return Effect.andThen(Effect.sleep(REFUSAL_HOLD), refuse)
       inProgress.set(source, count + 1)
       return effect.pipe(
         Effect.ensuring(
