@@ -48,7 +48,9 @@ const signIn = route("POST", "/api/session", "public", (request) =>
             Effect.succeed(
               json(
                 429,
-                { message: "Too many sign-in attempts in progress from your address; try again in a moment." },
+                {
+                  message: "Too many sign-in attempts in progress from your address; try again in a moment.",
+                },
                 { "retry-after": String(error.retryAfterSeconds) },
               ),
             ),
