@@ -146,10 +146,10 @@ export const signInUnderFlood = Effect.gen(function* () {
         ([status, n]) => [status, n - (answeredBefore[status] ?? 0)] as const,
       )
 
-      const during = `while ${CONNECTIONS} connections from one address send sign-ins of unknown emails, ${REQUESTS} requests`
+      const during = `while ${CONNECTIONS} connections from ${FLOOD_FROM} send sign-ins of unknown emails, ${REQUESTS} requests`
       const rows: Array<LatencyRow> = [
         {
-          name: `sign-in flood: an operator's POST /api/session from another address ${during}`,
+          name: `sign-in flood: an operator's POST /api/session from ${OPERATOR_FROM} ${during}`,
           p50: percentile(underFlood.signIns, 50),
           p99: percentile(underFlood.signIns, 99),
           baselineP50: percentile(alone.signIns, 50),
@@ -157,7 +157,7 @@ export const signInUnderFlood = Effect.gen(function* () {
           baselineName: "the same operator's sign-in, no flood, just before",
         },
         {
-          name: `sign-in flood: a partner's POST /token from a third address, same process, ${during}`,
+          name: `sign-in flood: a partner's POST /token from ${PARTNER_FROM}, same process and flood, ${REQUESTS} requests`,
           p50: percentile(underFlood.tokens, 50),
           p99: percentile(underFlood.tokens, 99),
           baselineP50: percentile(alone.tokens, 50),
