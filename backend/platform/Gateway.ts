@@ -374,9 +374,11 @@ export const gatewayLayer = <R, G = never>(
         // A client that has gone interrupts the request: its place in a queue, its hash slot and its count
         // towards a per-source cap are given back at once, and nothing is recorded for it (a transaction under way
         // rolls back; what committed stays). Work that must finish once begun is uninterruptible where it is done.
+        const signal = event.req.signal
         return Effect.runPromiseWith(context)(traced ? serverSpan(route.path, request, respond) : respond, {
-          signal: event.req.signal,
-        }).catch(() => {
+          signal,
+        }).catch((error: unknown) => {
+          if (!signal.aborted) throw error
           metrics.httpRequests.inc({ role, method: request.method, status: "499" })
           return abandoned()
         })

@@ -77,6 +77,16 @@ const abandonedTokenRequest = (port: number, from: string, fields: Record<string
   return { abandon: () => req.destroy(), answered }
 }
 
+/** Partner gateway requests whose client went away before the answer, so far. */
+const abandonedSoFar = () =>
+  Effect.promise(() =>
+    metrics.httpRequests
+      .get()
+      .then(
+        (m) => m.values.find((v) => v.labels.role === "partner-api" && v.labels.status === "499")?.value ?? 0,
+      ),
+  )
+
 /** Secret checks of the partner gateway under way right now. */
 const hashesInProgress = () =>
   metrics.tokenHashes.get().then((m) => m.values.find((v) => v.labels.gateway === "partner")?.value ?? 0)
@@ -310,12 +320,15 @@ describe("an abandoned token request", () => {
             ([checked, waiting]) => checked - strangersBefore + waiting === 32,
           )
 
+          const abandonedBefore = yield* abandonedSoFar()
           const dropped = Array.from({ length: 4 }, () => abandonedTokenRequest(port, "127.0.5.1", madeUp()))
           yield* eventually(
             Effect.all([checkedIn("stranger"), waitingIn("stranger")]),
             ([checked, waiting]) => checked - strangersBefore + waiting === 36,
           )
           for (const request of dropped) request.abandon()
+          // Each was interrupted when its client went, and counted as abandoned (status 499), not answered.
+          yield* eventually(abandonedSoFar(), (n) => n - abandonedBefore === 4)
 
           const own = yield* tokenFrom(port, "127.0.5.1", {
             grant_type: "client_credentials",
