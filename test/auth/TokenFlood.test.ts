@@ -296,6 +296,45 @@ describe("a client's own lane", () => {
 describe("an abandoned token request", () => {
   layer(lanes.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
     it.effect(
+      "refuses a fifth token request in progress from one address with 429, saying attempts are in progress, not failed",
+      () =>
+        Effect.gen(function* () {
+          const port = yield* gatewayPort("partner-api")
+          const audience = yield* audienceOf("partner")
+          const madeUp = () => ({
+            grant_type: "client_credentials",
+            client_id: `cli_${randomBytes(9).toString("base64url")}`,
+            client_secret: "guess",
+            audience,
+          })
+          const strangersBefore = yield* checkedIn("stranger")
+          const queued = yield* Effect.forEach(
+            Array.from({ length: 36 }, (_, i) => i),
+            (i) => tokenFrom(port, i < 32 ? `127.0.6.${10 + (i % 8)}` : "127.0.6.1", madeUp()),
+            { concurrency: "unbounded" },
+          ).pipe(Effect.forkChild)
+          yield* eventually(
+            Effect.all([checkedIn("stranger"), waitingIn("stranger")]),
+            ([checked, waiting]) => checked - strangersBefore + waiting === 36,
+          )
+
+          const fifth = yield* tokenFrom(port, "127.0.6.1", madeUp())
+          assert.strictEqual(fifth.status, 429, fifth.text)
+          assert.strictEqual(
+            fifth.text,
+            `{"error":"slow_down","error_description":"Too many attempts in progress from your address; retry later."}`,
+          )
+          assert.strictEqual(fifth.retryAfter, "1")
+          const answers = yield* Fiber.join(queued)
+          assert.deepStrictEqual(
+            answers.map((a) => a.status),
+            answers.map(() => 401),
+          )
+        }),
+      120_000,
+    )
+
+    it.effect(
       "gives up its place at once and counts as nothing: after four abandoned requests, the next correct one from that address is answered 200",
       () =>
         Effect.gen(function* () {
