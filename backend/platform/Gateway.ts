@@ -371,9 +371,9 @@ export const gatewayLayer = <R, G = never>(
           }),
           Effect.annotateLogs({ role, request_id: requestId, method: request.method, path: request.path }),
         )
-        // A client that has gone interrupts the request: its place in a queue, its hash slot and its count
-        // towards a per-source cap are given back at once, and nothing is recorded for it (a transaction under way
-        // rolls back; what committed stays). Work that must finish once begun is uninterruptible where it is done.
+        // A client that has gone interrupts the request: its place in a queue and its count towards a per-source
+        // cap are given back at once, and nothing is recorded for it (a transaction under way rolls back; what
+        // committed stays). Work that must finish once begun is uninterruptible where it is done.
         const signal = event.req.signal
         return Effect.runPromiseWith(context)(traced ? serverSpan(route.path, request, respond) : respond, {
           signal,
