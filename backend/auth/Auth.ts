@@ -12,6 +12,7 @@ import { throttleSource } from "../platform/ClientAddress.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Crypto, randomToken } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
+import { HashSlots } from "../platform/HashSlots.ts"
 import { readCache } from "../platform/ReadCache.ts"
 import { Unauthorized } from "../platform/Http.ts"
 import { metrics } from "../platform/Observability.ts"
@@ -237,7 +238,7 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
         return yield* new InvalidClient()
       })
 
-    const secretChecks = makeSecretChecks(config.tokenHashConcurrency)
+    const secretChecks = makeSecretChecks(yield* HashSlots, config.secretChecksPerSource)
 
     /**
      * A token for the client credentials in `body`, asked from `address`. Failures slow down that source for that
@@ -274,6 +275,7 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
         metrics.tokenRequestsThrottled.inc({ gateway, reason: "failures" })
         return yield* new TokenRequestsBlocked({
           retryAfterSeconds: Math.ceil((blockedUntil.getTime() - now) / 1000),
+          reason: "failures",
         })
       }
       const client = yield* repo.findClient(request.client_id)
@@ -478,5 +480,6 @@ export class Auth extends Context.Service<Auth>()("partner-service/auth/Auth", {
   static readonly layer = Layer.effect(Auth, Auth.make).pipe(
     Layer.provide(AuthRepo.layer),
     Layer.provide(Crypto.layer),
+    Layer.provide(HashSlots.layer),
   )
 }

@@ -56,9 +56,11 @@ export class InvalidTokenRequest extends Schema.TaggedError<InvalidTokenRequest>
   description: Schema.String,
 }) {}
 
-/** Too many failed token requests for one client id. */
+/** A token request refused before its secret is checked: too many failures, or too many requests at once. */
 export class TokenRequestsBlocked extends Schema.TaggedError<TokenRequestsBlocked>()("TokenRequestsBlocked", {
   retryAfterSeconds: Schema.Number,
+  /** `failures`: the source failed too often for the client id; `in progress`: it has too many requests at once. */
+  reason: Schema.Literals(["failures", "in progress"]),
 }) {}
 
 /** An operator command naming something that does not exist or is not allowed. */

@@ -150,8 +150,8 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
       {
         status: 429,
         description:
-          "Too many failed attempts for this client id from this address, or too many requests from it at once; " +
-          "see Retry-After",
+          "Too many failed attempts for this client id from this address, or too many attempts in progress " +
+          "from it at once (each says which); see Retry-After",
         schema: TokenError,
       },
     ],
@@ -178,9 +178,14 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
         InvalidTokenRequest: (error) => Effect.succeed(tokenError(400, error.error, error.description)),
         TokenRequestsBlocked: (error) =>
           Effect.succeed(
-            tokenError(429, "slow_down", "Too many failed attempts; retry later.", {
-              "retry-after": String(error.retryAfterSeconds),
-            }),
+            tokenError(
+              429,
+              "slow_down",
+              error.reason === "failures"
+                ? "Too many failed attempts for this client id from your address; retry later."
+                : "Too many attempts in progress from your address; retry later.",
+              { "retry-after": String(error.retryAfterSeconds) },
+            ),
           ),
         BadRequest: () => Effect.succeed(tokenError(400, "invalid_request", "The body could not be read.")),
         UnsupportedMediaType: () =>

@@ -281,7 +281,7 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
             const outcome = yield* policies.pay(state.application!, card.ok, state.facts, state.today)
             return outcome.paid ? undefined : ({ kind: "payment_declined", message: outcome.reason } as const)
           }),
-        )
+        ).pipe(Effect.uninterruptible)
 
       const linkFor = (source: string, sourceProspectId: string) =>
         Effect.gen(function* () {

@@ -68,6 +68,11 @@ export class SignInThrottled extends Schema.TaggedError<SignInThrottled>()("Sign
   retryAfterSeconds: Schema.Number,
 }) {}
 
+/** A sign-in refused because its source already has as many sign-ins in progress as it may. */
+export class SignInsInProgress extends Schema.TaggedError<SignInsInProgress>()("SignInsInProgress", {
+  retryAfterSeconds: Schema.Number,
+}) {}
+
 export class DeadLetterNotFound extends Schema.TaggedError<DeadLetterNotFound>()("DeadLetterNotFound", {}) {}
 
 /** The console's owner page asked for a slug no owner has. */

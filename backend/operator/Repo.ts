@@ -165,6 +165,16 @@ export class OperatorRepo extends Context.Service<OperatorRepo>()("partner-servi
               where email = ${email} and failed_at > ${since}`,
           )
           .pipe(Effect.map((rows) => rows[0]?.count ?? 0)),
+      /** How many sign-ins failed from `source` since `since`, whatever their email, counted up to `atMost`. */
+      sourceFailureCount: (source: string, since: Date, atMost: number) =>
+        db
+          .query(
+            (sql) => sql<Array<{ count: number }>>`
+              select count(*)::int as count from (
+                select 1 from operator_sign_in_failures
+                where source = ${source} and failed_at > ${since} limit ${atMost}) as failed`,
+          )
+          .pipe(Effect.map((rows) => rows[0]?.count ?? 0)),
       /** Records a failure and forgets the email's failures older than `forgetBefore`. */
       recordFailure: (email: string, source: string, at: Date, forgetBefore: Date) =>
         db.query(async (sql) => {

@@ -1,8 +1,11 @@
 import { Clock, Context, Effect, Layer } from "effect"
-import { constantTimeEqual, Crypto, randomToken, verifySecret } from "../platform/Crypto.ts"
-import { Db } from "../platform/Db.ts"
 import { throttleSource } from "../platform/ClientAddress.ts"
-import { type OperatorView, SignInRefused, SignInThrottled } from "./Domain.ts"
+import { AppConfig } from "../platform/Config.ts"
+import { constantTimeEqual, Crypto, randomToken } from "../platform/Crypto.ts"
+import { Db } from "../platform/Db.ts"
+import { HashSlots, makeSourceCap, REFUSAL_HOLD } from "../platform/HashSlots.ts"
+import { metrics } from "../platform/Observability.ts"
+import { type OperatorView, SignInRefused, SignInsInProgress, SignInThrottled } from "./Domain.ts"
 import { operatorView } from "./Operators.ts"
 import { OperatorRepo } from "./Repo.ts"
 
@@ -33,6 +36,9 @@ export const throttleWaitMs = (failures: number) =>
 export const signInDelayMs = (failures: number) =>
   failures < FREE_FAILURES ? 0 : Math.min(FIRST_DELAY_MS * 2 ** (failures - FREE_FAILURES), MAX_DELAY_MS)
 
+/** Where a sign-in's password check waits for a hash slot: its address's own lane, or the strangers'. */
+type SignInLane = "address" | "stranger"
+
 export interface SignedIn {
   readonly operator: OperatorView
   /** The cookie's value; only its hash is stored. */
@@ -51,53 +57,85 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
   make: Effect.gen(function* () {
     const db = yield* Db
     const repo = yield* OperatorRepo
+    const config = yield* AppConfig
+    const hashSlots = yield* HashSlots
     // A hash of a random password: signing in with an unknown email costs what a real check does.
     const decoy = yield* (yield* Crypto).hashSecret(randomToken(32))
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
     /**
+     * A password checked in the process's hash slots, shared with `/token`. An address with fewer than
+     * `FREE_FAILURES` failures in the window (whatever the emails) waits in a lane of its own, so a real operator
+     * never queues behind a flood from elsewhere; every other check shares the strangers' lane. The lane does not
+     * depend on the email, so how long an answer takes tells nothing of which accounts exist.
+     */
+    const checkPassword = (source: string, lane: SignInLane, password: string, hash: string) =>
+      hashSlots.check(lane === "address" ? `console address ${source}` : "console stranger", password, hash, {
+        waiting: metrics.signInChecksWaiting.labels({ lane }),
+        begun: { inc: () => metrics.signInChecks.inc({ lane }) },
+        hashing: metrics.signInHashes,
+      })
+
+    const inProgress = makeSourceCap(config.secretChecksPerSource)
+    const tooManyInProgress = Effect.suspend(() => {
+      metrics.signInsThrottled.inc({ reason: "in progress" })
+      return Effect.fail(new SignInsInProgress({ retryAfterSeconds: 1 }))
+    })
+
+    /**
      * Checks the password (a decoy hash stands in for an unknown email, so both take as long); a disabled
-     * operator is refused like a wrong password. A source (the client's address, an IPv6 address's /64) with too
-     * many recent failures for the email is refused before anything is checked; anyone else is only held a
-     * little longer the more the email failed from everywhere.
+     * operator is refused like a wrong password. A source (the client's address, an IPv6 address's /64) may have
+     * `SECRET_CHECKS_PER_SOURCE` sign-ins in progress; one with too many recent failures for the email is refused
+     * before anything is checked; anyone else is only held a little longer the more the email failed from
+     * everywhere.
      */
     const signIn = Effect.fn("Sessions.signIn")(function* (email: string, password: string, address = "") {
-      const at = yield* now
-      const key = email.trim().toLowerCase()
       const source = throttleSource(address)
-      const windowStart = new Date(at.getTime() - FAILURE_WINDOW_MS)
-      const failures = yield* repo.recentFailures(key, source, windowStart)
-      const wait = throttleWaitMs(failures.length)
-      const latest = failures[0]
-      if (wait > 0 && latest !== undefined && latest.getTime() + wait > at.getTime()) {
-        const retryAfterSeconds = Math.ceil((latest.getTime() + wait - at.getTime()) / 1000)
-        yield* Effect.logWarning("operator sign-in throttled").pipe(
-          Effect.annotateLogs({ failures: failures.length, retry_after_seconds: retryAfterSeconds }),
-        )
-        return yield* new SignInThrottled({ retryAfterSeconds })
-      }
-      const delay = signInDelayMs(yield* repo.failureCount(key, windowStart))
-      if (delay > 0) yield* Effect.sleep(delay)
-      const operator = yield* repo.operatorByEmail(key)
-      const matches = yield* verifySecret(password, operator?.password_hash ?? decoy)
-      if (operator === undefined || !matches || operator.disabled) {
-        yield* repo.recordFailure(key, source, at, windowStart)
-        return yield* new SignInRefused()
-      }
-      const token = randomToken(32)
-      const csrfToken = randomToken(32)
-      yield* db.transaction(
+      return yield* inProgress(
+        source,
         Effect.gen(function* () {
-          yield* repo.insertSession(operator.id, token, csrfToken, at)
-          yield* repo.signedIn(operator.id, at)
-          yield* repo.clearFailures(key, source)
+          const at = yield* now
+          const key = email.trim().toLowerCase()
+          const windowStart = new Date(at.getTime() - FAILURE_WINDOW_MS)
+          const failures = yield* repo.recentFailures(key, source, windowStart)
+          const wait = throttleWaitMs(failures.length)
+          const latest = failures[0]
+          if (wait > 0 && latest !== undefined && latest.getTime() + wait > at.getTime()) {
+            const retryAfterSeconds = Math.ceil((latest.getTime() + wait - at.getTime()) / 1000)
+            metrics.signInsThrottled.inc({ reason: "failures" })
+            yield* Effect.logWarning("operator sign-in throttled").pipe(
+              Effect.annotateLogs({ failures: failures.length, retry_after_seconds: retryAfterSeconds }),
+            )
+            yield* Effect.sleep(REFUSAL_HOLD)
+            return yield* new SignInThrottled({ retryAfterSeconds })
+          }
+          const delay = signInDelayMs(yield* repo.failureCount(key, windowStart))
+          if (delay > 0) yield* Effect.sleep(delay)
+          const operator = yield* repo.operatorByEmail(key)
+          const sourceFailures = yield* repo.sourceFailureCount(source, windowStart, FREE_FAILURES)
+          const lane: SignInLane = sourceFailures < FREE_FAILURES ? "address" : "stranger"
+          const matches = yield* checkPassword(source, lane, password, operator?.password_hash ?? decoy)
+          if (operator === undefined || !matches || operator.disabled) {
+            yield* repo.recordFailure(key, source, at, windowStart)
+            return yield* new SignInRefused()
+          }
+          const token = randomToken(32)
+          const csrfToken = randomToken(32)
+          yield* db.transaction(
+            Effect.gen(function* () {
+              yield* repo.insertSession(operator.id, token, csrfToken, at)
+              yield* repo.signedIn(operator.id, at)
+              yield* repo.clearFailures(key, source)
+            }),
+          )
+          return {
+            operator: operatorView({ ...operator, last_sign_in_at: at }),
+            token,
+            csrfToken,
+          } satisfies SignedIn
         }),
+        tooManyInProgress,
       )
-      return {
-        operator: operatorView({ ...operator, last_sign_in_at: at }),
-        token,
-        csrfToken,
-      } satisfies SignedIn
     })
 
     /**
@@ -158,5 +196,6 @@ export class Sessions extends Context.Service<Sessions>()("partner-service/opera
   static readonly layer = Layer.effect(Sessions, Sessions.make).pipe(
     Layer.provide(OperatorRepo.layer),
     Layer.provide(Crypto.layer),
+    Layer.provide(HashSlots.layer),
   )
 }

@@ -135,10 +135,16 @@ export interface AppConfigShape {
   readonly audiences: { readonly partner: string; readonly ingest: string }
   readonly tokenTtlSeconds: number
   /**
-   * Client secrets checked at once per gateway (each a slow hash on libuv's thread pool): the rest wait, so
-   * a flood of token requests leaves the event loop and the other cores to the requests already authenticated.
+   * Client secrets and operator passwords checked at once in the process (each a slow hash on libuv's thread
+   * pool): the rest wait, so a flood of token requests or sign-ins leaves the event loop and the other cores to
+   * the requests already authenticated.
    */
   readonly tokenHashConcurrency: number
+  /**
+   * Token requests, and apart from them console sign-ins, that one source address may have in progress at once
+   * (waiting for a hash slot or in one); one more is a 429.
+   */
+  readonly secretChecksPerSource: number
   /**
    * scrypt's cost as log2 of N for new client secrets and operator passwords; each stored hash carries its own,
    * so a change applies to hashes made after it.
@@ -388,6 +394,12 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         "a whole number from 1 to 64",
         integer(1, 64),
         () => Math.max(1, Math.floor(availableParallelism() / 2)),
+      ),
+      secretChecksPerSource: yield* setting(
+        "SECRET_CHECKS_PER_SOURCE",
+        "a whole number from 1 to 64",
+        integer(1, 64),
+        () => 4,
       ),
       secretHashCost: yield* setting(
         "SECRET_HASH_COST",

@@ -57,6 +57,9 @@ const dependencyUnavailable = new ServiceUnavailable({
   retryAfterSeconds: 2,
 })
 
+/** The answer to a request whose client has gone: nobody reads it. */
+const abandoned = () => new Response(null, { status: 499 })
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 const unreadable = () => new BadRequest({ message: "Request body could not be read." })
@@ -368,7 +371,17 @@ export const gatewayLayer = <R, G = never>(
           }),
           Effect.annotateLogs({ role, request_id: requestId, method: request.method, path: request.path }),
         )
-        return Effect.runPromiseWith(context)(traced ? serverSpan(route.path, request, respond) : respond)
+        // A client that has gone interrupts the request: its place in a queue and its count towards a per-source
+        // cap are given back at once, and nothing is recorded for it (a transaction under way rolls back; what
+        // committed stays). Work that must finish once begun is uninterruptible where it is done.
+        const signal = event.req.signal
+        return Effect.runPromiseWith(context)(traced ? serverSpan(route.path, request, respond) : respond, {
+          signal,
+        }).catch((error: unknown) => {
+          if (!signal.aborted) throw error
+          metrics.httpRequests.inc({ role, method: request.method, status: "499" })
+          return abandoned()
+        })
       }
 
       const observability = role === "console" ? [...healthRoutes, metricsRoute] : healthRoutes

@@ -167,6 +167,27 @@ export const metrics = {
     "Enrollment links and documents answered 429 without a lookup, by reason (failures: the address opened too many wrong ones; in_progress: too many lookups of the address at once)",
     ["reason"],
   ),
+  signInHashes: new Gauge({
+    name: "sign_in_hashes_in_progress",
+    help: "Console sign-in passwords being checked against their hash (a decoy's for an unknown email)",
+    registers: [registry],
+  }),
+  signInChecksWaiting: new Gauge({
+    name: "sign_in_checks_waiting",
+    help: "Console sign-in passwords waiting for a hash slot, by lane (address: a source with few recent failures, in its own lane; stranger: the rest)",
+    labelNames: ["lane"],
+    registers: [registry],
+  }),
+  signInChecks: counter(
+    "sign_in_checks_total",
+    "Console sign-in passwords checked against their hash, by lane",
+    ["lane"],
+  ),
+  signInsThrottled: counter(
+    "sign_ins_throttled_total",
+    "Console sign-ins answered 429 without checking the password, by reason",
+    ["reason"],
+  ),
 }
 
 const levels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const

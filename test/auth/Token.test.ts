@@ -360,7 +360,12 @@ describe("POST /token", () => {
           /** The Retry-After of a refused attempt: the block's seconds left, rounded up. */
           const retryAfter = (attempt: TokenFields) =>
             Effect.map(tokenRequest("partner", attempt), (blocked) => {
-              assertTokenError(blocked, 429, "slow_down", "Too many failed attempts; retry later.")
+              assertTokenError(
+                blocked,
+                429,
+                "slow_down",
+                "Too many failed attempts for this client id from your address; retry later.",
+              )
               return blocked.headers.get("retry-after")
             })
           // The fifth failure blocks that source for one second.

@@ -56,6 +56,37 @@ const tokenFrom = (port: number, from: string, fields: Record<string, string>) =
       }),
   )
 
+/**
+ * `POST /token` from `from` whose client goes away: the connection is closed once `gone` resolves, before any
+ * answer came.
+ */
+const abandonedTokenRequest = (port: number, from: string, fields: Record<string, string>) => {
+  const body = JSON.stringify(fields)
+  const req = httpRequest({
+    host: "127.0.0.1",
+    port,
+    path: "/token",
+    method: "POST",
+    localAddress: from,
+    agent: false,
+    headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+  })
+  const answered = { value: false }
+  req.once("response", () => (answered.value = true)).once("error", () => undefined)
+  req.end(body)
+  return { abandon: () => req.destroy(), answered }
+}
+
+/** Partner gateway requests whose client went away before the answer, so far. */
+const abandonedSoFar = () =>
+  Effect.promise(() =>
+    metrics.httpRequests
+      .get()
+      .then(
+        (m) => m.values.find((v) => v.labels.role === "partner-api" && v.labels.status === "499")?.value ?? 0,
+      ),
+  )
+
 /** Secret checks of the partner gateway under way right now. */
 const hashesInProgress = () =>
   metrics.tokenHashes.get().then((m) => m.values.find((v) => v.labels.gateway === "partner")?.value ?? 0)
@@ -256,6 +287,108 @@ describe("a client's own lane", () => {
           const again = yield* tokenFrom(port, "127.0.2.1", fields)
           assert.strictEqual(again.status, 200, again.text)
           assert.strictEqual(yield* checkedIn("client"), clientChecks + 2)
+        }),
+      120_000,
+    )
+  })
+})
+
+describe("an abandoned token request", () => {
+  layer(lanes.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
+    it.effect(
+      "refuses a fifth token request in progress from one address with 429, saying attempts are in progress, not failed",
+      () =>
+        Effect.gen(function* () {
+          const port = yield* gatewayPort("partner-api")
+          const audience = yield* audienceOf("partner")
+          const madeUp = () => ({
+            grant_type: "client_credentials",
+            client_id: `cli_${randomBytes(9).toString("base64url")}`,
+            client_secret: "guess",
+            audience,
+          })
+          const strangersBefore = yield* checkedIn("stranger")
+          const queued = yield* Effect.forEach(
+            Array.from({ length: 36 }, (_, i) => i),
+            (i) => tokenFrom(port, i < 32 ? `127.0.6.${10 + (i % 8)}` : "127.0.6.1", madeUp()),
+            { concurrency: "unbounded" },
+          ).pipe(Effect.forkChild)
+          yield* eventually(
+            Effect.all([checkedIn("stranger"), waitingIn("stranger")]),
+            ([checked, waiting]) => checked - strangersBefore + waiting === 36,
+          )
+
+          const fifth = yield* tokenFrom(port, "127.0.6.1", madeUp())
+          assert.strictEqual(fifth.status, 429, fifth.text)
+          assert.strictEqual(
+            fifth.text,
+            `{"error":"slow_down","error_description":"Too many attempts in progress from your address; retry later."}`,
+          )
+          assert.strictEqual(fifth.retryAfter, "1")
+          const answers = yield* Fiber.join(queued)
+          assert.deepStrictEqual(
+            answers.map((a) => a.status),
+            answers.map(() => 401),
+          )
+        }),
+      120_000,
+    )
+
+    it.effect(
+      "gives up its place at once and counts as nothing: after four abandoned requests, the next correct one from that address is answered 200",
+      () =>
+        Effect.gen(function* () {
+          const port = yield* gatewayPort("partner-api")
+          const client = yield* createClient({ gateway: "partner" })
+          const audience = yield* audienceOf("partner")
+          const madeUp = () => ({
+            grant_type: "client_credentials",
+            client_id: `cli_${randomBytes(9).toString("base64url")}`,
+            client_secret: "guess",
+            audience,
+          })
+          // A queue of strangers in front, so the abandoned requests are still waiting for the slot when they go.
+          const strangersBefore = yield* checkedIn("stranger")
+          const flood = yield* Effect.forEach(
+            Array.from({ length: 32 }, (_, i) => i),
+            (i) => tokenFrom(port, `127.0.5.${10 + (i % 8)}`, madeUp()),
+            { concurrency: "unbounded" },
+          ).pipe(Effect.forkChild)
+          yield* eventually(
+            Effect.all([checkedIn("stranger"), waitingIn("stranger")]),
+            ([checked, waiting]) => checked - strangersBefore + waiting === 32,
+          )
+
+          const abandonedBefore = yield* abandonedSoFar()
+          const dropped = Array.from({ length: 4 }, () => abandonedTokenRequest(port, "127.0.5.1", madeUp()))
+          yield* eventually(
+            Effect.all([checkedIn("stranger"), waitingIn("stranger")]),
+            ([checked, waiting]) => checked - strangersBefore + waiting === 36,
+          )
+          for (const request of dropped) request.abandon()
+          // Each was interrupted when its client went, and counted as abandoned (status 499), not answered.
+          yield* eventually(abandonedSoFar(), (n) => n - abandonedBefore === 4)
+
+          const own = yield* tokenFrom(port, "127.0.5.1", {
+            grant_type: "client_credentials",
+            client_id: client.clientId,
+            client_secret: client.clientSecret,
+            audience,
+          })
+          assert.strictEqual(own.status, 200, own.text)
+
+          const floodAnswers = yield* Fiber.join(flood)
+          assert.deepStrictEqual(
+            floodAnswers.map((a) => a.status),
+            floodAnswers.map(() => 401),
+          )
+          // The four left the strangers' queue without their secrets being checked, and were never answered.
+          yield* eventually(waitingIn("stranger"), (waiting) => waiting === 0)
+          assert.strictEqual((yield* checkedIn("stranger")) - strangersBefore, 32)
+          assert.deepStrictEqual(
+            dropped.map((request) => request.answered.value),
+            [false, false, false, false],
+          )
         }),
       120_000,
     )

@@ -22,6 +22,7 @@ import { startupLatencies } from "./Startup.ts"
 import { webhookBench } from "./Webhooks.ts"
 import { retentionBench } from "./Retention.ts"
 import { consoleBench } from "./Console.ts"
+import { signInUnderFlood } from "./SignIn.ts"
 import { tokenUnderFlood } from "./Token.ts"
 import { prospectService } from "../support/Prospects.ts"
 import { isolatedEnv, isolationLayer, testPlatform } from "../support/TestPlatform.ts"
@@ -37,8 +38,8 @@ interface Row {
 const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
 
 /**
- * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, token, roster, prospects, ingest,
- * webhooks, retention, console, startup) runs only those benchmarks; unset runs all of them.
+ * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, token, signin, roster, prospects,
+ * ingest, webhooks, retention, console, startup) runs only those benchmarks; unset runs all of them.
  */
 const only = process.env.BENCH_ONLY?.split(",")
   .map((name) => name.trim())
@@ -306,6 +307,23 @@ const program = Effect.gen(function* () {
     )
     latencies.push(...token.rows)
     notes.push(...token.notes)
+  }
+  if (selected("signin")) {
+    // The console and the partner gateway in one process, as `npm start` runs them, hashing at the production cost.
+    const signIn = yield* Effect.scoped(
+      Layer.build(
+        isolationLayer(
+          isolatedEnv({
+            ROLES: "partner-api,console",
+            PARTNER_API_PORT: "0",
+            CONSOLE_PORT: "0",
+            SECRET_HASH_COST: "15",
+          }),
+        ),
+      ).pipe(Effect.flatMap((ctx) => Effect.provide(signInUnderFlood, ctx))),
+    )
+    latencies.push(...signIn.rows)
+    notes.push(...signIn.notes)
   }
   if (selected("roster")) {
     const roster = yield* Effect.scoped(

@@ -75,7 +75,7 @@ describe("console sessions", () => {
             assert.strictEqual(throttled.headers.get("retry-after"), "30")
             assert.strictEqual(
               throttled.text,
-              `{"message":"Too many sign-in attempts; try again in 30 seconds."}`,
+              `{"message":"Too many failed sign-in attempts for this email from your address; try again in 30 seconds."}`,
             )
             // Another email is not slowed by carol's failures.
             yield* createOperator("dave@example.com", "viewer")

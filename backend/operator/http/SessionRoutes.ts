@@ -38,7 +38,19 @@ const signIn = route("POST", "/api/session", "public", (request) =>
             Effect.succeed(
               json(
                 429,
-                { message: `Too many sign-in attempts; try again in ${error.retryAfterSeconds} seconds.` },
+                {
+                  message: `Too many failed sign-in attempts for this email from your address; try again in ${error.retryAfterSeconds} seconds.`,
+                },
+                { "retry-after": String(error.retryAfterSeconds) },
+              ),
+            ),
+          SignInsInProgress: (error) =>
+            Effect.succeed(
+              json(
+                429,
+                {
+                  message: "Too many sign-in attempts in progress from your address; try again in a moment.",
+                },
                 { "retry-after": String(error.retryAfterSeconds) },
               ),
             ),
