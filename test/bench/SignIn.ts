@@ -1,4 +1,3 @@
-import { Agent, request } from "node:http"
 import { Worker } from "node:worker_threads"
 import { Context, Effect, Layer } from "effect"
 import { appLayer } from "../../backend/App.ts"
@@ -6,6 +5,7 @@ import { Auth } from "../../backend/auth/Auth.ts"
 import { Operators } from "../../backend/operator/Operators.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { ListeningPorts } from "../../backend/platform/Http.ts"
+import { agentFrom, postFrom } from "./Loopback.ts"
 import { percentile } from "./Probes.ts"
 import type { LatencyRow } from "./Roster.ts"
 
@@ -49,32 +49,6 @@ const signIn = () => {
 for (let i = 0; i < connections; i++) signIn()
 `
 
-/** A JSON POST from the loopback address `agent` binds; milliseconds and status. */
-const post = (port: number, path: string, agent: Agent, fields: Record<string, string>) =>
-  new Promise<{ readonly ms: number; readonly status: number }>((resolve, reject) => {
-    const body = JSON.stringify(fields)
-    const start = performance.now()
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        path,
-        method: "POST",
-        agent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      },
-      (res) => {
-        res.resume()
-        res.on("end", () => resolve({ ms: performance.now() - start, status: res.statusCode ?? 0 }))
-      },
-    )
-    req.once("error", reject)
-    req.end(body)
-  })
-
-/** A keep-alive agent whose connections come from `address` (all of 127.0.0.0/8 is this machine). */
-const agentFrom = (address: string) => new Agent({ keepAlive: true, localAddress: address })
-
 /**
  * A real operator's console sign-in and a real partner's `POST /token`, each one at a time from its own address,
  * in one process serving both (as `npm start` does): first alone, then while `CONNECTIONS` connections from one
@@ -108,18 +82,18 @@ export const signInUnderFlood = Effect.gen(function* () {
         const signIns: Array<number> = []
         const tokens: Array<number> = []
         for (let i = 0; i < REQUESTS; i++) {
-          const signedIn = await post(consolePort, "/api/session", operatorAgent, operator)
+          const signedIn = await postFrom(consolePort, "/api/session", operatorAgent, operator)
           if (signedIn.status !== 200) throw new Error(`the operator's sign-in answered ${signedIn.status}`)
           signIns.push(signedIn.ms)
-          const token = await post(partnerPort, "/token", partnerAgent, tokenFields)
+          const token = await postFrom(partnerPort, "/token", partnerAgent, tokenFields)
           if (token.status !== 200) throw new Error(`the partner's token request answered ${token.status}`)
           tokens.push(token.ms)
         }
         return { signIns, tokens }
       })
       for (let i = 0; i < WARMUP; i++) {
-        yield* Effect.promise(() => post(consolePort, "/api/session", operatorAgent, operator))
-        yield* Effect.promise(() => post(partnerPort, "/token", partnerAgent, tokenFields))
+        yield* Effect.promise(() => postFrom(consolePort, "/api/session", operatorAgent, operator))
+        yield* Effect.promise(() => postFrom(partnerPort, "/token", partnerAgent, tokenFields))
       }
       const alone = yield* measure
 

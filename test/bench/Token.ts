@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto"
-import { Agent, request } from "node:http"
+import type { Agent } from "node:http"
 import { Context, Effect, Layer } from "effect"
 import { appLayer } from "../../backend/App.ts"
 import { Auth } from "../../backend/auth/Auth.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { ListeningPorts } from "../../backend/platform/Http.ts"
+import { agentFrom, postFrom } from "./Loopback.ts"
 import { percentile } from "./Probes.ts"
 import type { LatencyRow } from "./Roster.ts"
 
@@ -13,32 +14,6 @@ const ADDRESSES = Number(process.env.BENCH_TOKEN_FLOOD_ADDRESSES ?? 32)
 /** Token requests each flooding address keeps in flight: as many as the service lets one source have. */
 const IN_FLIGHT = 4
 const WARMUP = 3
-
-/** `POST /token` with JSON `fields` from the loopback address `agent` binds; milliseconds and status. */
-const postToken = (port: number, agent: Agent, fields: Record<string, string>) =>
-  new Promise<{ readonly ms: number; readonly status: number }>((resolve, reject) => {
-    const body = JSON.stringify(fields)
-    const start = performance.now()
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        path: "/token",
-        method: "POST",
-        agent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      },
-      (res) => {
-        res.resume()
-        res.on("end", () => resolve({ ms: performance.now() - start, status: res.statusCode ?? 0 }))
-      },
-    )
-    req.once("error", reject)
-    req.end(body)
-  })
-
-/** A keep-alive agent whose connections come from `address` (all of 127.0.0.0/8 is this machine). */
-const agentFrom = (address: string) => new Agent({ keepAlive: true, localAddress: address })
 
 /**
  * A real client's token requests, one at a time from its own address: first alone, then while `ADDRESSES`
@@ -65,19 +40,19 @@ export const tokenUnderFlood = Effect.gen(function* () {
       const measure = Effect.promise(async () => {
         const samples: Array<number> = []
         for (let i = 0; i < REQUESTS; i++) {
-          const { ms, status } = await postToken(port, own, fields)
+          const { ms, status } = await postFrom(port, "/token", own, fields)
           if (status !== 200) throw new Error(`the client's token request answered ${status}`)
           samples.push(ms)
         }
         return samples
       })
-      for (let i = 0; i < WARMUP; i++) yield* Effect.promise(() => postToken(port, own, fields))
+      for (let i = 0; i < WARMUP; i++) yield* Effect.promise(() => postFrom(port, "/token", own, fields))
       const alone = yield* measure
 
       const flood = { running: true, answers: new Map<number, number>() }
       const flooder = async (agent: Agent) => {
         while (flood.running) {
-          const { status } = await postToken(port, agent, {
+          const { status } = await postFrom(port, "/token", agent, {
             ...fields,
             client_id: `cli_${randomBytes(12).toString("base64url")}`,
             client_secret: "wrong",
@@ -113,7 +88,7 @@ export const tokenUnderFlood = Effect.gen(function* () {
       const note =
         `token: the flood's wrong secrets answered while the client was measured (${floodSeconds.toFixed(1)} s): ` +
         answered.map(([status, n]) => `${n} x ${status}`).join(", ") +
-        `; scrypt cost ${config.secretHashCost}, ${config.tokenHashConcurrency} hash slot(s) per gateway`
+        `; scrypt cost ${config.secretHashCost}, ${config.tokenHashConcurrency} hash slot(s) in the process`
       return { rows: [row], notes: [note] }
     }),
   )
