@@ -24,6 +24,7 @@ import { consoleSiteRoutes } from "./platform/ConsoleSite.ts"
 import { Crypto } from "./platform/Crypto.ts"
 import { gatewayLayer, metricsLayer } from "./platform/Gateway.ts"
 import { type Guard, ListeningPorts, type Route } from "./platform/Http.ts"
+import { loopPassesLayer } from "./platform/LoopPasses.ts"
 import { relayLayer } from "./platform/Outbox.ts"
 import { tracingLayer } from "./platform/Tracing.ts"
 import { PlatformLayer } from "./Infrastructure.ts"
@@ -157,6 +158,7 @@ export const appLayer = (config: AppConfigShape) => {
   const workers = config.roles.includes("workers")
     ? [
         relayLayer(),
+        loopPassesLayer,
         actorLayer(eligibilityActor),
         actorLayer(documentActor),
         lifecycleJobLayer,

@@ -3,7 +3,14 @@ import { recordAudit } from "../audit/Audit.ts"
 import { Db } from "../platform/Db.ts"
 import { Nats, type StreamReport } from "../platform/Nats.ts"
 import { metrics, setSystemSampler } from "../platform/Observability.ts"
-import type { DeadLetter, OutboxState, SystemAnswer, SystemStream, SystemThresholds } from "./SystemApi.ts"
+import type {
+  DeadLetter,
+  LoopPass,
+  OutboxState,
+  SystemAnswer,
+  SystemStream,
+  SystemThresholds,
+} from "./SystemApi.ts"
 import { DeadLetterNotFound } from "./Domain.ts"
 
 /**
@@ -23,6 +30,7 @@ export const THRESHOLDS: SystemThresholds = {
   consumer_oldest_seconds: 300,
   outbox_backlog: 10_000,
   outbox_oldest_seconds: 60,
+  loop_pass_seconds: 60,
 }
 
 const DEAD_LETTERS_SHOWN = 100
@@ -124,12 +132,44 @@ export class System extends Context.Service<System>()("partner-service/operator/
       .query((sql) => sql<Array<{ n: number }>>`select count(*)::int as n from dead_letters`)
       .pipe(Effect.map(([row]) => row?.n ?? 0))
 
+    /**
+     * Every workers process's loops, as the processes last reported them (`platform/LoopPasses.ts`); a process
+     * that has not reported for a minute is gone and left out.
+     */
+    const loops = (now: number) =>
+      db
+        .query(
+          (sql) => sql<Array<{ loop: string; process: string; passed_at: Date }>>`
+            select loop, process, passed_at from loop_passes
+            where reported_at > now() - interval '1 minute'
+            order by loop, process`,
+        )
+        .pipe(
+          Effect.map((rows) =>
+            rows.map((row): LoopPass => {
+              const ago = secondsSince(row.passed_at, now) ?? 0
+              return {
+                loop: row.loop,
+                process: row.process,
+                passed_at: row.passed_at.toISOString(),
+                seconds_ago: ago,
+                flag:
+                  ago > THRESHOLDS.loop_pass_seconds
+                    ? `no pass for more than ${THRESHOLDS.loop_pass_seconds} s`
+                    : null,
+              }
+            }),
+          ),
+        )
+
     /** Everything the system page shows, read now. */
     const status = Effect.fn("System.status")(function* () {
-      const [streams, box, total, deadLetters] = yield* Effect.all(
+      const started = yield* Clock.currentTimeMillis
+      const [streams, box, passes, total, deadLetters] = yield* Effect.all(
         [
           nats.streamReports,
-          outbox(yield* Clock.currentTimeMillis),
+          outbox(started),
+          loops(started),
           deadLetterCount,
           db.query(
             (sql) => sql<Array<DeadLetterRow>>`
@@ -145,6 +185,7 @@ export class System extends Context.Service<System>()("partner-service/operator/
         thresholds: THRESHOLDS,
         streams: streams.map((s) => streamView(s, now)),
         outbox: box,
+        loops: passes,
         dead_letters: { total, items: deadLetters.map(deadLetterView) },
       } satisfies SystemAnswer
     })

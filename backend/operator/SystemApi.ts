@@ -64,12 +64,25 @@ export const DeadLetter = Schema.Struct({
 })
 export type DeadLetter = typeof DeadLetter.Type
 
+/** A background loop of a workers process and when it last completed a pass. */
+export const LoopPass = Schema.Struct({
+  /** `outbox_relay`, `retry_scheduler`, or `actor:<name>` (its slowest partition). */
+  loop: Schema.String,
+  /** The workers process: its host name and process id. */
+  process: Schema.String,
+  passed_at: Timestamp,
+  seconds_ago: Schema.Number,
+  flag: Flag,
+})
+export type LoopPass = typeof LoopPass.Type
+
 /** What flags a consumer or the outbox (the alert rules in `infra/prometheus/alerts.yml` use the same). */
 export const SystemThresholds = Schema.Struct({
   consumer_pending: Schema.Number,
   consumer_oldest_seconds: Schema.Number,
   outbox_backlog: Schema.Number,
   outbox_oldest_seconds: Schema.Number,
+  loop_pass_seconds: Schema.Number,
 })
 export type SystemThresholds = typeof SystemThresholds.Type
 
@@ -79,6 +92,8 @@ export const SystemAnswer = Schema.Struct({
   thresholds: SystemThresholds,
   streams: Schema.Array(SystemStream),
   outbox: OutboxState,
+  /** The loops of every workers process that reported in the last minute, by loop then process. */
+  loops: Schema.Array(LoopPass),
   /** The newest dead letters first (at most 100), and how many there are. */
   dead_letters: Schema.Struct({ total: Schema.Number, items: Schema.Array(DeadLetter) }),
 })

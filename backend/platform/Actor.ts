@@ -1,4 +1,4 @@
-import { Cause, Duration, Effect, Fiber, FiberSet, Layer, Schema, type Scope, Semaphore } from "effect"
+import { Cause, Clock, Duration, Effect, Fiber, FiberSet, Layer, Schema, type Scope, Semaphore } from "effect"
 import {
   type ActorBatch,
   type ActorDefinition,
@@ -71,6 +71,20 @@ export const runActor = <A, R>(
     const lag = Array.from({ length: Math.max(actor.partitions, 1) }, (_, partition) =>
       metrics.actorLag({ actor: actor.name, partition: String(partition) }),
     )
+    /**
+     * When each partition's loop last completed a pull cycle (epoch ms); the actor's pass, reported as
+     * `loop_last_pass_timestamp_seconds{loop="actor:<name>"}`, is its slowest partition's, so one stuck partition
+     * shows however busy the others are.
+     */
+    const lastPull = lag.map(() => 0)
+    const lastPass = metrics.loopLastPass({ loop: `actor:${actor.name}` })
+    const passed = (partition: number) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.sync(() => {
+          lastPull[partition] = now
+          lastPass.set(Math.min(...lastPull) / 1000)
+        }),
+      )
 
     /** Whether this is the message's first record (a term that was lost and repeated is recorded once). */
     const recordDeadLetter = (msg: PulledMessage, reason: string) =>
@@ -351,7 +365,7 @@ export const runActor = <A, R>(
          */
         return (count: number, onMessage: (msg: PulledMessage) => void, expiresMs = PULL_EXPIRES) =>
           puller.pull(count, expiresMs, onMessage).pipe(
-            Effect.tap(() => pullSucceeded(partition)),
+            Effect.tap(() => Effect.andThen(pullSucceeded(partition), passed(partition))),
             Effect.catchTag("PullFailed", (failed) =>
               pullFailed(partition, failed.message).pipe(
                 Effect.andThen(Effect.sleep("1 second")),
@@ -419,6 +433,7 @@ export const runActor = <A, R>(
         while (!stopped) {
           yield* available
           if (!leases.leads(partition)) {
+            yield* passed(partition)
             yield* leases.settle(partition)
             yield* Effect.sleep(LEASE_WAIT)
             continue

@@ -90,6 +90,12 @@ export const metrics = {
   ),
   outboxPublished: counter("outbox_published_total", "Outbox rows published to JetStream", []),
   outboxRelayErrors: counter("outbox_relay_errors_total", "Relay passes that failed and will be retried", []),
+  loopLastPass: hotSeries(
+    "gauge",
+    "loop_last_pass_timestamp_seconds",
+    "When a background loop last completed a pass (outbox_relay, retry_scheduler; actor:<name>, its slowest partition's last pull)",
+    ["loop"],
+  ),
   actorHandled: hotSeries("counter", "actor_handled_total", "Messages an actor settled, by outcome", [
     "actor",
     "outcome",
@@ -189,6 +195,18 @@ export const metrics = {
     ["reason"],
   ),
 }
+
+/** This process's loops and when each last completed a pass (epoch seconds), as `/metrics` shows them. */
+export const readLoopPasses = (): Promise<
+  ReadonlyArray<{ readonly loop: string; readonly passedAt: number }>
+> =>
+  (registry.getSingleMetric("loop_last_pass_timestamp_seconds") as Gauge)
+    .get()
+    .then((metric) =>
+      metric.values
+        .filter((v) => v.value > 0)
+        .map((v) => ({ loop: String(v.labels.loop), passedAt: v.value })),
+    )
 
 const levels = { trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
 

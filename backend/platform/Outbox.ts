@@ -4,7 +4,7 @@ import { Nats, type NatsShape } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 import { OUTBOX_PARTITIONS, partitionOf } from "./Partition.ts"
 import { continueTrace, currentTraceparent, TRACEPARENT, Traced, traceparentOf } from "./Tracing.ts"
-import { logFailedPass } from "./Unavailable.ts"
+import { logFailedPass, unavailableIn } from "./Unavailable.ts"
 import { wakeLoop } from "./WakeLoop.ts"
 
 export interface OutboxMessage {
@@ -57,6 +57,11 @@ export const AcceptedAt = Context.Reference<string | undefined>(
 const CHANNEL = "outbox"
 const BATCH = 500
 const POLL_INTERVAL = "1 second"
+/**
+ * The longest one batch may take (its publishes wait for JetStream's acknowledgements, its statements for
+ * Postgres); past it the pass is abandoned and tried again, rather than wait on a connection that died silently.
+ */
+const PASS_TIMEOUT = "30 seconds"
 const PRUNE_INTERVAL = "1 minute"
 const RETENTION = "1 hour"
 
@@ -228,34 +233,50 @@ export const relayOnce = Effect.fn("Outbox.relayOnce")(function* () {
 })
 
 /**
- * Relay passes while one may find work: until a pass that left no row of its partition and saw no other partition
- * waiting, or one that found nothing to claim. A row committed after a pass began comes with its own NOTIFY, which
- * wakes the relay again.
+ * A pass is one batch, so that each is bounded by `PASS_TIMEOUT` and reported as it ends; one that may have left
+ * work (rows of its partition beyond the batch, or another partition waiting) asks for the next pass at once. A
+ * row committed after a pass began comes with its own NOTIFY, which wakes the relay again.
  */
-const drain = Effect.gen(function* () {
-  while ((yield* relayOnce())?.more === true) {
-    /* keep going */
-  }
-})
+const NOW = new Date(0)
+const relayPass = Effect.map(relayOnce(), (relayed) => (relayed?.more === true ? NOW : undefined))
 
 /**
  * The relay: wakes on NOTIFY from `enqueue` and polls as a safety net, with `workers` partitions published
- * concurrently; also prunes sent rows past their retention.
+ * concurrently; also prunes sent rows past their retention. Postgres or NATS unavailable pauses it, logged once,
+ * and its first pass after that is logged as its resumption.
  */
 export const relayLayer = (options: { readonly workers?: number } = {}) =>
   Layer.effectDiscard(
     Effect.gen(function* () {
       const db = yield* Db
+      let paused: string | undefined
       yield* wakeLoop({
         channel: CHANNEL,
         poll: POLL_INTERVAL,
         workers: options.workers ?? 2,
-        drain,
-        onFailure: (cause) =>
-          logFailedPass("outbox relay pass failed; retrying", cause).pipe(
-            Effect.tap(() => Effect.sync(() => metrics.outboxRelayErrors.inc())),
-            Effect.andThen(Effect.sleep("1 second")),
+        liveness: "outbox_relay",
+        passTimeout: PASS_TIMEOUT,
+        drain: relayPass.pipe(
+          Effect.tap(() =>
+            Effect.suspend(() => {
+              if (paused === undefined) return Effect.void
+              const dependency = paused
+              paused = undefined
+              return Effect.logInfo("outbox relay resumed").pipe(Effect.annotateLogs({ dependency }))
+            }),
           ),
+        ),
+        onFailure: (cause) =>
+          Effect.suspend(() => {
+            metrics.outboxRelayErrors.inc()
+            const unavailable = unavailableIn(cause)
+            if (unavailable === undefined) return logFailedPass("outbox relay pass failed; retrying", cause)
+            if (paused !== undefined) return Effect.void
+            paused = unavailable.dependency
+            return Effect.logWarning("outbox relay paused: a dependency is unavailable").pipe(
+              Effect.annotateLogs({ dependency: unavailable.dependency, reason: unavailable.reason }),
+            )
+          }).pipe(Effect.andThen(Effect.sleep("1 second"))),
       })
       yield* Effect.forkScoped(
         db

@@ -1,5 +1,6 @@
-import { type Cause, Clock, Duration, Effect, Queue, type Scope } from "effect"
+import { type Cause, Clock, Duration, Effect, Fiber, Queue, type Scope } from "effect"
 import { Db } from "./Db.ts"
+import { metrics } from "./Observability.ts"
 
 export interface WakeLoopOptions<E, R> {
   /**
@@ -21,6 +22,22 @@ export interface WakeLoopOptions<E, R> {
   readonly onFailure: (cause: Cause.Cause<E>) => Effect.Effect<void>
   /** Passes that run at once, each woken by its own notification; one unless said. */
   readonly workers?: number
+  /**
+   * The `loop` label of `loop_last_pass_timestamp_seconds`, set when a pass completes; left out, the loop is not
+   * reported (one whose timer runs for minutes would look stuck).
+   */
+  readonly liveness?: string
+  /**
+   * The longest a pass may run: past it, the pass is abandoned (interrupted in the background) and counted as
+   * failed, and the loop goes on. A query on a connection whose socket died without a close never answers, and a
+   * pass waiting on it would stop the loop for good.
+   */
+  readonly passTimeout?: Duration.Input
+}
+
+/** A pass that took longer than `passTimeout`. */
+export class PassTimedOut extends Error {
+  override readonly name = "PassTimedOut"
 }
 
 export interface WakeLoop {
@@ -50,13 +67,39 @@ export const wakeLoop = <E, R>(
     /** When each worker plans its next pass (epoch ms); -Infinity while it is in one. */
     const planned = Array.from({ length: options.workers ?? 1 }, () => Number.NEGATIVE_INFINITY)
 
+    const passed =
+      options.liveness === undefined ? undefined : metrics.loopLastPass({ loop: options.liveness })
+    const limit =
+      options.passTimeout === undefined ? undefined : Duration.fromInputUnsafe(options.passTimeout)
+    /**
+     * A pass bounded by `passTimeout`: it runs in a fiber of its own, which is left to its interruption when the
+     * time is up, as a transaction's ROLLBACK on a dead socket would hold the loop however it is interrupted.
+     */
+    const bounded = (drain: typeof options.drain) =>
+      limit === undefined
+        ? drain
+        : Effect.gen(function* () {
+            const fiber = yield* Effect.forkChild(drain)
+            const done = yield* Fiber.await(fiber).pipe(Effect.timeoutOption(limit))
+            if (done._tag === "Some") return yield* done.value
+            yield* Effect.forkChild(Fiber.interrupt(fiber))
+            return yield* Effect.die(
+              new PassTimedOut(`pass took longer than ${Duration.toMillis(limit)} ms; abandoned`),
+            )
+          })
+
     const worker = (index: number) =>
       Effect.gen(function* () {
         planned[index] = Number.NEGATIVE_INFINITY
-        const due = yield* options.drain.pipe(
+        const due = yield* bounded(options.drain).pipe(
           // A pass every few seconds, mostly finding nothing, would be a trace of its own each time; what a pass
           // sends on (an outbox row, a retry) carries the trace of the work that made it.
           Effect.withTracerEnabled(false),
+          Effect.tap(() =>
+            passed === undefined
+              ? Effect.void
+              : Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => passed.set(now / 1000))),
+          ),
           Effect.catchCause((cause) => options.onFailure(cause).pipe(Effect.as(undefined))),
         )
         const now = yield* Clock.currentTimeMillis

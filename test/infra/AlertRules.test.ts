@@ -56,6 +56,7 @@ describe("the Prometheus alert rules", () => {
           "outbox_backlog",
           "outbox_oldest_seconds",
           "dead_letters_total",
+          "loop_last_pass_timestamp_seconds",
         ])
         const first = yield* scrape
         for (const name of names) assert.match(first, new RegExp(`^# TYPE ${name} gauge$`, "m"), name)

@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { Nats } from "../../backend/platform/Nats.ts"
+import { registry } from "../../backend/platform/Observability.ts"
 import { call, consoleService, operatorSession } from "../support/Operator.ts"
 import { eventually } from "../support/Streams.ts"
 import { query } from "../support/WebhookEngine.ts"
@@ -113,6 +114,56 @@ describe("the system page's API", () => {
   )
 })
 
+/** The workers' loops: the relay, the retry scheduler and every actor. */
+const LOOPS = [
+  "actor:documents",
+  "actor:eligibility",
+  "actor:ingest",
+  "actor:webhook_delivery",
+  "actor:webhook_router",
+  "outbox_relay",
+  "retry_scheduler",
+]
+
+describe("the workers' loops", () => {
+  layer(consoleService({ ROLES: "console,workers" }).layer, { excludeTestServices: true, timeout: 60_000 })(
+    (it) => {
+      it.effect(
+        "/metrics and the system page show every loop with a pass in the last minute, none flagged",
+        () =>
+          Effect.gen(function* () {
+            const viewer = yield* operatorSession("loops@system.test", "viewer")
+            const started = (yield* Clock.currentTimeMillis) / 1000
+            const gauge = yield* eventually(
+              Effect.promise(() => registry.metrics()),
+              (text) =>
+                LOOPS.every((loop) => text.includes(`loop_last_pass_timestamp_seconds{loop="${loop}"}`)),
+            )
+            for (const loop of LOOPS) {
+              const line = gauge
+                .split("\n")
+                .find((l) => l.startsWith(`loop_last_pass_timestamp_seconds{loop="${loop}"}`))
+              const passedAt = Number(line!.split(" ").at(-1))
+              assert.isAtLeast(passedAt, started - 60, loop)
+            }
+            const shown = yield* eventually(
+              call("GET", "/api/system", viewer),
+              (answer) =>
+                answer.status === 200 &&
+                LOOPS.every((loop) => answer.body.loops.some((l: { loop: string }) => l.loop === loop)),
+            )
+            assert.strictEqual(shown.body.thresholds.loop_pass_seconds, 60)
+            for (const pass of shown.body.loops) {
+              assert.isAtMost(pass.seconds_ago, 60, pass.loop)
+              assert.isNull(pass.flag, pass.loop)
+              assert.isString(pass.process)
+            }
+          }),
+      )
+    },
+  )
+})
+
 describe("the system page's outbox", () => {
   layer(consoleService().layer, { excludeTestServices: true, timeout: 60_000 })((it) => {
     it.effect("counts rows committed and not yet published, and flags the oldest past its threshold", () =>
@@ -130,6 +181,32 @@ describe("the system page's outbox", () => {
         assert.strictEqual(shown.body.outbox.backlog, 2)
         assert.isAtLeast(shown.body.outbox.oldest_seconds, 110)
         assert.match(shown.body.outbox.flag, /oldest unpublished row older than 60 s/)
+      }),
+    )
+
+    it.effect("flags a loop whose process reports no pass for more than a minute", () =>
+      Effect.gen(function* () {
+        const viewer = yield* operatorSession("stalled@system.test", "viewer")
+        yield* query(
+          (sql) => sql`
+            insert into loop_passes (process, loop, passed_at, reported_at)
+            values ('worker-a/1', 'outbox_relay', now() - interval '3 minutes', now()),
+                   ('worker-a/1', 'retry_scheduler', now(), now()),
+                   ('gone/2', 'outbox_relay', now() - interval '10 minutes', now() - interval '10 minutes')`,
+        )
+        const shown = yield* call("GET", "/api/system", viewer)
+        assert.strictEqual(shown.status, 200, shown.text)
+        assert.deepStrictEqual(
+          shown.body.loops.map((l: { loop: string; process: string; flag: string | null }) => [
+            l.loop,
+            l.process,
+            l.flag,
+          ]),
+          [
+            ["outbox_relay", "worker-a/1", "no pass for more than 60 s"],
+            ["retry_scheduler", "worker-a/1", null],
+          ],
+        )
       }),
     )
   })

@@ -144,5 +144,21 @@ describe("wakeLoop", () => {
         assert.isTrue(interrupted)
       }),
     )
+
+    it.effect(
+      "abandons a pass that never answers after its time limit, counts it as failed and goes on with the next",
+      () =>
+        Effect.gen(function* () {
+          const channel = `wake_${randomBytes(4).toString("hex")}`
+          const { causes, onFailure } = failures()
+          let passes = 0
+          // The first pass waits forever, as a query on a socket that died without a close does; the rest answer.
+          const drain = Effect.suspend(() => (++passes === 1 ? Effect.never : Effect.void))
+          yield* wakeLoop({ channel, poll: "20 millis", passTimeout: "200 millis", drain, onFailure })
+          yield* reaches(() => passes, 3)
+          yield* reaches(() => causes.length, 1)
+          assert.match(String(causes[0]), /PassTimedOut: pass took longer than 200 ms; abandoned/)
+        }),
+    )
   })
 })

@@ -86,6 +86,7 @@ export class Scheduler extends Context.Service<
         channel: DUE_CHANNEL,
         poll: POLL,
         drain: pass,
+        liveness: "retry_scheduler",
         onFailure: warnFailedPass("webhook scheduler pass failed; retrying"),
       })
 

@@ -66,6 +66,12 @@ describe("console: system", () => {
 
           yield* workerProcess(service.env)
           yield* showsPending(page, events, 0)
+          // The workers' loops, each with a recent pass: the relay, the retry scheduler, every actor.
+          for (const loop of ["outbox_relay", "retry_scheduler", "actor:webhook_router"]) {
+            const shown = page.locator(`[data-testid="loops"] tr[data-loop="${loop}"]`)
+            yield* promise(() => shown.first().waitFor({ timeout: 60_000 }))
+            assert.match(yield* promise(() => shown.first().innerText()), /\d+ s ago/)
+          }
           const [deadId] = yield* eventually(deadLetterIds, (ids) => ids.length === 1)
           const row = page.locator(`tr[data-dead-letter-id="${deadId}"]`)
           yield* promise(() => row.waitFor())
