@@ -164,37 +164,45 @@ const server = (dir: string, data: string, port: number) =>
  * standby (`synchronous_standby_names`). `url` lists both, primary first, with `target_session_attrs=primary`.
  */
 export const replicatedPostgres = (options: { readonly synchronous: boolean }) =>
-  Effect.acquireRelease(
-    Effect.gen(function* () {
-      const dir = mkdtempSync(join(tmpdir(), "faults-postgres-pair-"))
-      if (isRoot) {
-        const { uid, gid } = postgresUser()
-        chownSync(dir, uid, gid)
-      }
-      const primaryPort = yield* Effect.promise(freePort)
-      const standbyPort = yield* Effect.promise(freePort)
-      const primaryData = join(dir, "primary")
-      const standbyData = join(dir, "standby")
-      yield* runPg(dir, "initdb", [
-        "-D",
-        primaryData,
-        "-A",
-        "trust",
-        "-U",
-        "postgres",
-        "-E",
-        "UTF8",
-        "--no-sync",
-      ])
-      yield* server(dir, primaryData, primaryPort)
-      const basebackup = ["-h", "127.0.0.1", "-p", String(primaryPort), "-U", "postgres", "-D", standbyData]
-      yield* runPg(dir, "pg_basebackup", [...basebackup, "-R", "-X", "stream", "--no-sync"])
-      yield* server(dir, standbyData, standbyPort)
-      const sql = postgres(`postgres://postgres@127.0.0.1:${primaryPort}/postgres`, {
-        max: 1,
-        onnotice: () => undefined,
-      })
-      yield* Effect.promise(async () => {
+  Effect.gen(function* () {
+    const dir = mkdtempSync(join(tmpdir(), "faults-postgres-pair-"))
+    if (isRoot) {
+      const { uid, gid } = postgresUser()
+      chownSync(dir, uid, gid)
+    }
+    const primaryPort = yield* Effect.promise(freePort)
+    const standbyPort = yield* Effect.promise(freePort)
+    const primaryData = join(dir, "primary")
+    const standbyData = join(dir, "standby")
+    // Registered first, so a set-up that fails halfway leaves no server running either.
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach([primaryData, standbyData], (data) =>
+        runPg(dir, "pg_ctl", ["stop", "-w", "-t", "30", "-D", data, "-m", "immediate"]).pipe(
+          Effect.catchDefect(() => Effect.void),
+        ),
+      ).pipe(Effect.andThen(Effect.sync(() => rmSync(dir, { recursive: true, force: true })))),
+    )
+    yield* runPg(dir, "initdb", [
+      "-D",
+      primaryData,
+      "-A",
+      "trust",
+      "-U",
+      "postgres",
+      "-E",
+      "UTF8",
+      "--no-sync",
+    ])
+    yield* server(dir, primaryData, primaryPort)
+    const basebackup = ["-h", "127.0.0.1", "-p", String(primaryPort), "-U", "postgres", "-D", standbyData]
+    yield* runPg(dir, "pg_basebackup", [...basebackup, "-R", "-X", "stream", "--no-sync"])
+    yield* server(dir, standbyData, standbyPort)
+    const sql = postgres(`postgres://postgres@127.0.0.1:${primaryPort}/postgres`, {
+      max: 1,
+      onnotice: () => undefined,
+    })
+    yield* Effect.promise(async () => {
+      try {
         while ((await sql`select 1 from pg_stat_replication where state = 'streaming'`).length === 0) {
           await new Promise((resolve) => setTimeout(resolve, 100))
         }
@@ -202,30 +210,25 @@ export const replicatedPostgres = (options: { readonly synchronous: boolean }) =
           await sql`alter system set synchronous_standby_names = '*'`
           await sql`select pg_reload_conf()`
         }
+      } finally {
         await sql.end()
-      })
-      const pair: ReplicatedPostgres = {
-        port: primaryPort,
-        primaryPort,
-        standbyPort,
-        url: (database) =>
-          `postgres://postgres@127.0.0.1:${primaryPort},127.0.0.1:${standbyPort}/${database}?target_session_attrs=primary`,
-        killPrimary: Effect.sync(() => {
-          const pid = Number(readFileSync(join(primaryData, "postmaster.pid"), "utf8").split("\n")[0])
-          process.kill(pid, "SIGKILL")
-        }),
-        promoteStandby: runPg(dir, "pg_ctl", ["promote", "-w", "-t", "60", "-D", standbyData]),
-        // The pair is not stopped and started as one server: a failover case ends on the promoted standby.
-        stop: () => Effect.void,
-        start: Effect.void,
-        ensureRunning: Effect.void,
       }
-      return { dir, datas: [primaryData, standbyData], pair }
-    }),
-    ({ dir, datas }) =>
-      Effect.forEach(datas, (data) =>
-        runPg(dir, "pg_ctl", ["stop", "-w", "-t", "30", "-D", data, "-m", "immediate"]).pipe(
-          Effect.catchDefect(() => Effect.void),
-        ),
-      ).pipe(Effect.andThen(Effect.sync(() => rmSync(dir, { recursive: true, force: true })))),
-  ).pipe(Effect.map(({ pair }) => pair))
+    })
+    const pair: ReplicatedPostgres = {
+      port: primaryPort,
+      primaryPort,
+      standbyPort,
+      url: (database) =>
+        `postgres://postgres@127.0.0.1:${primaryPort},127.0.0.1:${standbyPort}/${database}?target_session_attrs=primary`,
+      killPrimary: Effect.sync(() => {
+        const pid = Number(readFileSync(join(primaryData, "postmaster.pid"), "utf8").split("\n")[0])
+        process.kill(pid, "SIGKILL")
+      }),
+      promoteStandby: runPg(dir, "pg_ctl", ["promote", "-w", "-t", "60", "-D", standbyData]),
+      // The pair is not stopped and started as one server: a failover case ends on the promoted standby.
+      stop: () => Effect.void,
+      start: Effect.void,
+      ensureRunning: Effect.void,
+    }
+    return pair
+  })
