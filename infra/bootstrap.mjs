@@ -102,6 +102,26 @@ function endpoint(url, defaultPort) {
   return { host, port, label: `${host.includes(":") ? `[${host}]` : host}:${port}` }
 }
 
+// A database URL may list several hosts (`postgres://u@h1:5432,h2:5433/db`, for failover), which `new URL` refuses.
+function databaseEndpoints(url, defaultPort) {
+  const authority = url.replace(/^[a-z]+:\/\//i, "").split(/[/?#]/)[0]
+  return authority
+    .slice(authority.lastIndexOf("@") + 1)
+    .split(",")
+    .map((entry) => {
+      const ipv6 = /^\[(.*)\](?::(\d+))?$/.exec(entry)
+      const colon = entry.lastIndexOf(":")
+      const host = decodeURIComponent(ipv6 ? ipv6[1] : colon === -1 ? entry : entry.slice(0, colon))
+      const port = Number((ipv6 ? ipv6[2] : colon === -1 ? "" : entry.slice(colon + 1)) || defaultPort)
+      // A socket directory is no TCP host.
+      return {
+        host: host.startsWith("/") ? "" : host,
+        port,
+        label: `${host.includes(":") ? `[${host}]` : host}:${port}`,
+      }
+    })
+}
+
 function probe({ host, port }, timeoutMs = 1000) {
   return new Promise((resolve) => {
     const socket = net.connect({ host, port })
@@ -369,9 +389,16 @@ function preparePostgresDir(bin) {
 }
 
 async function ensurePostgres() {
-  const target = endpoint(DATABASE_URL, 5432)
+  const targets = databaseEndpoints(DATABASE_URL, 5432)
+  for (const answering of targets) {
+    if (answering.host && (await probe(answering))) return note(`postgres: reusing ${answering.label}`)
+  }
+  const target = targets[0]
   if (!target.host) return say("postgres: DATABASE_URL has no TCP host; using it as given")
-  if (await probe(target)) return note(`postgres: reusing ${target.label}`)
+  if (targets.length > 1)
+    throw new BootstrapError(
+      `postgres: none of DATABASE_URL's hosts answers (${targets.map((t) => t.label).join(", ")}); only a URL of one loopback host can be started locally.`,
+    )
   if (!LOOPBACK.has(target.host))
     throw new BootstrapError(
       `postgres: nothing answers at ${target.label}; only a loopback host (127.0.0.1, localhost, ::1) can be started locally. Check DATABASE_URL.`,

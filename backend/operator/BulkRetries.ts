@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect, FiberMap, Layer, Schedule, Schema } from "effect"
 import { Db } from "../platform/Db.ts"
+import { logFailedPass } from "../platform/Unavailable.ts"
 import { isJsonObject } from "../platform/Validation.ts"
 import { Endpoints } from "../webhooks/endpoints/Endpoints.ts"
 import type { BulkRetry } from "./Api.ts"
@@ -244,8 +245,13 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
     Effect.gen(function* () {
       const bulk = yield* BulkRetries
       const owner = `worker-${randomUUID()}`
-      // Registered before the fibers' map, so it runs after they are interrupted.
-      yield* Effect.addFinalizer(() => bulk.release(owner))
+      // Registered before the fibers' map, so it runs after they are interrupted. A stop while Postgres is
+      // away (a failover) leaves the leases to expire: another process then claims the jobs all the same.
+      yield* Effect.addFinalizer(() =>
+        bulk
+          .release(owner)
+          .pipe(Effect.catchCause((cause) => logFailedPass("bulk retry leases not released at stop", cause))),
+      )
       const running = yield* FiberMap.make<number>()
 
       const run = (id: number) =>

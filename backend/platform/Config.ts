@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os"
 import ipaddr from "ipaddr.js"
-import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { parseDatabaseUrl } from "./DatabaseUrl.ts"
 
 export const Roles = ["partner-api", "ingest-api", "enrollment", "console", "workers"] as const
 export type Role = (typeof Roles)[number]
@@ -13,10 +14,13 @@ export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigIn
   variable: Schema.String,
   expected: Schema.String,
   received: Schema.optional(Schema.String),
+  /** What is wrong, when the value has parts and saying which one helps more than repeating the value. */
+  problem: Schema.optional(Schema.String),
 }) {
   override get message() {
     const got = this.received === undefined ? "" : ` (got ${JSON.stringify(this.received)})`
-    return `Invalid configuration: ${this.variable} must be ${this.expected}${got}`
+    const problem = this.problem === undefined ? "" : `: ${this.problem}`
+    return `Invalid configuration: ${this.variable} must be ${this.expected}${got}${problem}`
   }
 }
 
@@ -98,6 +102,26 @@ export const url = (protocols: ReadonlyArray<string>) => (value: string) => {
     return undefined
   }
 }
+
+/**
+ * DATABASE_URL, with several hosts when the database fails over (`postgres://u@h1:5432,h2:5432/db?target_session_attrs=primary`),
+ * which WHATWG `new URL` refuses; a malformed one is refused naming the part at fault, never echoing the value.
+ */
+const databaseUrlSetting = Effect.gen(function* () {
+  const value = Option.getOrUndefined(yield* raw("DATABASE_URL"))
+    ?.trim()
+    .replace(/\/+$/, "")
+  if (value === undefined || value === "") return "postgres://postgres@127.0.0.1:5432/partner_service"
+  const parsed = parseDatabaseUrl(value)
+  if (Result.isFailure(parsed)) {
+    return yield* new ConfigInvalid({
+      variable: "DATABASE_URL",
+      expected: "a postgres:// or postgresql:// URL, its hosts as host:port separated by commas",
+      problem: parsed.failure,
+    })
+  }
+  return value
+})
 
 const roles = (value: string) => {
   const list = value.split(",").map((r) => r.trim())
@@ -344,14 +368,7 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         ...Roles,
       ]),
       serviceEnv,
-      databaseUrl: Redacted.make(
-        yield* setting(
-          "DATABASE_URL",
-          "a postgres:// or postgresql:// URL",
-          url(["postgres:", "postgresql:"]),
-          () => "postgres://postgres@127.0.0.1:5432/partner_service",
-        ),
-      ),
+      databaseUrl: Redacted.make(yield* databaseUrlSetting),
       natsUrl: yield* setting(
         "NATS_URL",
         "a nats:// URL (several may be separated by commas)",

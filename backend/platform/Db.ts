@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url"
 import { Context, Effect, Exit, Layer, Redacted, type Scope } from "effect"
 import postgres from "postgres"
 import { AppConfig } from "./Config.ts"
+import { databaseUrl, withDatabase } from "./DatabaseUrl.ts"
 import { databaseFailure, DependencyUnavailable } from "./Unavailable.ts"
 
 /** The tagged-template client handed to repositories; inside `Db.transaction` it is the transaction's. */
@@ -140,10 +141,8 @@ export const connect = (url: string, options: postgres.Options<Record<string, ne
 export const ensureDatabase = (url: string) =>
   Effect.acquireUseRelease(
     Effect.sync(() => {
-      const target = new URL(url)
-      const name = decodeURIComponent(target.pathname.slice(1))
-      target.pathname = "/postgres"
-      return { name, admin: connect(target.toString(), { max: 1 }) }
+      const target = databaseUrl(url)
+      return { name: target.database, admin: connect(withDatabase(target, "postgres"), { max: 1 }) }
     }),
     ({ name, admin }) =>
       Effect.promise(async () => {

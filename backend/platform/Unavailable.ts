@@ -19,8 +19,12 @@ export const unavailableIn = (cause: Cause.Cause<unknown>): DependencyUnavailabl
   return undefined
 }
 
-/** SQLSTATE classes and codes that mean the server, not the statement, failed (PostgreSQL, Appendix A). */
-const serverGone = /^(08|57P0[1-5]$|53300$|58030$)/
+/**
+ * SQLSTATE classes and codes that mean the server, not the statement, failed (PostgreSQL, Appendix A): a lost
+ * connection (08), an operator's intervention or a shutdown (57), too many connections, an I/O error, and a write
+ * refused as read-only (25006), which is what a standby or a demoted primary answers during a failover.
+ */
+const serverGone = /^(08|57|25006$|53300$|58030$)/
 /** The driver's and the socket's own codes for a connection that could not be made or was lost. */
 const connectionLost = new Set([
   "CONNECTION_CLOSED",

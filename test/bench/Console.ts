@@ -4,6 +4,7 @@ import postgres from "postgres"
 import { Deliveries, encodeCursor } from "../../backend/operator/DeliveryQueries.ts"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { Crypto } from "../../backend/platform/Crypto.ts"
+import { databaseUrl as parseDatabaseUrl, withDatabase } from "../../backend/platform/DatabaseUrl.ts"
 import { Db, ensureDatabase } from "../../backend/platform/Db.ts"
 import { EventNames } from "../../backend/events/Catalog.ts"
 import { Endpoints } from "../../backend/webhooks/endpoints/Endpoints.ts"
@@ -28,11 +29,7 @@ const OWNERS = 200
 const PROVIDERS = 10
 const TARGET_MS = 200
 
-const databaseUrl = (() => {
-  const url = new URL(baseDatabaseUrl)
-  url.pathname = "/ps_bench_console"
-  return url.toString()
-})()
+const databaseUrl = withDatabase(parseDatabaseUrl(baseDatabaseUrl), "ps_bench_console")
 
 interface Seeded {
   readonly masterKey: string
@@ -52,9 +49,10 @@ const readMarker = async (): Promise<Seeded | undefined> => {
 }
 
 const dropDatabase = async () => {
-  const admin = new URL(databaseUrl)
-  admin.pathname = "/postgres"
-  const sql = postgres(admin.toString(), { max: 1, onnotice: () => undefined })
+  const sql = postgres(withDatabase(parseDatabaseUrl(databaseUrl), "postgres"), {
+    max: 1,
+    onnotice: () => undefined,
+  })
   await sql`drop database if exists ps_bench_console with (force)`
   await sql.end()
 }

@@ -5,6 +5,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Worker } from "node:worker_threads"
 import { Effect, Fiber, Layer } from "effect"
 import { Agent } from "undici"
+import { databaseUrl } from "../../backend/platform/DatabaseUrl.ts"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { NatsClient } from "../../backend/platform/nats/Client.ts"
@@ -350,7 +351,7 @@ export const webhookBench = Effect.gen(function* () {
       const cpuFrom = yield* Effect.promise(() => cpuShares(receiver))
       const stopGc = countGcPauses()
       const stopCounting = countSocketWrites({
-        postgres: Number(new URL(baseDatabaseUrl).port || 5432),
+        postgres: databaseUrl(baseDatabaseUrl).hosts[0]?.port ?? 5432,
         nats: Number(new URL(natsUrl).port || 4222),
         receiver: receiver.port,
       })

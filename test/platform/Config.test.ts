@@ -4,10 +4,11 @@ import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
-import postgres from "postgres"
 import { AppConfig, ConfigInvalid } from "../../backend/platform/Config.ts"
+import { databaseUrl } from "../../backend/platform/DatabaseUrl.ts"
 import { spawnProcess } from "../support/ChildProcess.ts"
 import { dropIsolated, isolatedEnv, natsUrl } from "../support/TestPlatform.ts"
+import { adminConnection } from "../support/TemplateDatabase.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
@@ -34,6 +35,18 @@ const badValues: ReadonlyArray<{
     variable: "DATABASE_URL",
     value: "mysql://admin:s3cret@db/x",
     expected: "a postgres:// or postgresql:// URL",
+    sensitive: true,
+  },
+  {
+    variable: "DATABASE_URL",
+    value: "postgres://app:s3cret@db1:5432,db2:99999/partners?target_session_attrs=primary",
+    expected: "the port of host 2 (db2) is not a number from 1 to 65535",
+    sensitive: true,
+  },
+  {
+    variable: "DATABASE_URL",
+    value: "postgres://app:s3cret@db1:5432,db2:5432/partners?target_session_attrs=primary-only",
+    expected: 'target_session_attrs "primary-only" is not one of',
     sensitive: true,
   },
   {
@@ -75,11 +88,8 @@ const configInvalid = (env: Record<string, string>) =>
 
 const databaseExists = (url: string) =>
   Effect.promise(async () => {
-    const admin = new URL(url)
-    const name = admin.pathname.slice(1)
-    admin.pathname = "/postgres"
-    const sql = postgres(admin.toString(), { max: 1, onnotice: () => undefined })
-    const rows = await sql`select 1 from pg_database where datname = ${name}`
+    const sql = adminConnection(url)
+    const rows = await sql`select 1 from pg_database where datname = ${databaseUrl(url).database}`
     await sql.end()
     return rows.length > 0
   })
@@ -178,6 +188,14 @@ describe("AppConfig", () => {
       assert.strictEqual(yield* limit("512MB"), 512 * 1024 ** 2)
       assert.strictEqual(yield* limit("3gb"), 3 * 1024 ** 3)
       assert.strictEqual(yield* limit("1TB"), 1024 ** 4)
+    }),
+  )
+
+  it.effect("accepts a DATABASE_URL of several hosts, each with its port, and target_session_attrs", () =>
+    Effect.gen(function* () {
+      const url = "postgres://app@db1.internal:5432,db2.internal:5433/partners?target_session_attrs=primary"
+      const config = yield* configFrom({ DATABASE_URL: url })
+      assert.strictEqual(Redacted.value(config.databaseUrl), url)
     }),
   )
 

@@ -4,13 +4,14 @@ import { tmpdir } from "node:os"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, describe, it } from "vitest"
+import { databaseUrl, withDatabase } from "../../backend/platform/DatabaseUrl.ts"
 import { baseDatabaseUrl } from "../support/TestPlatform.ts"
 
 const root = fileURLToPath(new URL("../../", import.meta.url))
 const fixture = fileURLToPath(new URL("fixtures/reserved-connection-loss.mjs", import.meta.url))
 const patch = path.join(root, "infra/patches/postgres+3.4.9.patch")
 const installed = path.join(root, "node_modules/postgres")
-const serverUrl = Object.assign(new URL(baseDatabaseUrl), { pathname: "/postgres" }).toString()
+const serverUrl = withDatabase(databaseUrl(baseDatabaseUrl), "postgres")
 
 const run = (driverDir: string) =>
   spawnSync(process.execPath, [fixture, driverDir, serverUrl], { encoding: "utf8", timeout: 30_000 })

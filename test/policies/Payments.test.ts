@@ -3,13 +3,14 @@ import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
-import postgres from "postgres"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { PaymentsConfig } from "../../backend/policies/Config.ts"
 import { stripeProvider, TEST_CARDS, testProvider } from "../../backend/policies/Payments.ts"
+import { databaseUrl } from "../../backend/platform/DatabaseUrl.ts"
 import { spawnProcess } from "../support/ChildProcess.ts"
 import { runCli } from "../support/Cli.ts"
 import { baseDatabaseUrl, isolatedEnv, PRODUCTION } from "../support/TestPlatform.ts"
+import { adminConnection } from "../support/TemplateDatabase.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
@@ -70,10 +71,8 @@ const fakeStripe = Effect.acquireRelease(
 /** Whether the server holds the database a URL names. */
 const databaseExists = (url: string) =>
   Effect.promise(async () => {
-    const admin = new URL(baseDatabaseUrl)
-    admin.pathname = "/postgres"
-    const sql = postgres(admin.toString(), { max: 1, onnotice: () => undefined })
-    const rows = await sql`select 1 from pg_database where datname = ${new URL(url).pathname.slice(1)}`
+    const sql = adminConnection(baseDatabaseUrl)
+    const rows = await sql`select 1 from pg_database where datname = ${databaseUrl(url).database}`
     await sql.end()
     return rows.length > 0
   })

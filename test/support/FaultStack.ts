@@ -211,11 +211,16 @@ const deathOf = (service: ServiceProcess) =>
  * database and provision the streams), then the gateways and the workers processes.
  */
 export const faultStackLayer = (
-  options: { readonly cluster?: boolean; readonly env?: Record<string, string> } = {},
+  options: {
+    readonly cluster?: boolean
+    readonly env?: Record<string, string>
+    /** The Postgres the stack runs on, instead of one server of its own (a primary and its standby). */
+    readonly postgres?: Effect.Effect<PrivatePostgres, never, Scope.Scope>
+  } = {},
 ) =>
   Layer.unwrap(
     Effect.gen(function* () {
-      const postgres = yield* privatePostgres
+      const postgres = yield* options.postgres ?? privatePostgres
       const nats = yield* options.cluster ? natsCluster : singleNats
       const env = authEnv({
         DATABASE_URL: postgres.url("partner_service"),

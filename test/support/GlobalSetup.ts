@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { Db } from "../../backend/platform/Db.ts"
+import { databaseUrl, withDatabase } from "../../backend/platform/DatabaseUrl.ts"
 import { baseDatabaseUrl, isolatedEnv } from "./TestPlatform.ts"
 import { adminConnection, templateDatabase } from "./TemplateDatabase.ts"
 
@@ -15,10 +16,8 @@ export default async function setup() {
     const [found] = await sql`select 1 from pg_database where datname = ${templateDatabase}`
     if (!found) {
       const building = `${templateDatabase}_${process.pid}`
-      const url = new URL(baseDatabaseUrl)
-      url.pathname = `/${building}`
       await sql`create database ${sql(building)}`
-      const env = { ...isolatedEnv(), DATABASE_URL: url.toString() }
+      const env = { ...isolatedEnv(), DATABASE_URL: withDatabase(databaseUrl(baseDatabaseUrl), building) }
       await Effect.runPromise(
         Effect.scoped(
           Effect.flatMap(

@@ -1,8 +1,9 @@
 import { execFile, execFileSync } from "node:child_process"
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { Effect } from "effect"
+import postgres from "postgres"
 import { freePort } from "./Net.ts"
 
 /**
@@ -41,10 +42,16 @@ const postgresUser = () => {
   return { uid: Number(uid), gid: Number(gid) }
 }
 
+/** A server binary; one beside the real `pg_ctl` when the bin folder holds only links to some (pg_basebackup). */
+const serverBinary = (command: string) => {
+  const file = join(postgresBinDir(), command)
+  return existsSync(file) ? file : join(dirname(realpathSync(join(postgresBinDir(), "pg_ctl"))), command)
+}
+
 /** Runs a Postgres binary (as the `postgres` user when this is root); its output when it fails. */
 const runPg = (dir: string, command: string, args: ReadonlyArray<string>) =>
   Effect.callback<void>((resume) => {
-    const bin = join(postgresBinDir(), command)
+    const bin = serverBinary(command)
     const [file, argv] = isRoot ? ["runuser", ["-u", "postgres", "--", bin, ...args]] : [bin, [...args]]
     execFile(file, argv, { cwd: dir, timeout: 120_000 }, (error, stdout, stderr) =>
       resume(
@@ -121,3 +128,107 @@ export const privatePostgres = Effect.acquireRelease(
       Effect.andThen(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))),
     ),
 ).pipe(Effect.map(({ server }) => server))
+
+/** A primary with a streaming standby, as a managed Postgres runs them; the service is given both hosts. */
+export interface ReplicatedPostgres extends PrivatePostgres {
+  readonly primaryPort: number
+  readonly standbyPort: number
+  /** `kill -9` of the primary's postmaster: a crash of its machine, as far as clients see it. */
+  readonly killPrimary: Effect.Effect<void>
+  /** `pg_ctl promote` of the standby, once it accepts writes. */
+  readonly promoteStandby: Effect.Effect<void>
+}
+
+const server = (dir: string, data: string, port: number) =>
+  runPg(dir, "pg_ctl", [
+    "start",
+    "-w",
+    "-t",
+    "60",
+    "-D",
+    data,
+    "-l",
+    join(dir, `server-${port}.log`),
+    "-o",
+    [
+      `-p ${port}`,
+      `-k ${dir}`,
+      "-c listen_addresses=127.0.0.1",
+      "-c max_connections=200",
+      "-c fsync=off",
+    ].join(" "),
+  ])
+
+/**
+ * A primary and a standby made with `pg_basebackup -R`, streaming; with `synchronous`, every commit waits for the
+ * standby (`synchronous_standby_names`). `url` lists both, primary first, with `target_session_attrs=primary`.
+ */
+export const replicatedPostgres = (options: { readonly synchronous: boolean }) =>
+  Effect.gen(function* () {
+    const dir = mkdtempSync(join(tmpdir(), "faults-postgres-pair-"))
+    if (isRoot) {
+      const { uid, gid } = postgresUser()
+      chownSync(dir, uid, gid)
+    }
+    const primaryPort = yield* Effect.promise(freePort)
+    const standbyPort = yield* Effect.promise(freePort)
+    const primaryData = join(dir, "primary")
+    const standbyData = join(dir, "standby")
+    // Registered first, so a set-up that fails halfway leaves no server running either.
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach([primaryData, standbyData], (data) =>
+        runPg(dir, "pg_ctl", ["stop", "-w", "-t", "30", "-D", data, "-m", "immediate"]).pipe(
+          Effect.catchDefect(() => Effect.void),
+        ),
+      ).pipe(Effect.andThen(Effect.sync(() => rmSync(dir, { recursive: true, force: true })))),
+    )
+    yield* runPg(dir, "initdb", [
+      "-D",
+      primaryData,
+      "-A",
+      "trust",
+      "-U",
+      "postgres",
+      "-E",
+      "UTF8",
+      "--no-sync",
+    ])
+    yield* server(dir, primaryData, primaryPort)
+    const basebackup = ["-h", "127.0.0.1", "-p", String(primaryPort), "-U", "postgres", "-D", standbyData]
+    yield* runPg(dir, "pg_basebackup", [...basebackup, "-R", "-X", "stream", "--no-sync"])
+    yield* server(dir, standbyData, standbyPort)
+    const sql = postgres(`postgres://postgres@127.0.0.1:${primaryPort}/postgres`, {
+      max: 1,
+      onnotice: () => undefined,
+    })
+    yield* Effect.promise(async () => {
+      try {
+        while ((await sql`select 1 from pg_stat_replication where state = 'streaming'`).length === 0) {
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+        if (options.synchronous) {
+          await sql`alter system set synchronous_standby_names = '*'`
+          await sql`select pg_reload_conf()`
+        }
+      } finally {
+        await sql.end()
+      }
+    })
+    const pair: ReplicatedPostgres = {
+      port: primaryPort,
+      primaryPort,
+      standbyPort,
+      url: (database) =>
+        `postgres://postgres@127.0.0.1:${primaryPort},127.0.0.1:${standbyPort}/${database}?target_session_attrs=primary`,
+      killPrimary: Effect.sync(() => {
+        const pid = Number(readFileSync(join(primaryData, "postmaster.pid"), "utf8").split("\n")[0])
+        process.kill(pid, "SIGKILL")
+      }),
+      promoteStandby: runPg(dir, "pg_ctl", ["promote", "-w", "-t", "60", "-D", standbyData]),
+      // The pair is not stopped and started as one server: a failover case ends on the promoted standby.
+      stop: () => Effect.void,
+      start: Effect.void,
+      ensureRunning: Effect.void,
+    }
+    return pair
+  })

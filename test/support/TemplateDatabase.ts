@@ -2,6 +2,7 @@ import { createHash } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import postgres from "postgres"
+import { databaseUrl as parseUrl, withDatabase } from "../../backend/platform/DatabaseUrl.ts"
 
 const migrationsDir = fileURLToPath(new URL("../../backend/migrations/", import.meta.url))
 
@@ -22,9 +23,7 @@ export const templateDatabase = `ps_template_${createHash("sha256")
 
 /** A connection to the server's `postgres` database, for creating and dropping databases. */
 export const adminConnection = (databaseUrl: string) => {
-  const admin = new URL(databaseUrl)
-  admin.pathname = "/postgres"
-  return postgres(admin.toString(), { max: 1, onnotice: () => undefined })
+  return postgres(withDatabase(parseUrl(databaseUrl), "postgres"), { max: 1, onnotice: () => undefined })
 }
 
 /**
@@ -32,7 +31,7 @@ export const adminConnection = (databaseUrl: string) => {
  * global set-up) it does nothing: the service then creates the database and applies every migration itself.
  */
 export const createFromTemplate = async (databaseUrl: string) => {
-  const name = new URL(databaseUrl).pathname.slice(1)
+  const name = parseUrl(databaseUrl).database
   const sql = adminConnection(databaseUrl)
   try {
     await sql`create database ${sql(name)} template ${sql(templateDatabase)}`

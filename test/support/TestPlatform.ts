@@ -4,6 +4,7 @@ import { connect } from "@nats-io/transport-node"
 import { Effect, Layer, References } from "effect"
 import { PlatformLayer } from "../../backend/Infrastructure.ts"
 import { AppConfig, StreamLimitNames } from "../../backend/platform/Config.ts"
+import { databaseUrl, withDatabase } from "../../backend/platform/DatabaseUrl.ts"
 import { adminConnection, createFromTemplate } from "./TemplateDatabase.ts"
 
 export const baseDatabaseUrl =
@@ -26,11 +27,9 @@ export const PRODUCTION = {
 /** A database name and subject prefix of this test's own, so test files run in parallel on one server. */
 export const isolatedEnv = (overrides: Record<string, string> = {}) => {
   const id = randomBytes(5).toString("hex")
-  const url = new URL(baseDatabaseUrl)
-  url.pathname = `/ps_test_${id}`
   return {
     ...process.env,
-    DATABASE_URL: url.toString(),
+    DATABASE_URL: withDatabase(databaseUrl(baseDatabaseUrl), `ps_test_${id}`),
     NATS_URL: natsUrl,
     NATS_SUBJECT_PREFIX: `t${id}`,
     LOG_LEVEL: "warn",
@@ -45,7 +44,7 @@ export const isolatedEnv = (overrides: Record<string, string> = {}) => {
 
 /** Drops what `isolatedEnv` made: the database and every stream whose name carries the prefix. */
 export const dropIsolated = async (env: Record<string, string>) => {
-  const name = new URL(env.DATABASE_URL!).pathname.slice(1)
+  const name = databaseUrl(env.DATABASE_URL!).database
   const sql = adminConnection(env.DATABASE_URL!)
   await sql`drop database if exists ${sql(name)} with (force)`
   await sql.end()
