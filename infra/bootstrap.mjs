@@ -249,9 +249,15 @@ function ensureDependencies({ force = false } = {}) {
   const installed = path.join(ROOT, "node_modules", ".package-lock.json")
   const hasLock = existsSync(lock)
   const pinned = pinnedNodeVersion()
+  // The driver patches in infra/patches are applied by npm's postinstall: a changed patch needs an install too.
+  const patches = path.join(ROOT, "infra", "patches")
+  const inputs = [
+    ...(hasLock ? [lock] : []),
+    ...(existsSync(patches) ? readdirSync(patches).map((name) => path.join(patches, name)) : []),
+  ]
   const upToDate =
     existsSync(installed) &&
-    (!hasLock || statSync(installed).mtimeMs >= statSync(lock).mtimeMs) &&
+    inputs.every((input) => statSync(installed).mtimeMs >= statSync(input).mtimeMs) &&
     (pinned === undefined || installedNodeVersion() === pinned)
   if (upToDate && !force) return
   const args = [hasLock ? "ci" : "install", "--no-audit", "--no-fund"]
