@@ -224,7 +224,19 @@ export class Db extends Context.Service<Db, DbShape>()("partner-service/platform
           )
 
       const transaction = inTransaction((tx) => tx`begin`)
-      const snapshot = inTransaction((tx) => tx`begin isolation level repeatable read read only`)
+      const readOnly = inTransaction((tx) => tx`begin isolation level repeatable read read only`)
+      // Inside a snapshot the transaction is read-only by our own BEGIN: a write refused there (25006) is a bug in
+      // the caller, not a server found read-only.
+      const snapshot = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        readOnly(effect).pipe(
+          Effect.catchDefect((defect) =>
+            Effect.die(
+              defect instanceof DependencyUnavailable && defect.reason.startsWith("25006")
+                ? new Error(`a write inside a read-only snapshot: ${defect.reason}`)
+                : defect,
+            ),
+          ),
+        )
 
       const listen = (channel: string, onNotify: (payload: string) => void, onListen?: () => void) =>
         Effect.acquireRelease(
