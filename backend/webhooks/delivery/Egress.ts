@@ -305,6 +305,12 @@ const watchedPem = (file: string) => {
   }
 }
 
+/**
+ * Connections (and so requests, one at a time on each) open at once to one origin from one process. Requests
+ * beyond them wait inside the agent, their deadline running.
+ */
+export const ORIGIN_CONNECTIONS = 64
+
 export interface EgressShape {
   /** POSTs `body` to `url` with `headers`; never fails: a refusal or an error is a `NoResponse`. */
   readonly post: (
@@ -357,7 +363,7 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
               keepAliveTimeout: 30_000,
               headersTimeout: timeoutMs,
               bodyTimeout: timeoutMs,
-              connections: 64,
+              connections: ORIGIN_CONNECTIONS,
               connect,
             }),
         ),
