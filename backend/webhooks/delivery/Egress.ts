@@ -27,7 +27,13 @@ export type PostResult =
       readonly body: string
       readonly durationMs: number
     }
-  | { readonly _tag: "NoResponse"; readonly reason: string; readonly durationMs: number }
+  | {
+      readonly _tag: "NoResponse"
+      readonly reason: string
+      readonly durationMs: number
+      /** Nothing came back before the deadline (the receiver may hold the connection open). */
+      readonly timedOut?: boolean
+    }
 
 export const RESPONSE_BODY_LIMIT = 4096
 
@@ -211,6 +217,7 @@ class AttemptRequest implements Dispatcher.DispatchHandler {
       _tag: "NoResponse",
       reason: `No response within ${this.timeoutMs} ms`,
       durationMs: this.elapsed(),
+      timedOut: true,
     })
     this.controller?.abort(new Error("deadline"))
   }
