@@ -226,9 +226,13 @@ export class DeliveryAttempts extends Context.Service<
         if (left <= 0) inFlight.delete(endpointId)
         else inFlight.set(endpointId, left)
       }
-      const noteOutcome = (endpointId: number, result: PostResult) => {
+      /** Counts the endpoint's timeouts in a row; true when this one slows it. */
+      const noteOutcome = (endpointId: number, result: PostResult): boolean => {
         if (result._tag === "Response") timeoutsInRow.delete(endpointId)
-        else if (result.timedOut === true) timeoutsInRow.set(endpointId, (timeoutsInRow.get(endpointId) ?? 0) + 1)
+        if (result._tag === "Response" || result.timedOut !== true) return false
+        const streak = (timeoutsInRow.get(endpointId) ?? 0) + 1
+        timeoutsInRow.set(endpointId, streak)
+        return streak === SLOW_AFTER_TIMEOUTS
       }
 
       /**
@@ -276,14 +280,19 @@ export class DeliveryAttempts extends Context.Service<
               })
               .pipe(
                 Effect.onError(() =>
-                  Effect.sync(() => unique.forEach((key, i) => admitted[i] === true && release(key.endpointId))),
+                  Effect.sync(() =>
+                    unique.forEach((key, i) => admitted[i] === true && release(key.endpointId)),
+                  ),
                 ),
               )
             // Only an attempt that is made keeps its place until its outcome is recorded.
             unique.forEach((key, i) => {
               if (admitted[i] === true && claimed[i]?.decision !== "delivering") release(key.endpointId)
             })
-            const deferredUntil = claimKeys.reduce((at, key) => Math.max(at, key.deferUntil?.getTime() ?? 0), 0)
+            const deferredUntil = claimKeys.reduce(
+              (at, key) => Math.max(at, key.deferUntil?.getTime() ?? 0),
+              0,
+            )
             return slot.map((i) => ({
               now,
               rateLimitedUntil,
@@ -381,12 +390,13 @@ export class DeliveryAttempts extends Context.Service<
           case "delivering":
             break
         }
-        return yield* made(claimed, now).pipe(Effect.ensuring(Effect.sync(() => admitted && release(endpointId))))
+        return yield* made(claimed, now).pipe(
+          Effect.ensuring(Effect.sync(() => admitted && release(endpointId))),
+        )
       })
 
       /** The claimed attempt made: signed, POSTed, its outcome recorded and announced. */
       const made = Effect.fnUntraced(function* (claimed: ClaimedAttempt, now: number) {
-
         const secrets = yield* secretsOf(claimed.subscriber_id, claimed.secrets_version, now)
         const startedAt = yield* Clock.currentTimeMillis
         const result: PostResult =
@@ -404,7 +414,11 @@ export class DeliveryAttempts extends Context.Service<
                 }),
               )
         const finishedAt = yield* Clock.currentTimeMillis
-        noteOutcome(claimed.endpoint_id, result)
+        if (noteOutcome(claimed.endpoint_id, result)) {
+          yield* Effect.logWarning(
+            `webhook endpoint slowed: ${SLOW_AFTER_TIMEOUTS} timeouts in a row, at most ${SLOWED_CAP} attempts in flight until it answers`,
+          ).pipe(Effect.annotateLogs({ endpoint_id: claimed.endpoint_id }))
+        }
         const decided = decide(result, claimed.attempt_number, finishedAt, config)
         const statusCode = result._tag === "Response" ? result.statusCode : null
         yield* recordOne({

@@ -14,13 +14,7 @@ import { healthBuckets } from "./HealthBuckets.ts"
  * (endpoint disabled or deleted, or the attempt its previous claimer may have made was the last one).
  */
 export type ClaimDecision =
-  | "delivering"
-  | "rate_limited"
-  | "deferred"
-  | "held"
-  | "disabled"
-  | "deleted"
-  | "exhausted"
+  "delivering" | "rate_limited" | "deferred" | "held" | "disabled" | "deleted" | "exhausted"
 
 export interface ClaimedAttempt {
   readonly decision: ClaimDecision
