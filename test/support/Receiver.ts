@@ -114,6 +114,8 @@ export interface Receiver {
   readonly respond: (path: string, responder: Responder) => void
   /** Requests on `path` received and neither answered nor closed by the client, now and at most so far. */
   readonly open: (path: string) => { readonly now: number; readonly most: number }
+  /** Starts counting `path`'s most open requests at once over from those open now. */
+  readonly resetMost: (path: string) => void
 }
 
 /** A receiver for the scope: started on a free port, closed (connections too) when the scope ends. */
@@ -166,6 +168,10 @@ export const startReceiver = Effect.acquireRelease(
         received: (path?: string) => (path === undefined ? [...log] : log.filter((r) => r.path === path)),
         respond: (path: string, responder: Responder) => void responders.set(path, responder),
         open: (path: string) => ({ ...(opened.get(path) ?? { now: 0, most: 0 }) }),
+        resetMost: (path: string) => {
+          const open = opened.get(path)
+          if (open !== undefined) open.most = open.now
+        },
       } satisfies Receiver,
     }
   }),
