@@ -45,6 +45,8 @@ const SECRET_CACHE_MS = 60_000
 /** An endpoint this many timeouts in a row is slowed: its cap drops to `SLOWED_CAP` until it answers again. */
 export const SLOW_AFTER_TIMEOUTS = 3
 export const SLOWED_CAP = 2
+/** A slowed endpoint's cap, given the cap of one that answers. */
+export const slowedCap = (maxInFlightPerEndpoint: number) => Math.min(SLOWED_CAP, maxInFlightPerEndpoint)
 /** The longest an attempt over its endpoint's cap is deferred, in backoff units. */
 const MAX_DEFER_UNITS = 60
 
@@ -218,7 +220,7 @@ export class DeliveryAttempts extends Context.Service<
       const timeoutsInRow = new Map<number, number>()
       const capOf = (endpointId: number) =>
         (timeoutsInRow.get(endpointId) ?? 0) >= SLOW_AFTER_TIMEOUTS
-          ? Math.min(SLOWED_CAP, config.maxInFlightPerEndpoint)
+          ? slowedCap(config.maxInFlightPerEndpoint)
           : config.maxInFlightPerEndpoint
       const release = (endpointId: number | undefined) => {
         if (endpointId === undefined) return
@@ -226,13 +228,19 @@ export class DeliveryAttempts extends Context.Service<
         if (left <= 0) inFlight.delete(endpointId)
         else inFlight.set(endpointId, left)
       }
-      /** Counts the endpoint's timeouts in a row; true when this one slows it. */
-      const noteOutcome = (endpointId: number, result: PostResult): boolean => {
-        if (result._tag === "Response") timeoutsInRow.delete(endpointId)
-        if (result._tag === "Response" || result.timedOut !== true) return false
+      /**
+       * Counts the endpoint's timeouts in a row: the count after this outcome (0 after an answer), null when it
+       * leaves the count as it was (a refusal, an error).
+       */
+      const noteOutcome = (endpointId: number, result: PostResult): number | null => {
+        if (result._tag === "Response") {
+          timeoutsInRow.delete(endpointId)
+          return 0
+        }
+        if (result.timedOut !== true) return null
         const streak = (timeoutsInRow.get(endpointId) ?? 0) + 1
         timeoutsInRow.set(endpointId, streak)
-        return streak === SLOW_AFTER_TIMEOUTS
+        return streak
       }
 
       /**
@@ -414,7 +422,8 @@ export class DeliveryAttempts extends Context.Service<
                 }),
               )
         const finishedAt = yield* Clock.currentTimeMillis
-        if (noteOutcome(claimed.endpoint_id, result)) {
+        const streak = noteOutcome(claimed.endpoint_id, result)
+        if (streak === SLOW_AFTER_TIMEOUTS) {
           yield* Effect.logWarning(
             `webhook endpoint slowed: ${SLOW_AFTER_TIMEOUTS} timeouts in a row, at most ${SLOWED_CAP} attempts in flight until it answers`,
           ).pipe(Effect.annotateLogs({ endpoint_id: claimed.endpoint_id }))
@@ -434,6 +443,7 @@ export class DeliveryAttempts extends Context.Service<
           statusCode,
           failureReason: decided.failureReason,
           responseBody: result._tag === "Response" ? result.body : null,
+          timeoutsInRow: streak,
         })
         if (decided.nextRetryAt !== null) yield* scheduler.wakeBy(decided.nextRetryAt)
         const outcome = statusOf(claimed, decided.status, decided.attemptNumber, finishedAt)

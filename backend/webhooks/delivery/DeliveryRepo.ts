@@ -79,6 +79,11 @@ export interface OutcomeInput extends AttemptKey {
   readonly statusCode: number | null
   readonly failureReason: string | null
   readonly responseBody: string | null
+  /**
+   * The endpoint's attempts timed out in a row after this one, as this process counts them (0 after an answer);
+   * null when this outcome leaves the count as it was.
+   */
+  readonly timeoutsInRow: number | null
 }
 
 export interface SecretRow {
@@ -315,15 +320,18 @@ export class DeliveryRepo extends Context.Service<
             -- The endpoints' health buckets, in key order so concurrent batches lock them in turn.
             health as (
               insert into webhook_endpoint_health as h (endpoint_id, bucket_start, attempts, succeeded, failed,
-                                                        latency)
-              select endpoint_id, bucket_start, attempts, succeeded, failed, latency::int[]
+                                                        latency, timeouts_in_row)
+              select endpoint_id, bucket_start, attempts, succeeded, failed, latency::int[], timeouts_in_row
               from unnest(${health.map((b) => b.endpointId)}::bigint[],
                           ${health.map((b) => new Date(b.bucketStart).toISOString())}::timestamptz[],
                           ${health.map((b) => b.attempts)}::int[], ${health.map((b) => b.succeeded)}::int[],
-                          ${health.map((b) => b.failed)}::int[], ${health.map((b) => `{${b.latency.join(",")}}`)}::text[])
-                as b(endpoint_id, bucket_start, attempts, succeeded, failed, latency)
+                          ${health.map((b) => b.failed)}::int[], ${health.map((b) => `{${b.latency.join(",")}}`)}::text[],
+                          ${health.map((b) => b.timeoutsInRow)}::int[])
+                as b(endpoint_id, bucket_start, attempts, succeeded, failed, latency, timeouts_in_row)
               order by endpoint_id, bucket_start
               on conflict (endpoint_id, bucket_start) do update set
+                -- The last count any process recorded: each process counts the endpoint's timeouts on its own.
+                timeouts_in_row = coalesce(excluded.timeouts_in_row, h.timeouts_in_row),
                 attempts = h.attempts + excluded.attempts,
                 succeeded = h.succeeded + excluded.succeeded,
                 failed = h.failed + excluded.failed,
