@@ -203,6 +203,11 @@ export type HealthWindow = typeof HealthWindow.Type
 export const EndpointHealth = Schema.Struct({
   /** Deliveries not yet delivered or failed (held ones included). */
   waiting: Schema.Number,
+  /**
+   * Set while the delivery engine slows the endpoint: its latest attempts timed out in a row (as the last process
+   * to record one counted them), so it gets at most `max_in_flight` attempts at once until it answers.
+   */
+  slowed: Schema.NullOr(Schema.Struct({ timeouts_in_row: Schema.Number, max_in_flight: Schema.Number })),
   hour: HealthWindow,
   day: HealthWindow,
 })

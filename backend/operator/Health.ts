@@ -1,5 +1,7 @@
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { Db } from "../platform/Db.ts"
+import { WebhookConfig } from "../webhooks/Config.ts"
+import { SLOW_AFTER_TIMEOUTS, slowedCap } from "../webhooks/delivery/Delivery.ts"
 import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../webhooks/delivery/HealthBuckets.ts"
 import type { EndpointHealth, HealthBucket, HealthSummary, HealthWindow } from "./Api.ts"
 
@@ -7,7 +9,8 @@ import type { EndpointHealth, HealthBucket, HealthSummary, HealthWindow } from "
  * An endpoint's health for the console: attempts, successes, failures and p50/p95 latency over the last hour
  * (12 buckets of 5 minutes) and the last day (24 of an hour), read from the aggregates the delivery engine keeps
  * as it records outcomes (`webhook_endpoint_health`), and the deliveries still waiting. Attempts whose outcome
- * is unknown (their process stopped mid-request) are not counted.
+ * is unknown (their process stopped mid-request) are not counted. The newest bucket that counted timeouts in a
+ * row says whether the endpoint is slowed.
  */
 
 export type { EndpointHealth, HealthSummary, HealthWindow } from "./Api.ts"
@@ -23,6 +26,7 @@ interface Row {
   readonly succeeded: number
   readonly failed: number
   readonly latency: ReadonlyArray<number>
+  readonly timeouts_in_row?: number | null
 }
 
 const sum = (a: ReadonlyArray<number>, b: ReadonlyArray<number>) =>
@@ -78,12 +82,13 @@ const window = (rows: ReadonlyArray<Row>, now: number, width: number, count: num
 export class Health extends Context.Service<Health>()("partner-service/operator/Health", {
   make: Effect.gen(function* () {
     const db = yield* Db
+    const config = yield* WebhookConfig
 
     const health = Effect.fn("Health.health")(function* (endpointId: number, now: Date) {
       const since = Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - 23 * HOUR_MS
       const rows = yield* db.query(
         (sql) => sql<Array<Row>>`
-          select bucket_start, attempts, succeeded, failed, latency from webhook_endpoint_health
+          select bucket_start, attempts, succeeded, failed, latency, timeouts_in_row from webhook_endpoint_health
           where endpoint_id = ${endpointId} and bucket_start >= ${new Date(since)}
           order by bucket_start`,
       )
@@ -93,8 +98,13 @@ export class Health extends Context.Service<Health>()("partner-service/operator/
           select count(*)::int as n from webhook_deliveries
           where endpoint_id = ${endpointId} and status in ('pending', 'retrying', 'rate_limited')`,
       )
+      const streak = rows.findLast((row) => row.timeouts_in_row != null)?.timeouts_in_row ?? 0
       return {
         waiting: waiting?.n ?? 0,
+        slowed:
+          streak >= SLOW_AFTER_TIMEOUTS
+            ? { timeouts_in_row: streak, max_in_flight: slowedCap(config.maxInFlightPerEndpoint) }
+            : null,
         hour: window(rows, now.getTime(), BUCKET_MS, 12),
         day: window(rows, now.getTime(), HOUR_MS, 24),
       } satisfies EndpointHealth
@@ -138,7 +148,7 @@ export class Health extends Context.Service<Health>()("partner-service/operator/
     return { health, lastHour, prune }
   }),
 }) {
-  static readonly layer = Layer.effect(Health, Health.make)
+  static readonly layer = Layer.effect(Health, Health.make).pipe(Layer.provide(WebhookConfig.layer))
 
   /** In the workers: old buckets deleted every ten minutes (every process may; the delete is idempotent). */
   static readonly pruneLayer = Layer.effectDiscard(

@@ -7,6 +7,8 @@ export interface WebhookConfigShape {
   readonly timeoutMs: number
   readonly maxAttempts: number
   readonly rateLimitPerMinute: number
+  /** Attempts one workers process has in flight at once to one endpoint; more wait in Postgres (deferred). */
+  readonly maxInFlightPerEndpoint: number
   readonly extraCaFile: Option.Option<string>
   readonly allowPrivateDestinations: boolean
   /** Days a finished delivery (with its attempts) and a finished bulk retry are kept after creation. */
@@ -39,6 +41,12 @@ export const loadWebhookConfig = (serviceEnv: ServiceEnv) =>
         "a whole number from 1 to 1000000",
         integer(1, 1_000_000),
         () => 1000,
+      ),
+      maxInFlightPerEndpoint: yield* setting(
+        "WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT",
+        "a whole number from 1 to 512",
+        integer(1, 512),
+        () => 16,
       ),
       extraCaFile: Option.fromUndefinedOr(
         yield* setting(

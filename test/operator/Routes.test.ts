@@ -7,8 +7,10 @@ import { call, consoleService, operatorSession, type SignedIn } from "../support
 import {
   deliveriesOf,
   endpoint,
+  examplePayload,
   owner,
   provider,
+  publishEvent,
   query,
   receiverEndpoint,
   subscriber,
@@ -107,6 +109,7 @@ describe("operator API routes", () => {
         assert.strictEqual(detail.body.health.hour.buckets.length, 12)
         assert.strictEqual(detail.body.health.day.buckets.length, 24)
         assert.strictEqual(detail.body.health.hour.attempts, 0)
+        assert.isNull(detail.body.health.slowed)
         const missing = yield* call("GET", "/api/endpoints/999999", viewer)
         assert.strictEqual(missing.text, `{"status_code":404,"error":"Endpoint not found."}`)
         const bad = yield* call("GET", "/api/endpoints?status=sleeping&limit=0&cursor=zz", viewer)
@@ -212,6 +215,29 @@ describe("operator API routes", () => {
           yield* eventually(deliveriesOf(endpointId), (rows) => rows.some((r) => r.status === "delivered"))
           assert.strictEqual(receiver.received("/hook").length, 1)
         }),
+    )
+
+    it.effect(
+      "shows an endpoint slowed after 3 timeouts in a row, with its cap, until it answers again",
+      () =>
+        Effect.gen(function* () {
+          const { viewer } = yield* sessions
+          const { receiver, owner, endpointId } = yield* receiverEndpoint("slw-acme", "/hook", [
+            "policy.created",
+          ])
+          receiver.respond("/hook", () => ({ status: 200, delayMs: 600_000 }))
+          for (let i = 0; i < 4; i++) {
+            yield* publishEvent("policy.created", owner.slug, examplePayload("policy.created"))
+          }
+          const slowedOf = call("GET", `/api/endpoints/${endpointId}`, viewer).pipe(
+            Effect.map((shown) => shown.body.health.slowed),
+          )
+          const slowed = yield* eventually(slowedOf, (s) => s !== null)
+          assert.isAtLeast(slowed.timeouts_in_row, 3)
+          assert.strictEqual(slowed.max_in_flight, 2)
+          receiver.respond("/hook", () => ({ status: 200 }))
+          yield* eventually(slowedOf, (s) => s === null)
+        }).pipe(Effect.scoped),
     )
 
     it.effect("retries a delivery by id, as the partner API does, audited", () =>

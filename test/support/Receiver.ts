@@ -112,6 +112,10 @@ export interface Receiver {
   readonly received: (path?: string) => ReadonlyArray<Received>
   /** How `path` answers from now on (200 with an empty body until told). */
   readonly respond: (path: string, responder: Responder) => void
+  /** Requests on `path` received and neither answered nor closed by the client, now and at most so far. */
+  readonly open: (path: string) => { readonly now: number; readonly most: number }
+  /** Starts counting `path`'s most open requests at once over from those open now. */
+  readonly resetMost: (path: string) => void
 }
 
 /** A receiver for the scope: started on a free port, closed (connections too) when the scope ends. */
@@ -120,6 +124,7 @@ export const startReceiver = Effect.acquireRelease(
     const { key, cert } = testCa()
     const log: Array<Received> = []
     const responders = new Map<string, Responder>()
+    const opened = new Map<string, { now: number; most: number }>()
     const server: Server = createServer({ key, cert, keepAliveTimeout: 60_000 }, (req, res) => {
       const chunks: Array<Buffer> = []
       req.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -138,6 +143,11 @@ export const startReceiver = Effect.acquireRelease(
         }
         const index = log.filter((r) => r.path === path).length
         log.push(entry)
+        const open = opened.get(path) ?? { now: 0, most: 0 }
+        opened.set(path, open)
+        open.now++
+        open.most = Math.max(open.most, open.now)
+        res.on("close", () => open.now--)
         const responder: Responder = responders.get(path) ?? (() => ({ status: 200 }))
         const reply = responder(entry, index)
         const send = () => {
@@ -157,6 +167,11 @@ export const startReceiver = Effect.acquireRelease(
         url: (path: string) => `https://127.0.0.1:${port}${path}`,
         received: (path?: string) => (path === undefined ? [...log] : log.filter((r) => r.path === path)),
         respond: (path: string, responder: Responder) => void responders.set(path, responder),
+        open: (path: string) => ({ ...(opened.get(path) ?? { now: 0, most: 0 }) }),
+        resetMost: (path: string) => {
+          const open = opened.get(path)
+          if (open !== undefined) open.most = open.now
+        },
       } satisfies Receiver,
     }
   }),

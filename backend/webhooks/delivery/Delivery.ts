@@ -42,6 +42,20 @@ const LEASE_MARGIN_MS = 5000
 /** Unsealed secrets are kept this long, unless a newer secret appears (rotation) before. */
 const SECRET_CACHE_MS = 60_000
 
+/** An endpoint this many timeouts in a row is slowed: its cap drops to `SLOWED_CAP` until it answers again. */
+export const SLOW_AFTER_TIMEOUTS = 3
+export const SLOWED_CAP = 2
+/** A slowed endpoint's cap, given the cap of one that answers. */
+export const slowedCap = (maxInFlightPerEndpoint: number) => Math.min(SLOWED_CAP, maxInFlightPerEndpoint)
+/** The longest an attempt over its endpoint's cap is deferred, in backoff units. */
+const MAX_DEFER_UNITS = 60
+
+/** The endpoint an attempt message's subject (`webhooks.attempt.<endpoint_id>`) names; undefined if none. */
+const endpointOfSubject = (subject: string): number | undefined => {
+  const id = Number(subject.slice(subject.lastIndexOf(".") + 1))
+  return Number.isSafeInteger(id) && id > 0 ? id : undefined
+}
+
 /** The first of each attempt in `items` and, per item, its index among those (-1 for a repeat). */
 const distinct = <K extends AttemptKey>(items: ReadonlyArray<K>) => {
   const seen = new Map<string, number>()
@@ -144,8 +158,15 @@ export const decide = (
 export class DeliveryAttempts extends Context.Service<
   DeliveryAttempts,
   {
-    /** Makes the attempt `message` names; `waitingBehind`: attempt messages JetStream has yet to deliver. */
-    readonly attempt: (message: AttemptMessage, waitingBehind: number) => Effect.Effect<Outcome>
+    /**
+     * Makes the attempt `message` names for `endpointId` (its subject's); `waitingBehind`: attempt messages
+     * JetStream has yet to deliver.
+     */
+    readonly attempt: (
+      message: AttemptMessage,
+      endpointId: number | undefined,
+      waitingBehind: number,
+    ) => Effect.Effect<Outcome>
   }
 >()("partner-service/webhooks/DeliveryAttempts") {
   static readonly layer = Layer.effect(
@@ -191,27 +212,102 @@ export class DeliveryAttempts extends Context.Service<
       }
 
       /**
+       * Attempts this process has in flight per endpoint, and timeouts in a row per endpoint (as this process saw
+       * them): an endpoint at its cap gets no more, so a receiver that hangs holds at most its cap of the actor's
+       * attempts, and the rest go to the endpoints that answer.
+       */
+      const inFlight = new Map<number, number>()
+      const timeoutsInRow = new Map<number, number>()
+      const capOf = (endpointId: number) =>
+        (timeoutsInRow.get(endpointId) ?? 0) >= SLOW_AFTER_TIMEOUTS
+          ? slowedCap(config.maxInFlightPerEndpoint)
+          : config.maxInFlightPerEndpoint
+      const release = (endpointId: number | undefined) => {
+        if (endpointId === undefined) return
+        const left = (inFlight.get(endpointId) ?? 1) - 1
+        if (left <= 0) inFlight.delete(endpointId)
+        else inFlight.set(endpointId, left)
+      }
+      /**
+       * Counts the endpoint's timeouts in a row: the count after this outcome (0 after an answer), null when it
+       * leaves the count as it was (a refusal, an error).
+       */
+      const noteOutcome = (endpointId: number, result: PostResult): number | null => {
+        if (result._tag === "Response") {
+          timeoutsInRow.delete(endpointId)
+          return 0
+        }
+        if (result.timedOut !== true) return null
+        const streak = (timeoutsInRow.get(endpointId) ?? 0) + 1
+        timeoutsInRow.set(endpointId, streak)
+        return streak
+      }
+
+      /**
        * Claims of concurrent attempts, one statement per batch (of any of the attempts in hand); a duplicate key
-       * in a batch claims nothing.
+       * in a batch claims nothing. An attempt over its endpoint's cap is deferred in the same statement, the
+       * endpoint's later ones in waves of its cap, one backoff unit apart.
        */
       const claimOne = yield* batched({
         max: CONCURRENCY,
-        run: (keys: ReadonlyArray<AttemptKey>) =>
+        run: (keys: ReadonlyArray<AttemptKey & { readonly endpointId: number | undefined }>) =>
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
             const rateLimitedUntil = now + RATE_LIMIT_DELAY_UNITS * config.backoffUnitMs
             const { unique, slot } = distinct(keys)
-            const claimed = yield* repo.claim(unique, {
-              now: new Date(now),
-              dueBy: new Date(now + DUE_SLACK_MS),
-              slot: Math.floor(now / config.backoffUnitMs),
-              rateLimit: config.rateLimitPerMinute,
-              leaseUntil: new Date(now + leaseMs),
-              leaseMs,
-              rateLimitedUntil: new Date(rateLimitedUntil),
-              maxAttempts: config.maxAttempts,
+            const over = new Map<number, number>()
+            const admitted = unique.map((key) => {
+              if (key.endpointId === undefined) return true
+              const cap = capOf(key.endpointId)
+              const held = inFlight.get(key.endpointId) ?? 0
+              if (held < cap) {
+                inFlight.set(key.endpointId, held + 1)
+                return true
+              }
+              over.set(key.endpointId, (over.get(key.endpointId) ?? 0) + 1)
+              return false
             })
-            return slot.map((i) => ({ now, rateLimitedUntil, claimed: i < 0 ? undefined : claimed[i] }))
+            const waves = new Map<number, number>()
+            const claimKeys = unique.map((key, i) => {
+              if (admitted[i] === true || key.endpointId === undefined) return { ...key, deferUntil: null }
+              const behind = waves.get(key.endpointId) ?? 0
+              waves.set(key.endpointId, behind + 1)
+              const units = Math.min(MAX_DEFER_UNITS, 1 + Math.floor(behind / capOf(key.endpointId)))
+              return { ...key, deferUntil: new Date(now + units * config.backoffUnitMs) }
+            })
+            const claimed = yield* repo
+              .claim(claimKeys, {
+                now: new Date(now),
+                dueBy: new Date(now + DUE_SLACK_MS),
+                slot: Math.floor(now / config.backoffUnitMs),
+                rateLimit: config.rateLimitPerMinute,
+                leaseUntil: new Date(now + leaseMs),
+                leaseMs,
+                rateLimitedUntil: new Date(rateLimitedUntil),
+                maxAttempts: config.maxAttempts,
+              })
+              .pipe(
+                Effect.onError(() =>
+                  Effect.sync(() =>
+                    unique.forEach((key, i) => admitted[i] === true && release(key.endpointId)),
+                  ),
+                ),
+              )
+            // Only an attempt that is made keeps its place until its outcome is recorded.
+            unique.forEach((key, i) => {
+              if (admitted[i] === true && claimed[i]?.decision !== "delivering") release(key.endpointId)
+            })
+            const deferredUntil = claimKeys.reduce(
+              (at, key) => Math.max(at, key.deferUntil?.getTime() ?? 0),
+              0,
+            )
+            return slot.map((i) => ({
+              now,
+              rateLimitedUntil,
+              deferredUntil,
+              admitted: i >= 0 && admitted[i] === true,
+              claimed: i < 0 ? undefined : claimed[i],
+            }))
           }),
       })
 
@@ -258,16 +354,26 @@ export class DeliveryAttempts extends Context.Service<
           .pipe(Effect.map((entry) => activeSecrets(entry, now)))
 
       // Untraced: a span per attempt (with its stack trace) is a measurable share of an attempt's CPU time.
-      const attempt = Effect.fnUntraced(function* (message: AttemptMessage, waitingBehind: number) {
+      const attempt = Effect.fnUntraced(function* (
+        message: AttemptMessage,
+        endpointId: number | undefined,
+        waitingBehind: number,
+      ) {
         scheduler.attemptsWaiting(waitingBehind)
-        const { now, rateLimitedUntil, claimed } = yield* claimOne({
+        const { now, rateLimitedUntil, deferredUntil, admitted, claimed } = yield* claimOne({
           deliveryId: message.delivery_id,
           series: message.series,
           attempt: message.attempt,
+          endpointId,
         })
         // Stale (an attempt already made or claimed, a newer series) or a duplicate: nothing to do.
         if (claimed === undefined) return ack
         switch (claimed.decision) {
+          // Over its endpoint's cap: due again shortly, its status and attempt unchanged.
+          case "deferred": {
+            yield* scheduler.wakeBy(deferredUntil)
+            return ack
+          }
           case "rate_limited": {
             yield* scheduler.wakeBy(rateLimitedUntil)
             const rateLimited = statusOf(claimed, "rate_limited", claimed.attempt_number, now)
@@ -292,7 +398,13 @@ export class DeliveryAttempts extends Context.Service<
           case "delivering":
             break
         }
+        return yield* made(claimed, now).pipe(
+          Effect.ensuring(Effect.sync(() => admitted && release(endpointId))),
+        )
+      })
 
+      /** The claimed attempt made: signed, POSTed, its outcome recorded and announced. */
+      const made = Effect.fnUntraced(function* (claimed: ClaimedAttempt, now: number) {
         const secrets = yield* secretsOf(claimed.subscriber_id, claimed.secrets_version, now)
         const startedAt = yield* Clock.currentTimeMillis
         const result: PostResult =
@@ -310,6 +422,12 @@ export class DeliveryAttempts extends Context.Service<
                 }),
               )
         const finishedAt = yield* Clock.currentTimeMillis
+        const streak = noteOutcome(claimed.endpoint_id, result)
+        if (streak === SLOW_AFTER_TIMEOUTS) {
+          yield* Effect.logWarning(
+            `webhook endpoint slowed: ${SLOW_AFTER_TIMEOUTS} timeouts in a row, at most ${SLOWED_CAP} attempts in flight until it answers`,
+          ).pipe(Effect.annotateLogs({ endpoint_id: claimed.endpoint_id }))
+        }
         const decided = decide(result, claimed.attempt_number, finishedAt, config)
         const statusCode = result._tag === "Response" ? result.statusCode : null
         yield* recordOne({
@@ -325,6 +443,7 @@ export class DeliveryAttempts extends Context.Service<
           statusCode,
           failureReason: decided.failureReason,
           responseBody: result._tag === "Response" ? result.body : null,
+          timeoutsInRow: streak,
         })
         if (decided.nextRetryAt !== null) yield* scheduler.wakeBy(decided.nextRetryAt)
         const outcome = statusOf(claimed, decided.status, decided.attemptNumber, finishedAt)
@@ -357,5 +476,7 @@ export const deliveryActor = (timeoutMs: number): ActorDefinition<AttemptMessage
   ackWait: timeoutMs + 20_000,
   schema: AttemptMessage,
   handle: (message, delivery) =>
-    DeliveryAttempts.use((attempts) => attempts.attempt(message, delivery.pending)),
+    DeliveryAttempts.use((attempts) =>
+      attempts.attempt(message, endpointOfSubject(delivery.subject), delivery.pending),
+    ),
 })

@@ -13,7 +13,8 @@ import { healthBuckets } from "./HealthBuckets.ts"
  * What a claim decided: make the attempt, postpone it (rate limit), hold it (endpoint suspended), or fail it
  * (endpoint disabled or deleted, or the attempt its previous claimer may have made was the last one).
  */
-export type ClaimDecision = "delivering" | "rate_limited" | "held" | "disabled" | "deleted" | "exhausted"
+export type ClaimDecision =
+  "delivering" | "rate_limited" | "deferred" | "held" | "disabled" | "deleted" | "exhausted"
 
 export interface ClaimedAttempt {
   readonly decision: ClaimDecision
@@ -38,6 +39,14 @@ export interface AttemptKey {
   readonly deliveryId: number
   readonly series: number
   readonly attempt: number
+}
+
+/**
+ * A claim to make: `deferUntil` set when the attempt would go over its endpoint's in-flight cap; it is then not
+ * made, not counted (neither as an attempt nor against the rate limit) and due again at that time.
+ */
+export interface ClaimKey extends AttemptKey {
+  readonly deferUntil: Date | null
 }
 
 /** When a batch of claims is made, and the policy they apply. */
@@ -70,6 +79,11 @@ export interface OutcomeInput extends AttemptKey {
   readonly statusCode: number | null
   readonly failureReason: string | null
   readonly responseBody: string | null
+  /**
+   * The endpoint's attempts timed out in a row after this one, as this process counts them (0 after an answer);
+   * null when this outcome leaves the count as it was.
+   */
+  readonly timeoutsInRow: number | null
 }
 
 export interface SecretRow {
@@ -98,7 +112,7 @@ export class DeliveryRepo extends Context.Service<
   {
     /** Claims a batch of distinct attempts; one result per key, undefined where the attempt is not claimable. */
     readonly claim: (
-      keys: ReadonlyArray<AttemptKey>,
+      keys: ReadonlyArray<ClaimKey>,
       times: ClaimTimes,
     ) => Effect.Effect<ReadonlyArray<ClaimedAttempt | undefined>>
     /**
@@ -117,7 +131,7 @@ export class DeliveryRepo extends Context.Service<
       const db = yield* Db
 
       const claim = Effect.fn("DeliveryRepo.claim")(function* (
-        keys: ReadonlyArray<AttemptKey>,
+        keys: ReadonlyArray<ClaimKey>,
         times: ClaimTimes,
       ) {
         if (keys.length === 0) return []
@@ -130,10 +144,12 @@ export class DeliveryRepo extends Context.Service<
           (sql) => sql`
             with input as (
               select * from unnest(${keys.map((k) => k.deliveryId)}::bigint[], ${keys.map((k) => k.series)}::int[],
-                                   ${keys.map((k) => k.attempt)}::int[]) as i(id, series, attempt)
+                                   ${keys.map((k) => k.attempt)}::int[],
+                                   ${keys.map((k) => k.deferUntil?.toISOString() ?? null)}::timestamptz[])
+                as i(id, series, attempt, defer_until)
             ),
             target as (
-              select d.id, d.endpoint_id, d.event, d.payload, d.series, d.attempt_number, d.lease_until,
+              select d.id, d.endpoint_id, d.event, d.payload, d.series, d.attempt_number, d.lease_until, i.defer_until,
                      e.destination_url, e.subscriber_id, e.status as endpoint_status,
                      e.deleted_at is not null as endpoint_deleted
               from webhook_deliveries d
@@ -155,7 +171,8 @@ export class DeliveryRepo extends Context.Service<
               from target t
             ),
             usable as (
-              select endpoint_id, count(*)::int as n from screened where settled is null group by endpoint_id
+              select endpoint_id, count(*)::int as n from screened
+              where settled is null and defer_until is null group by endpoint_id
             ),
             counted as (
               -- A new endpoint's row: only this slot counted (the conflict path takes from the window).
@@ -174,14 +191,16 @@ export class DeliveryRepo extends Context.Service<
             ),
             decided as (
               select s.*, coalesce(s.settled, case
-                when row_number() over (partition by s.endpoint_id, s.settled is null order by s.id) <= c.granted
+                when s.defer_until is not null then 'deferred'
+                when row_number() over (partition by s.endpoint_id, s.settled is null and s.defer_until is null
+                                        order by s.id) <= c.granted
                   then 'delivering'
                 else 'rate_limited' end) as decision
               from screened s
               left join counted c on c.endpoint_id = s.endpoint_id
             ),
             placed as (
-              select dc.*, case when dc.abandoned and dc.decision in ('delivering', 'rate_limited', 'held')
+              select dc.*, case when dc.abandoned and dc.decision in ('delivering', 'rate_limited', 'deferred', 'held')
                                 then dc.attempt_number + 1 else dc.attempt_number end as next_attempt,
                      dc.lease_until - ${times.leaseMs} * interval '1 millisecond' as abandoned_at
               from decided dc
@@ -189,11 +208,13 @@ export class DeliveryRepo extends Context.Service<
             updated as (
               update webhook_deliveries d set
                 status = case p.decision when 'delivering' then d.status when 'held' then d.status
+                  when 'deferred' then d.status
                   when 'rate_limited' then 'rate_limited' else 'failed' end,
                 attempt_number = p.next_attempt,
                 next_retry_at = case p.decision
                   when 'delivering' then d.next_retry_at
                   when 'rate_limited' then ${times.rateLimitedUntil}::timestamptz
+                  when 'deferred' then p.defer_until
                   else null end,
                 lease_until = case p.decision when 'delivering' then ${times.leaseUntil}::timestamptz end,
                 held_since = case p.decision when 'held' then coalesce(d.held_since, ${times.now}::timestamptz) end,
@@ -299,15 +320,18 @@ export class DeliveryRepo extends Context.Service<
             -- The endpoints' health buckets, in key order so concurrent batches lock them in turn.
             health as (
               insert into webhook_endpoint_health as h (endpoint_id, bucket_start, attempts, succeeded, failed,
-                                                        latency)
-              select endpoint_id, bucket_start, attempts, succeeded, failed, latency::int[]
+                                                        latency, timeouts_in_row)
+              select endpoint_id, bucket_start, attempts, succeeded, failed, latency::int[], timeouts_in_row
               from unnest(${health.map((b) => b.endpointId)}::bigint[],
                           ${health.map((b) => new Date(b.bucketStart).toISOString())}::timestamptz[],
                           ${health.map((b) => b.attempts)}::int[], ${health.map((b) => b.succeeded)}::int[],
-                          ${health.map((b) => b.failed)}::int[], ${health.map((b) => `{${b.latency.join(",")}}`)}::text[])
-                as b(endpoint_id, bucket_start, attempts, succeeded, failed, latency)
+                          ${health.map((b) => b.failed)}::int[], ${health.map((b) => `{${b.latency.join(",")}}`)}::text[],
+                          ${health.map((b) => b.timeoutsInRow)}::int[])
+                as b(endpoint_id, bucket_start, attempts, succeeded, failed, latency, timeouts_in_row)
               order by endpoint_id, bucket_start
               on conflict (endpoint_id, bucket_start) do update set
+                -- The last count any process recorded: each process counts the endpoint's timeouts on its own.
+                timeouts_in_row = coalesce(excluded.timeouts_in_row, h.timeouts_in_row),
                 attempts = h.attempts + excluded.attempts,
                 succeeded = h.succeeded + excluded.succeeded,
                 failed = h.failed + excluded.failed,

@@ -27,7 +27,13 @@ export type PostResult =
       readonly body: string
       readonly durationMs: number
     }
-  | { readonly _tag: "NoResponse"; readonly reason: string; readonly durationMs: number }
+  | {
+      readonly _tag: "NoResponse"
+      readonly reason: string
+      readonly durationMs: number
+      /** Nothing came back before the deadline (the receiver may hold the connection open). */
+      readonly timedOut?: boolean
+    }
 
 export const RESPONSE_BODY_LIMIT = 4096
 
@@ -211,6 +217,7 @@ class AttemptRequest implements Dispatcher.DispatchHandler {
       _tag: "NoResponse",
       reason: `No response within ${this.timeoutMs} ms`,
       durationMs: this.elapsed(),
+      timedOut: true,
     })
     this.controller?.abort(new Error("deadline"))
   }
@@ -305,6 +312,12 @@ const watchedPem = (file: string) => {
   }
 }
 
+/**
+ * Connections (and so requests, one at a time on each) open at once to one origin from one process. Requests
+ * beyond them wait inside the agent, their deadline running.
+ */
+export const ORIGIN_CONNECTIONS = 64
+
 export interface EgressShape {
   /** POSTs `body` to `url` with `headers`; never fails: a refusal or an error is a `NoResponse`. */
   readonly post: (
@@ -357,7 +370,7 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
               keepAliveTimeout: 30_000,
               headersTimeout: timeoutMs,
               bodyTimeout: timeoutMs,
-              connections: 64,
+              connections: ORIGIN_CONNECTIONS,
               connect,
             }),
         ),

@@ -26,6 +26,8 @@ export interface HealthBucket {
   succeeded: number
   failed: number
   readonly latency: Array<number>
+  /** The endpoint's timeouts in a row after the batch's last outcome in the bucket that counted them. */
+  timeoutsInRow: number | null
 }
 
 /** The outcomes of a batch summed per endpoint and bucket, in (endpoint, bucket) order (the lock order). */
@@ -35,6 +37,7 @@ export const healthBuckets = (
     readonly startedAt: Date
     readonly durationMs: number
     readonly statusCode: number | null
+    readonly timeoutsInRow?: number | null
   }>,
 ): ReadonlyArray<HealthBucket> => {
   const buckets = new Map<string, HealthBucket>()
@@ -50,6 +53,7 @@ export const healthBuckets = (
         succeeded: 0,
         failed: 0,
         latency: new Array<number>(LATENCY_SLOTS).fill(0),
+        timeoutsInRow: null,
       }
       buckets.set(key, bucket)
     }
@@ -57,6 +61,7 @@ export const healthBuckets = (
     if (o.statusCode !== null && o.statusCode >= 200 && o.statusCode < 300) bucket.succeeded++
     else bucket.failed++
     bucket.latency[latencySlot(o.durationMs)]!++
+    if (o.timeoutsInRow !== undefined && o.timeoutsInRow !== null) bucket.timeoutsInRow = o.timeoutsInRow
   }
   return [...buckets.values()].sort((a, b) => a.endpointId - b.endpointId || a.bucketStart - b.bucketStart)
 }

@@ -331,6 +331,40 @@ describe("console: endpoints, secrets, operators and roles", () => {
       )
 
       it.effect(
+        "says why an endpoint whose receiver never answers is slowed, accessibly",
+        () =>
+          Effect.gen(function* () {
+            const { page, origin, operator } = yield* E2e
+            const hanging = yield* receiverEndpoint("hooli", "/hangs", [EVENT])
+            hanging.receiver.respond("/hangs", () => ({ status: 200, delayMs: 600_000 }))
+            for (let i = 0; i < 4; i++) yield* publishEvent(EVENT, "hooli", examplePayload(EVENT))
+            yield* promise(() => page.context().clearCookies())
+            yield* signIn(page, origin, operator)
+            yield* promise(() => page.goto(`${origin}/endpoints/${hanging.endpointId}`))
+            yield* heading(page, /test endpoint/)
+            // The page reads its health again as the attempts time out.
+            const slowed = page.getByTestId("slowed")
+            yield* promise(() => slowed.waitFor({ timeout: 60_000 }))
+            assert.match(
+              (yield* promise(() => slowed.innerText())).trim(),
+              /^\d+ timeouts in a row; at most 2 attempts at once until it answers$/,
+            )
+            assert.strictEqual(
+              yield* promise(() =>
+                page
+                  .getByRole("term")
+                  .filter({ hasText: /^Slowed$/ })
+                  .count(),
+              ),
+              1,
+            )
+            yield* screenshot(page, "endpoint-slowed")
+            yield* promise(() => assertAccessible(page, "slowed endpoint"))
+          }),
+        TIMEOUT,
+      )
+
+      it.effect(
         "shows every one of these actions in the audit log",
         () =>
           Effect.gen(function* () {
