@@ -71,13 +71,18 @@ export const runActor = <A, R>(
     const lag = Array.from({ length: Math.max(actor.partitions, 1) }, (_, partition) =>
       metrics.actorLag({ actor: actor.name, partition: String(partition) }),
     )
+    const lastPass = metrics.loopLastPass({ loop: `actor:${actor.name}` })
+    // A stopped actor has no last pass to report: left in place, it would read as a loop that stalled.
+    yield* Effect.addFinalizer(() => Effect.sync(lastPass.release))
     /**
      * When each partition's loop last completed a pull cycle (epoch ms); the actor's pass, reported as
      * `loop_last_pass_timestamp_seconds{loop="actor:<name>"}`, is its slowest partition's, so one stuck partition
-     * shows however busy the others are.
+     * shows however busy the others are. Until its first cycle ends, a partition's last pass is the actor's start,
+     * so one that never passes shows as stalled a minute after it.
      */
-    const lastPull = lag.map(() => 0)
-    const lastPass = metrics.loopLastPass({ loop: `actor:${actor.name}` })
+    const startedAt = yield* Clock.currentTimeMillis
+    const lastPull = lag.map(() => startedAt)
+    lastPass.set(startedAt / 1000)
     const passed = (partition: number) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.sync(() => {

@@ -44,7 +44,7 @@ const hotSeries = (
   help: string,
   labelNames: ReadonlyArray<string>,
 ) => {
-  const all = new Map<string, { readonly labels: Record<string, string>; value: number }>()
+  const all = new Map<string, { readonly labels: Record<string, string>; value: number; holders: number }>()
   const collect = function (this: Counter | Gauge) {
     this.reset()
     for (const { labels, value } of all.values()) {
@@ -58,13 +58,18 @@ const hotSeries = (
     const key = labelNames.map((label) => labels[label] ?? "").join("\u0000")
     let entry = all.get(key)
     if (entry === undefined) {
-      entry = { labels, value: 0 }
+      entry = { labels, value: 0, holders: 0 }
       all.set(key, entry)
     }
     const series = entry
+    series.holders++
     return {
       inc: (by = 1) => void (series.value += by),
       set: (value: number) => void (series.value = value),
+      /** Gone from `/metrics` once every holder has released it: for a series of something that stops. */
+      release: () => {
+        if (--series.holders === 0 && all.get(key) === series) all.delete(key)
+      },
     }
   }
 }

@@ -69,6 +69,7 @@ export const wakeLoop = <E, R>(
 
     const passed =
       options.liveness === undefined ? undefined : metrics.loopLastPass({ loop: options.liveness })
+    if (passed !== undefined) yield* Effect.addFinalizer(() => Effect.sync(passed.release))
     const limit =
       options.passTimeout === undefined ? undefined : Duration.fromInputUnsafe(options.passTimeout)
     /**

@@ -3,6 +3,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { type Cause, Clock, Context, Deferred, Effect, Exit, Layer, Scope } from "effect"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { Db } from "../../backend/platform/Db.ts"
+import { readLoopPasses } from "../../backend/platform/Observability.ts"
 import { unavailableIn } from "../../backend/platform/Unavailable.ts"
 import { wakeLoop } from "../../backend/platform/WakeLoop.ts"
 import { freePort } from "../support/Net.ts"
@@ -122,6 +123,28 @@ describe("wakeLoop", () => {
           yield* announce(1)
           yield* eventually(isDone(1), (done) => done)
         }),
+    )
+
+    it.effect("reports its last pass while it runs, and no longer once its scope has ended", () =>
+      Effect.gen(function* () {
+        const { channel, drain } = yield* jobs
+        const loop = `wake_test_${randomBytes(4).toString("hex")}`
+        const reported = Effect.map(
+          Effect.promise(readLoopPasses),
+          (passes) => passes.find((pass) => pass.loop === loop) !== undefined,
+        )
+        const scope = yield* Scope.make()
+        yield* wakeLoop({
+          channel,
+          poll: "1 hour",
+          liveness: loop,
+          drain,
+          onFailure: () => Effect.void,
+        }).pipe(Scope.provide(scope))
+        yield* eventually(reported, (shown) => shown)
+        yield* Scope.close(scope, Exit.void)
+        assert.isFalse(yield* reported)
+      }),
     )
 
     it.effect("ends with its scope, interrupting the pass in flight", () =>
