@@ -49,6 +49,8 @@ export const SLOWED_CAP = 2
 export const slowedCap = (maxInFlightPerEndpoint: number) => Math.min(SLOWED_CAP, maxInFlightPerEndpoint)
 /** The longest an attempt over its endpoint's cap is deferred, in backoff units. */
 const MAX_DEFER_UNITS = 60
+/** Attempts that may wait in a process for a place of an endpoint, per place of its cap. */
+const WAITING_PER_PLACE = 2
 
 /** The endpoint an attempt message's subject (`webhooks.attempt.<endpoint_id>`) names; undefined if none. */
 const endpointOfSubject = (subject: string): number | undefined => {
@@ -218,15 +220,51 @@ export class DeliveryAttempts extends Context.Service<
        */
       const inFlight = new Map<number, number>()
       const timeoutsInRow = new Map<number, number>()
+      /**
+       * Attempts waiting in this process for a place of their endpoint, each told whether it got one. An endpoint
+       * that answers frees places as fast as it takes them, so a burst for it waits here rather than go round
+       * through Postgres and the scheduler; at most `WAITING_PER_PLACE` times its cap wait, none while it is slowed,
+       * so a receiver that hangs holds a bounded share of the actor's messages and the rest are deferred.
+       */
+      const waiting = new Map<number, Array<(admitted: boolean) => void>>()
+      const isSlowed = (endpointId: number) => (timeoutsInRow.get(endpointId) ?? 0) >= SLOW_AFTER_TIMEOUTS
       const capOf = (endpointId: number) =>
-        (timeoutsInRow.get(endpointId) ?? 0) >= SLOW_AFTER_TIMEOUTS
-          ? slowedCap(config.maxInFlightPerEndpoint)
-          : config.maxInFlightPerEndpoint
-      const release = (endpointId: number | undefined) => {
-        if (endpointId === undefined) return
-        const left = (inFlight.get(endpointId) ?? 1) - 1
-        if (left <= 0) inFlight.delete(endpointId)
-        else inFlight.set(endpointId, left)
+        isSlowed(endpointId) ? slowedCap(config.maxInFlightPerEndpoint) : config.maxInFlightPerEndpoint
+      /** Whether the attempt holds a place of its endpoint (false: over the cap, to be deferred). */
+      const takePlace = (endpointId: number | undefined) =>
+        Effect.suspend((): Effect.Effect<boolean> => {
+          if (endpointId === undefined) return Effect.succeed(false)
+          const cap = capOf(endpointId)
+          const held = inFlight.get(endpointId) ?? 0
+          if (held < cap) {
+            inFlight.set(endpointId, held + 1)
+            return Effect.succeed(true)
+          }
+          const queue = waiting.get(endpointId) ?? []
+          if (isSlowed(endpointId) || queue.length >= cap * WAITING_PER_PLACE) return Effect.succeed(false)
+          waiting.set(endpointId, queue)
+          return Effect.callback<boolean>((resume) => {
+            const told = (admitted: boolean) => resume(Effect.succeed(admitted))
+            queue.push(told)
+            return Effect.sync(() => {
+              const at = queue.indexOf(told)
+              if (at >= 0) queue.splice(at, 1)
+            })
+          })
+        })
+      /** Gives the endpoint's place to the first attempt waiting for one, if the cap allows, or back. */
+      const release = (endpointId: number) => {
+        const held = inFlight.get(endpointId) ?? 1
+        const next = held - 1 < capOf(endpointId) ? waiting.get(endpointId)?.shift() : undefined
+        if (next !== undefined) return next(true)
+        if (held <= 1) inFlight.delete(endpointId)
+        else inFlight.set(endpointId, held - 1)
+      }
+      /** An endpoint just slowed: the attempts waiting for it are deferred rather than wait on its timeouts. */
+      const deferWaiting = (endpointId: number) => {
+        const queue = waiting.get(endpointId) ?? []
+        waiting.delete(endpointId)
+        for (const told of queue) told(false)
       }
       /**
        * Counts the endpoint's timeouts in a row: the count after this outcome (0 after an answer), null when it
@@ -240,6 +278,7 @@ export class DeliveryAttempts extends Context.Service<
         if (result.timedOut !== true) return null
         const streak = (timeoutsInRow.get(endpointId) ?? 0) + 1
         timeoutsInRow.set(endpointId, streak)
+        if (streak === SLOW_AFTER_TIMEOUTS) deferWaiting(endpointId)
         return streak
       }
 
@@ -250,52 +289,32 @@ export class DeliveryAttempts extends Context.Service<
        */
       const claimOne = yield* batched({
         max: CONCURRENCY,
-        run: (keys: ReadonlyArray<AttemptKey & { readonly endpointId: number | undefined }>) =>
+        run: (
+          keys: ReadonlyArray<
+            AttemptKey & { readonly endpointId: number | undefined; readonly admitted: boolean }
+          >,
+        ) =>
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
             const rateLimitedUntil = now + RATE_LIMIT_DELAY_UNITS * config.backoffUnitMs
             const { unique, slot } = distinct(keys)
-            const over = new Map<number, number>()
-            const admitted = unique.map((key) => {
-              if (key.endpointId === undefined) return true
-              const cap = capOf(key.endpointId)
-              const held = inFlight.get(key.endpointId) ?? 0
-              if (held < cap) {
-                inFlight.set(key.endpointId, held + 1)
-                return true
-              }
-              over.set(key.endpointId, (over.get(key.endpointId) ?? 0) + 1)
-              return false
-            })
             const waves = new Map<number, number>()
-            const claimKeys = unique.map((key, i) => {
-              if (admitted[i] === true || key.endpointId === undefined) return { ...key, deferUntil: null }
+            const claimKeys = unique.map(({ admitted, ...key }) => {
+              if (admitted || key.endpointId === undefined) return { ...key, deferUntil: null }
               const behind = waves.get(key.endpointId) ?? 0
               waves.set(key.endpointId, behind + 1)
               const units = Math.min(MAX_DEFER_UNITS, 1 + Math.floor(behind / capOf(key.endpointId)))
               return { ...key, deferUntil: new Date(now + units * config.backoffUnitMs) }
             })
-            const claimed = yield* repo
-              .claim(claimKeys, {
-                now: new Date(now),
-                dueBy: new Date(now + DUE_SLACK_MS),
-                slot: Math.floor(now / config.backoffUnitMs),
-                rateLimit: config.rateLimitPerMinute,
-                leaseUntil: new Date(now + leaseMs),
-                leaseMs,
-                rateLimitedUntil: new Date(rateLimitedUntil),
-                maxAttempts: config.maxAttempts,
-              })
-              .pipe(
-                Effect.onError(() =>
-                  Effect.sync(() =>
-                    unique.forEach((key, i) => admitted[i] === true && release(key.endpointId)),
-                  ),
-                ),
-              )
-            // Only an attempt that is made keeps its place until its outcome is recorded.
-            unique.forEach((key, i) => {
-              if (admitted[i] === true && claimed[i]?.decision !== "delivering") release(key.endpointId)
+            const claimed = yield* repo.claim(claimKeys, {
+              now: new Date(now),
+              dueBy: new Date(now + DUE_SLACK_MS),
+              slot: Math.floor(now / config.backoffUnitMs),
+              rateLimit: config.rateLimitPerMinute,
+              leaseUntil: new Date(now + leaseMs),
+              leaseMs,
+              rateLimitedUntil: new Date(rateLimitedUntil),
+              maxAttempts: config.maxAttempts,
             })
             const deferredUntil = claimKeys.reduce(
               (at, key) => Math.max(at, key.deferUntil?.getTime() ?? 0),
@@ -305,7 +324,6 @@ export class DeliveryAttempts extends Context.Service<
               now,
               rateLimitedUntil,
               deferredUntil,
-              admitted: i >= 0 && admitted[i] === true,
               claimed: i < 0 ? undefined : claimed[i],
             }))
           }),
@@ -357,14 +375,16 @@ export class DeliveryAttempts extends Context.Service<
       const attempt = Effect.fnUntraced(function* (
         message: AttemptMessage,
         endpointId: number | undefined,
+        admitted: boolean,
         waitingBehind: number,
       ) {
         scheduler.attemptsWaiting(waitingBehind)
-        const { now, rateLimitedUntil, deferredUntil, admitted, claimed } = yield* claimOne({
+        const { now, rateLimitedUntil, deferredUntil, claimed } = yield* claimOne({
           deliveryId: message.delivery_id,
           series: message.series,
           attempt: message.attempt,
           endpointId,
+          admitted,
         })
         // Stale (an attempt already made or claimed, a newer series) or a duplicate: nothing to do.
         if (claimed === undefined) return ack
@@ -398,10 +418,22 @@ export class DeliveryAttempts extends Context.Service<
           case "delivering":
             break
         }
-        return yield* made(claimed, now).pipe(
-          Effect.ensuring(Effect.sync(() => admitted && release(endpointId))),
-        )
+        return yield* made(claimed, now)
       })
+
+      /** The attempt, holding a place of its endpoint from before its claim to its outcome, or deferred. */
+      const attemptInPlace = (
+        message: AttemptMessage,
+        endpointId: number | undefined,
+        waitingBehind: number,
+      ) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(restore(takePlace(endpointId)), (admitted) =>
+            restore(attempt(message, endpointId, admitted, waitingBehind)).pipe(
+              Effect.ensuring(Effect.sync(() => admitted && endpointId !== undefined && release(endpointId))),
+            ),
+          ),
+        )
 
       /** The claimed attempt made: signed, POSTed, its outcome recorded and announced. */
       const made = Effect.fnUntraced(function* (claimed: ClaimedAttempt, now: number) {
@@ -460,7 +492,7 @@ export class DeliveryAttempts extends Context.Service<
         return ack
       })
 
-      return DeliveryAttempts.of({ attempt })
+      return DeliveryAttempts.of({ attempt: attemptInPlace })
     }),
   ).pipe(Layer.provide(WebhookConfig.layer))
 }
