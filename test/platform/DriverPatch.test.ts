@@ -9,18 +9,19 @@ import { baseDatabaseUrl } from "../support/TestPlatform.ts"
 
 const root = fileURLToPath(new URL("../../", import.meta.url))
 const fixture = fileURLToPath(new URL("fixtures/reserved-connection-loss.mjs", import.meta.url))
+const typesFixture = fileURLToPath(new URL("fixtures/types-fetch-loss.mjs", import.meta.url))
 const patch = path.join(root, "infra/patches/postgres+3.4.9.patch")
 const installed = path.join(root, "node_modules/postgres")
 const serverUrl = withDatabase(databaseUrl(baseDatabaseUrl), "postgres")
 
-const run = (driverDir: string) =>
-  spawnSync(process.execPath, [fixture, driverDir, serverUrl], { encoding: "utf8", timeout: 30_000 })
+const run = (driverDir: string, script = fixture) =>
+  spawnSync(process.execPath, [script, driverDir, serverUrl], { encoding: "utf8", timeout: 30_000 })
 
 describe("the postgres driver as installed (infra/patches)", () => {
   const scratch = mkdtempSync(path.join(tmpdir(), "driver-"))
   afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
-  it("without the patch, a query on a reserved connection whose backend died ends the process", () => {
+  it("without the patch, a query on a reserved connection whose backend died, or one ended while it fetches the types, ends the process", () => {
     cpSync(installed, path.join(scratch, "node_modules/postgres"), { recursive: true })
     const reverse = spawnSync("git", ["apply", "--reverse", patch], { cwd: scratch, encoding: "utf8" })
     assert.strictEqual(reverse.status, 0, reverse.stderr)
@@ -29,6 +30,10 @@ describe("the postgres driver as installed (infra/patches)", () => {
     assert.include(unpatched.stderr, "TypeError: Cannot read properties of null (reading 'write')")
     assert.include(unpatched.stderr, "nextWrite")
     assert.notInclude(unpatched.stdout, "survived")
+    const typesCut = run(path.join(scratch, "node_modules/postgres"), typesFixture)
+    assert.notStrictEqual(typesCut.status, 0)
+    assert.include(typesCut.stderr, "57P01")
+    assert.notInclude(typesCut.stdout, "survived")
   })
 
   it("refuses queries on a connection whose backend died, keeps the process, and the pool serves again", () => {
@@ -41,5 +46,14 @@ describe("the postgres driver as installed (infra/patches)", () => {
       ...Array.from({ length: 6 }, () => "pool: answered"),
       "survived",
     ])
+  })
+
+  it("closes a connection cut while it fetches the array types, keeps the process, and fetches them again", () => {
+    const patched = run(installed, typesFixture)
+    assert.strictEqual(patched.status, 0, patched.stderr)
+    const lines = patched.stdout.trim().split("\n")
+    assert.include(lines, "cut: true")
+    assert.include(lines, 'then: answered {"xs":[1,2]}')
+    assert.strictEqual(lines.at(-1), "survived")
   })
 })
