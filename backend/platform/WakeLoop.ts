@@ -69,7 +69,12 @@ export const wakeLoop = <E, R>(
 
     const passed =
       options.liveness === undefined ? undefined : metrics.loopLastPass({ loop: options.liveness })
-    if (passed !== undefined) yield* Effect.addFinalizer(() => Effect.sync(passed.release))
+    if (passed !== undefined) {
+      // Until its first pass ends, the loop's last pass is its start, as an actor's is: never 0, which reads as
+      // a loop that has not passed for decades.
+      passed.set((yield* Clock.currentTimeMillis) / 1000)
+      yield* Effect.addFinalizer(() => Effect.sync(passed.release))
+    }
     const limit =
       options.passTimeout === undefined ? undefined : Duration.fromInputUnsafe(options.passTimeout)
     /**
