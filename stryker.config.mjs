@@ -7,22 +7,22 @@
 export const MODULES = {
   signer: ["backend/webhooks/delivery/Signer.ts"],
   backoff: ["backend/webhooks/delivery/Backoff.ts"],
-  "egress check": ["backend/webhooks/delivery/Egress.ts:34:1-139:2"],
+  "egress check": ["backend/webhooks/delivery/Egress.ts:40:1-145:2"],
   "field limits": [
     "backend/contract/FieldLimits.ts",
     "backend/platform/Text.ts:7:1-13:2",
-    "backend/platform/Text.ts:31:1-74:7",
+    "backend/platform/Text.ts:44:1-87:7",
   ],
   "secret rotation": [
-    "backend/webhooks/endpoints/Secrets.ts:196:1-229:7",
+    "backend/webhooks/endpoints/Secrets.ts:208:1-241:7",
     "backend/webhooks/endpoints/Repo.ts:220:1-232:74",
   ],
   "rate limit": [
-    "backend/webhooks/delivery/Delivery.ts:204:1-204:90",
-    "backend/webhooks/delivery/Delivery.ts:209:1-210:52",
-    "backend/webhooks/delivery/Delivery.ts:268:1-274:12",
+    "backend/webhooks/delivery/Delivery.ts:309:1-309:59",
+    "backend/webhooks/delivery/Delivery.ts:314:1-315:52",
+    "backend/webhooks/delivery/Delivery.ts:389:1-400:12",
   ],
-  "token issuer": ["backend/auth/Auth.ts:240:1-324:7", "backend/auth/Auth.ts:380:1-415:9"],
+  "token issuer": ["backend/auth/Auth.ts:247:1-332:7", "backend/auth/Auth.ts:388:1-431:9"],
 }
 
 /**
