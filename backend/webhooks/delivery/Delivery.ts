@@ -457,7 +457,7 @@ export class DeliveryAttempts extends Context.Service<
         const streak = noteOutcome(claimed.endpoint_id, result)
         if (streak === SLOW_AFTER_TIMEOUTS) {
           yield* Effect.logWarning(
-            `webhook endpoint slowed: ${SLOW_AFTER_TIMEOUTS} timeouts in a row, at most ${SLOWED_CAP} attempts in flight until it answers`,
+            `webhook endpoint slowed: ${SLOW_AFTER_TIMEOUTS} timeouts in a row, at most ${slowedCap(config.maxInFlightPerEndpoint)} attempts in flight until it answers`,
           ).pipe(Effect.annotateLogs({ endpoint_id: claimed.endpoint_id }))
         }
         const decided = decide(result, claimed.attempt_number, finishedAt, config)
