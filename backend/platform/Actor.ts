@@ -18,6 +18,12 @@ import { makeSettlements } from "./Settlements.ts"
 import { continueTrace, TRACEPARENT, Traced } from "./Tracing.ts"
 import { unavailableIn } from "./Unavailable.ts"
 
+/**
+ * How long a message may go unsettled and unmarked before JetStream hands it to another process. Messages in hand
+ * are marked in progress every second however long their handler works (`Puller`), so this is how soon the
+ * messages of a process that died are taken over.
+ */
+const ACK_WAIT = "4 seconds"
 /** How long one pull waits for a message; also how long stopping may wait for an idle partition. */
 const PULL_EXPIRES = 1000
 const DRAIN_TIMEOUT = "8 seconds"
@@ -356,7 +362,7 @@ export const runActor = <A, R>(
           // consumer's pending messages and then recount them on every delivery (see `recountsPendingPerDelivery`);
           // an unfiltered one is counted by arithmetic.
           filterSubject: filter === nats.streamSubjects(actor.stream) ? "" : nats.subject(filter),
-          ackWait: actor.ackWait ?? "30 seconds",
+          ackWait: actor.ackWait ?? ACK_WAIT,
           maxAckPending,
         }
         yield* nats.ensureConsumer(consumer)

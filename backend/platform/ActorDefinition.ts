@@ -76,7 +76,10 @@ export interface ActorDefinition<A, R> {
   /** How a message's JSON text is read before `schema`; `JSON.parse` unless the actor needs another reading. */
   readonly parse?: (text: string) => unknown
   readonly handle: (message: A, delivery: Delivery) => Effect.Effect<Outcome, never, R>
-  /** How long a delivered message may stay unsettled before JetStream redelivers it. */
+  /**
+   * How long a message may go unsettled and unmarked before JetStream hands it to another process (default 4 s). A
+   * message is marked in progress while its handler works, so this bounds a takeover, not a handler.
+   */
   readonly ackWait?: Duration.Input
   /** A handler that dies this many times on one message gets it terminated and recorded. */
   readonly maxDefects?: number

@@ -15,7 +15,6 @@ export const documentActor: ActorDefinition<DocumentsRequested, Policies> = {
   partitions: DOCUMENT_PARTITIONS,
   schema: DocumentsRequested,
   maxDefects: 10,
-  ackWait: "60 seconds",
   handle: (request) =>
     Policies.use((policies) => policies.generateDocuments(request)).pipe(
       Effect.tap((outcome) =>

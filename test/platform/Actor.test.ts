@@ -340,6 +340,41 @@ describe("Actor", () => {
       }),
     )
 
+    it.effect(
+      "keeps a message whose handler works past the ack wait in hand: no runtime is handed it again meanwhile",
+      () =>
+        Effect.gen(function* () {
+          const handled: Array<{ n: number; deliveryCount: number }> = []
+          let finished = 0
+          // Two at a time, so each runtime keeps pulling while the handler works: a message JetStream handed out
+          // again would reach one of them.
+          const actor: ActorDefinition<Step, never> = {
+            ...definition("working", (step, deliveryCount) =>
+              Effect.sync(() => handled.push({ n: step.n, deliveryCount })).pipe(
+                Effect.andThen(Effect.sleep("7 seconds")),
+                Effect.andThen(Effect.sync(() => finished++)),
+                Effect.as(ack),
+              ),
+            ),
+            concurrency: 2,
+            ackWait: "3 seconds",
+          }
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              yield* runtime(actor)
+              yield* runtime(actor)
+              yield* send("working", "k", { key: "k", n: 1 })
+              yield* eventually(
+                Effect.sync(() => finished),
+                (n) => n >= 1,
+              ).pipe(explainedWithin(() => handled, "working"))
+            }),
+          )
+          assert.deepStrictEqual(handled, [{ n: 1, deliveryCount: 1 }])
+          assert.strictEqual(yield* ackPending("working"), 0)
+        }),
+    )
+
     it.effect("handles up to `concurrency` messages of a partition at once", () =>
       Effect.gen(function* () {
         let running = 0

@@ -27,8 +27,12 @@ import {
   TERM,
 } from "./Wire.ts"
 
-/** How often a message whose nak waits out its delay is marked in progress: well inside every actor's ack wait. */
-const IN_PROGRESS_EVERY_MS = 5000
+/**
+ * How often a message in hand (pulled, not yet settled) is marked in progress, so that JetStream hands it to
+ * another process only once this one stopped marking it: well inside every consumer's ack wait, whose length
+ * is then how soon a process that died has its messages taken over, however long a handler works.
+ */
+const IN_PROGRESS_EVERY_MS = 1000
 const encoder = new TextEncoder()
 /**
  * How long after its expiry a pull JetStream did not answer is given up. The messages published meanwhile wait for
@@ -39,13 +43,42 @@ const PULL_GRACE_MS = 100
 /** How long a pull that does not wait (`expiresMs` 0) may go unanswered: the server answers it at once when it can. */
 const NO_WAIT_ANSWER_MS = 1000
 
+/**
+ * The messages of one puller in hand, each marked in progress every `IN_PROGRESS_EVERY_MS` until it is settled
+ * (a nak with a delay, until its delay ran out). One timer for all of them, running only while some are in hand.
+ */
+class InHand {
+  private readonly messages = new Set<Pulled>()
+  private timer: ReturnType<typeof setInterval> | undefined
+  add(msg: Pulled) {
+    this.messages.add(msg)
+    this.timer ??= setInterval(() => this.mark(), IN_PROGRESS_EVERY_MS).unref()
+  }
+  /** Whether it was in hand (a message is settled once). */
+  delete(msg: Pulled) {
+    const had = this.messages.delete(msg)
+    if (this.messages.size === 0) this.stop()
+    return had
+  }
+  /** Stops marking: what is still in hand goes to another process after its ack wait. */
+  stop() {
+    clearInterval(this.timer)
+    this.timer = undefined
+  }
+  private mark() {
+    for (const msg of this.messages) msg.respond(IN_PROGRESS)
+  }
+}
+
 /** A pulled message, read from its reply subject (`Wire.ts`). */
 class Pulled implements PulledMessage {
   readonly seq: number
   readonly info: PulledMessage["info"]
   private readonly msg: Msg
-  constructor(msg: Msg) {
+  private readonly inHand: InHand
+  constructor(msg: Msg, inHand: InHand) {
     this.msg = msg
+    this.inHand = inHand
     const tokens = msg.reply!.split(".")
     const at = deliveredToken(tokens.length)
     this.info = {
@@ -54,6 +87,7 @@ class Pulled implements PulledMessage {
       timestampNanos: Number(tokens[at + 3]),
     }
     this.seq = Number(tokens[at + 1])
+    inHand.add(this)
   }
   get subject() {
     return this.msg.subject
@@ -64,29 +98,30 @@ class Pulled implements PulledMessage {
   get headers() {
     return this.msg.headers
   }
+  /** Answers JetStream; a closed connection is not an error: the server hands the message out again after its ack wait. */
+  respond(answer: Uint8Array) {
+    try {
+      this.msg.respond(answer)
+    } catch {
+      this.inHand.delete(this)
+    }
+  }
+  private settle(answer: Uint8Array) {
+    if (this.inHand.delete(this)) this.respond(answer)
+  }
   ack() {
-    this.msg.respond(ACK)
+    this.settle(ACK)
   }
   /**
-   * The delay is waited out here, not by the server (see the top of this file). Meanwhile the message is kept in
-   * progress, so its ack wait does not hand it to another process early; a process that stops meanwhile leaves it
-   * to the ack wait.
+   * The delay is waited out here, not by the server (see the top of this file), the message still in hand (marked
+   * in progress) meanwhile.
    */
   nak(millis?: number) {
-    const until = performance.now() + (millis ?? 0)
-    const step = () => {
-      const left = until - performance.now()
-      try {
-        this.msg.respond(left <= 0 ? NAK : IN_PROGRESS)
-      } catch {
-        return // The connection is closed: the server hands the message out again after its ack wait.
-      }
-      if (left > 0) setTimeout(step, Math.min(left, IN_PROGRESS_EVERY_MS)).unref()
-    }
-    step()
+    if (millis === undefined || millis <= 0) return this.settle(NAK)
+    setTimeout(() => this.settle(NAK), millis).unref()
   }
   term() {
-    this.msg.respond(TERM)
+    this.settle(TERM)
   }
 }
 
@@ -111,6 +146,8 @@ export const puller = (connection: NatsConnection, stream: string, consumer: str
     let next = 0
     /** The last pull was not answered: a second in a row is a failure. */
     let unanswered = false
+    const inHand = new InHand()
+    yield* Effect.addFinalizer(() => Effect.sync(() => inHand.stop()))
     yield* Effect.acquireRelease(
       Effect.sync(() =>
         connection.subscribe(`${inbox}.*`, {
@@ -120,7 +157,7 @@ export const puller = (connection: NatsConnection, stream: string, consumer: str
             if (msg.reply?.startsWith(ACK_REPLY_PREFIX) === true) {
               if (pull === undefined || pull.received >= pull.batch) return void msg.respond(NAK)
               pull.received++
-              pull.onMessage(new Pulled(msg))
+              pull.onMessage(new Pulled(msg, inHand))
               if (pull.received === pull.batch) pull.end(undefined)
               return
             }

@@ -177,8 +177,6 @@ export const routerActor: ActorDefinition<unknown, EventRouter> = {
   subject: "events.>",
   partitions: 0,
   concurrency: CONCURRENCY,
-  // Routing takes one statement and a few publishes: an event held by a process that died is routed again soon.
-  ackWait: "10 seconds",
   schema: Schema.Unknown,
   handle: (body, delivery) => EventRouter.use((router) => router.route(body, delivery)),
 }
