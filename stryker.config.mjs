@@ -18,9 +18,9 @@ export const MODULES = {
     "backend/webhooks/endpoints/Repo.ts:220:1-232:74",
   ],
   "rate limit": [
-    "backend/webhooks/delivery/Delivery.ts:309:1-309:59",
-    "backend/webhooks/delivery/Delivery.ts:314:1-315:52",
-    "backend/webhooks/delivery/Delivery.ts:389:1-400:12",
+    "backend/webhooks/delivery/Delivery.ts:330:1-330:88",
+    "backend/webhooks/delivery/Delivery.ts:343:1-344:51",
+    "backend/webhooks/delivery/Delivery.ts:429:1-435:12",
   ],
   "token issuer": ["backend/auth/Auth.ts:247:1-332:7", "backend/auth/Auth.ts:388:1-431:9"],
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { backoffUnits } from "../../backend/webhooks/delivery/Backoff.ts"
@@ -118,6 +119,68 @@ describe("retry schedule", () => {
           )
           assert.isTrue(heldNow!.recent, "the held one was published again")
           assert.deepStrictEqual([heldNow!.status, heldNow!.attempt_number], ["retrying", 2])
+          assert.deepStrictEqual(yield* attemptsOf(String(rows[1]!.id)), [])
+        }).pipe(Effect.scoped),
+    )
+
+    it.effect(
+      "takes over a claim whose process stopped renewing its presence before its lease runs out, and not one whose " +
+        "process is alive",
+      () =>
+        Effect.gen(function* () {
+          const {
+            receiver,
+            owner: acme,
+            endpointId: id,
+          } = yield* receiverEndpoint("acme-claimer", "/claimer", ["policy.created"])
+          const body = JSON.stringify({ event: "policy.created", property_owner_slug: acme.slug, data: {} })
+          // Both claimed with a minute of lease left, their messages back (published again by the scheduler): one
+          // by a process that was killed (its presence ran out a second ago), one by a process still at it.
+          const [dead, alive] = [randomUUID(), randomUUID()]
+          yield* query(
+            (sql) => sql`
+            insert into webhook_claimers (id, alive_until)
+            values (${dead}, now() - interval '1 second'), (${alive}, now() + interval '1 minute')`,
+          )
+          const rows = yield* query(
+            (sql) => sql`
+            insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, status, attempt_number,
+                                            next_retry_at, dispatched_at, lease_until, claimed_by)
+            values (${id}, 'killed-claimer', 'policy.created', ${acme.slug}, convert_to(${body}, 'UTF8'), 'retrying',
+                    2, now() - interval '6 minutes', now() - interval '6 minutes', now() + interval '1 minute',
+                    ${dead}),
+                   (${id}, 'live-claimer', 'policy.created', ${acme.slug}, convert_to(${body}, 'UTF8'), 'retrying',
+                    2, now() - interval '6 minutes', now() - interval '6 minutes', now() + interval '1 minute',
+                    ${alive})
+            returning id`,
+          )
+          yield* query((sql) => sql`select pg_notify('webhook_due', '')`)
+          const [done] = yield* awaitDeliveries(id, (found) =>
+            found.some((row) => row.id === String(rows[0]!.id) && row.status === "delivered"),
+          ).pipe(Effect.map((found) => found.filter((row) => row.id === String(rows[0]!.id))))
+          assert.strictEqual(done!.attempt_number, 3)
+          assert.deepStrictEqual(
+            (yield* attemptsOf(done!.id)).map((a) => [a.attempt_number, a.status_code, a.failure_reason]),
+            [
+              [2, null, "The process stopped during the attempt; its outcome is unknown"],
+              [3, 200, null],
+            ],
+          )
+          // The live claimer's attempt is left to it, and the service's own claim names the service's presence.
+          yield* Effect.sleep("1 second")
+          assert.deepStrictEqual(
+            receiver.received("/claimer").map((r) => r.headers["x-webhook-delivery"]),
+            [String(rows[0]!.id)],
+          )
+          const claims = yield* query(
+            (sql) => sql<Array<{ id: string; claimed_by: string; alive: boolean }>>`
+              select d.id::text, d.claimed_by::text, c.alive_until > now() as alive
+              from webhook_deliveries d left join webhook_claimers c on c.id = d.claimed_by
+              where d.id in ${sql([rows[0]!.id, rows[1]!.id])} order by d.id`,
+          )
+          assert.notStrictEqual(claims[0]!.claimed_by, dead)
+          assert.isTrue(claims[0]!.alive, "the taking process renews its presence")
+          assert.deepStrictEqual([claims[1]!.claimed_by, claims[1]!.alive], [alive, true])
           assert.deepStrictEqual(yield* attemptsOf(String(rows[1]!.id)), [])
         }).pipe(Effect.scoped),
     )

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, Layer, type Types } from "effect"
 import { ack, type ActorDefinition, type Outcome } from "../../platform/ActorDefinition.ts"
 import { Crypto } from "../../platform/Crypto.ts"
@@ -27,7 +28,8 @@ import { WebhookConfig } from "../Config.ts"
  * duplicate message is dropped), checks the endpoint and the rate limit in the same statement, signs and POSTs
  * the stored bytes, and records the outcome with the attempt in one statement. Every message is acked: retries
  * are scheduled in Postgres and published by the scheduler when due. The claim is what survives a crash: a claim
- * whose lease runs out with no outcome is recorded by the next claim as an attempt whose outcome is unknown.
+ * whose lease runs out, or whose process stopped renewing its presence, with no outcome is recorded by the next
+ * claim as an attempt whose outcome is unknown.
  */
 
 /**
@@ -51,6 +53,34 @@ export const slowedCap = (maxInFlightPerEndpoint: number) => Math.min(SLOWED_CAP
 const MAX_DEFER_UNITS = 60
 /** Attempts that may wait in a process for a place of an endpoint, per place of its cap. */
 const WAITING_PER_PLACE = 2
+
+/** How often a process renews its presence as a claimer, and how long each renewal lasts. */
+const CLAIMER_RENEW_EVERY = "1 second"
+const CLAIMER_ALIVE_MS = 2500
+
+/**
+ * This process's presence as a claimer (`webhook_claimers`), renewed every second while it runs and removed when
+ * it stops, once its attempts in hand are settled. A process killed stops renewing: within `CLAIMER_ALIVE_MS` its
+ * claims may be taken over, as soon as JetStream hands their messages to another process (the actor's ack wait),
+ * rather than when their leases run out. A renewal that fails (Postgres away) is tried again the next second: no
+ * claim can be made meanwhile either.
+ */
+const claimerPresence = (repo: DeliveryRepo["Service"]) =>
+  Effect.gen(function* () {
+    const claimer = randomUUID()
+    const renew = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      repo.keepAlive(claimer, new Date(now + CLAIMER_ALIVE_MS)),
+    ).pipe(Effect.catchCause(() => Effect.void))
+    yield* renew
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(CLAIMER_RENEW_EVERY), renew)))
+    yield* Effect.addFinalizer(() =>
+      repo.leave(claimer).pipe(
+        Effect.timeout("2 seconds"),
+        Effect.catchCause(() => Effect.void),
+      ),
+    )
+    return claimer
+  })
 
 /** The endpoint an attempt message's subject (`webhooks.attempt.<endpoint_id>`) names; undefined if none. */
 const endpointOfSubject = (subject: string): number | undefined => {
@@ -182,6 +212,7 @@ export class DeliveryAttempts extends Context.Service<
       const scheduler = yield* Scheduler
       const leaseMs = config.timeoutMs + LEASE_MARGIN_MS
       const traced = yield* Traced
+      const claimer = yield* claimerPresence(repo)
 
       /**
        * The POST, in a client span `webhook.attempt` while traces are exported (the delivery's trace continues
@@ -313,6 +344,7 @@ export class DeliveryAttempts extends Context.Service<
               rateLimit: config.rateLimitPerMinute,
               leaseUntil: new Date(now + leaseMs),
               leaseMs,
+              claimer,
               rateLimitedUntil: new Date(rateLimitedUntil),
               maxAttempts: config.maxAttempts,
             })
@@ -497,18 +529,15 @@ export class DeliveryAttempts extends Context.Service<
   ).pipe(Layer.provide(WebhookConfig.layer))
 }
 
-export const deliveryActor = (timeoutMs: number): ActorDefinition<AttemptMessage, DeliveryAttempts> => ({
+export const deliveryActor: ActorDefinition<AttemptMessage, DeliveryAttempts> = {
   name: "webhook_delivery",
   stream: "WEBHOOKS",
   subject: "webhooks.attempt.*",
   partitions: 0,
   concurrency: CONCURRENCY,
-  // Longer than any attempt can take (its deadline, plus the claim and the record), so JetStream redelivers a
-  // message only when its process is gone.
-  ackWait: timeoutMs + 20_000,
   schema: AttemptMessage,
   handle: (message, delivery) =>
     DeliveryAttempts.use((attempts) =>
       attempts.attempt(message, endpointOfSubject(delivery.subject), delivery.pending),
     ),
-})
+}

@@ -63,6 +63,8 @@ export interface ClaimTimes {
   readonly leaseUntil: Date
   /** How long a claim's lease lasts: a lease that ran out started that long before it ended. */
   readonly leaseMs: number
+  /** The claiming process (`webhook_claimers`): a lease whose process is no longer alive has run out. */
+  readonly claimer: string
   readonly rateLimitedUntil: Date
   readonly maxAttempts: number
 }
@@ -123,6 +125,10 @@ export class DeliveryRepo extends Context.Service<
     /** The endpoint answered 410: disable it and fail its other undelivered deliveries; their ids. */
     readonly disableGone: (endpointId: number, exceptDelivery: number) => Effect.Effect<ReadonlyArray<number>>
     readonly secrets: (subscriberId: number, now: Date) => Effect.Effect<ReadonlyArray<SecretRow>>
+    /** The claiming process is alive until `until`; claimers not alive for an hour are forgotten. */
+    readonly keepAlive: (claimer: string, until: Date) => Effect.Effect<void>
+    /** The claiming process stops: its leases run out at once (it settled what it had in hand). */
+    readonly leave: (claimer: string) => Effect.Effect<void>
   }
 >()("partner-service/webhooks/DeliveryRepo") {
   static readonly layer = Layer.effect(
@@ -157,7 +163,10 @@ export class DeliveryRepo extends Context.Service<
               join webhook_endpoints e on e.id = d.endpoint_id
               where d.status in ('pending', 'retrying', 'rate_limited')
                 and (d.next_retry_at is null or d.next_retry_at <= ${times.dueBy})
-                and (d.lease_until is null or d.lease_until <= ${times.now})
+                and (d.lease_until is null or d.lease_until <= ${times.now}
+                     or d.claimed_by is not null and not exists (
+                       select 1 from webhook_claimers c
+                       where c.id = d.claimed_by and c.alive_until > ${times.now}))
               order by d.id
               for update of d
             ),
@@ -217,6 +226,7 @@ export class DeliveryRepo extends Context.Service<
                   when 'deferred' then p.defer_until
                   else null end,
                 lease_until = case p.decision when 'delivering' then ${times.leaseUntil}::timestamptz end,
+                claimed_by = case p.decision when 'delivering' then ${times.claimer}::uuid end,
                 held_since = case p.decision when 'held' then coalesce(d.held_since, ${times.now}::timestamptz) end,
                 last_attempted_at = case when p.abandoned then p.abandoned_at else d.last_attempted_at end,
                 duration_ms = case when p.abandoned then null else d.duration_ms end,
@@ -378,7 +388,22 @@ export class DeliveryRepo extends Context.Service<
         }))
       })
 
-      return DeliveryRepo.of({ claim, recordOutcomes, disableGone, secrets })
+      const keepAlive = Effect.fn("DeliveryRepo.keepAlive")(function* (claimer: string, until: Date) {
+        yield* db.query(
+          (sql) => sql`
+            with renewed as (
+              insert into webhook_claimers (id, alive_until) values (${claimer}, ${until})
+              on conflict (id) do update set alive_until = excluded.alive_until
+            )
+            delete from webhook_claimers where alive_until < now() - interval '1 hour'`,
+        )
+      })
+
+      const leave = Effect.fn("DeliveryRepo.leave")(function* (claimer: string) {
+        yield* db.query((sql) => sql`delete from webhook_claimers where id = ${claimer}`)
+      })
+
+      return DeliveryRepo.of({ claim, recordOutcomes, disableGone, secrets, keepAlive, leave })
     }),
   )
 }

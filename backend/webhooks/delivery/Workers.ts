@@ -1,4 +1,4 @@
-import { Effect, Layer } from "effect"
+import { Layer } from "effect"
 import { actorLayer } from "../../platform/Actor.ts"
 import { Crypto } from "../../platform/Crypto.ts"
 import { WebhookConfig } from "../Config.ts"
@@ -11,12 +11,7 @@ import { Scheduler } from "./Scheduler.ts"
 import { SchedulerRepo } from "./SchedulerRepo.ts"
 
 /** The webhook side of the `workers` role: the event router, the delivery actor and the retry scheduler. */
-export const webhookWorkersLayer = Layer.unwrap(
-  Effect.gen(function* () {
-    const config = yield* WebhookConfig
-    return Layer.mergeAll(actorLayer(routerActor), actorLayer(deliveryActor(config.timeoutMs)))
-  }),
-).pipe(
+export const webhookWorkersLayer = Layer.mergeAll(actorLayer(routerActor), actorLayer(deliveryActor)).pipe(
   Layer.provideMerge(Layer.mergeAll(EventRouter.layer, DeliveryAttempts.layer)),
   Layer.provideMerge(Scheduler.layer),
   Layer.provide(Layer.mergeAll(Egress.layer, Crypto.layer)),
