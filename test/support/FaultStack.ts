@@ -167,10 +167,15 @@ export interface FaultStackShape {
   readonly gateways: () => ServiceProcess
   /** The workers process running now. */
   readonly workers: () => ServiceProcess
-  /** `kill -9` of the workers process, once it is gone. */
+  /**
+   * `kill -9` of the workers process, once it is gone; a second one started by `addWorkers` is then the workers
+   * process running now.
+   */
   readonly killWorkers: Effect.Effect<void>
   /** Starts a workers process (the killed one's replacement). */
   readonly startWorkers: Effect.Effect<ServiceProcess>
+  /** Starts a second workers process beside the one running, watched as the others are. */
+  readonly addWorkers: Effect.Effect<ServiceProcess>
   /**
    * Brings back whatever a failed case left stopped or dead (servers, processes), so the next case starts whole;
    * each case runs it as a finalizer.
@@ -249,6 +254,7 @@ export const faultStackLayer = (
           const ports = yield* ListeningPorts
           let gateways!: ServiceProcess
           let workers!: ServiceProcess
+          let second: ServiceProcess | undefined
           const startGateways = serviceProcess(env, "partner-api,ingest-api").pipe(
             Scope.provide(scope),
             Effect.tap((started) =>
@@ -265,9 +271,8 @@ export const faultStackLayer = (
           )
           yield* Effect.all([startGateways, startWorkers], { concurrency: 2 })
           const assertAlive = Effect.gen(function* () {
-            const deaths = (yield* Effect.all([deathOf(gateways), deathOf(workers)])).filter(
-              (d) => d !== undefined,
-            )
+            const running = second === undefined ? [gateways, workers] : [gateways, workers, second]
+            const deaths = (yield* Effect.forEach(running, deathOf)).filter((d) => d !== undefined)
             assert.deepStrictEqual(deaths, [], deaths.join("\n"))
           })
           const deathWatch = Effect.forever(Effect.andThen(assertAlive, Effect.sleep("500 millis")))
@@ -280,8 +285,13 @@ export const faultStackLayer = (
             killWorkers: Effect.gen(function* () {
               yield* workers.process.signal("SIGKILL")
               yield* workers.process.exited
+              if (second !== undefined) [workers, second] = [second, undefined]
             }),
             startWorkers,
+            addWorkers: serviceProcess(env, "workers").pipe(
+              Scope.provide(scope),
+              Effect.tap((started) => Effect.sync(() => void (second = started))),
+            ),
             restore: Effect.gen(function* () {
               yield* postgres.ensureRunning
               yield* nats.ensureRunning
