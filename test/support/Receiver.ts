@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:https"
-import type { AddressInfo } from "node:net"
+import type { AddressInfo, Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -9,7 +9,8 @@ import { Effect } from "effect"
 /**
  * A webhook receiver for tests: HTTPS on 127.0.0.1 with a certificate from a CA made for tests (`openssl`, EC
  * P-256, once per machine in the temporary folder), which the service trusts through `WEBHOOK_EXTRA_CA_FILE`. It records every request's
- * raw body, headers and arrival time, and answers as each path is told to.
+ * raw body, headers and arrival time, and answers as each path is told to, or never (a receiver that accepts and
+ * hangs). It counts the requests open on each path and the connections open to it, now and at most.
  */
 
 export interface TestCa {
@@ -103,7 +104,10 @@ export interface Reply {
   readonly delayMs?: number
 }
 
-export type Responder = (request: Received, index: number) => Reply
+/** A responder's word for a request it never answers: held open until the client closes it or the receiver ends. */
+export const NEVER = "never"
+
+export type Responder = (request: Received, index: number) => Reply | typeof NEVER
 
 export interface Receiver {
   /** `https://127.0.0.1:<port><path>` */
@@ -116,6 +120,8 @@ export interface Receiver {
   readonly open: (path: string) => { readonly now: number; readonly most: number }
   /** Starts counting `path`'s most open requests at once over from those open now. */
   readonly resetMost: (path: string) => void
+  /** TCP connections open to the receiver (any path, any state), now and at most so far. */
+  readonly connections: () => { readonly now: number; readonly most: number }
 }
 
 /** A receiver for the scope: started on a free port, closed (connections too) when the scope ends. */
@@ -125,6 +131,7 @@ export const startReceiver = Effect.acquireRelease(
     const log: Array<Received> = []
     const responders = new Map<string, Responder>()
     const opened = new Map<string, { now: number; most: number }>()
+    const connected = { now: 0, most: 0 }
     const server: Server = createServer({ key, cert, keepAliveTimeout: 60_000 }, (req, res) => {
       const chunks: Array<Buffer> = []
       req.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -150,6 +157,7 @@ export const startReceiver = Effect.acquireRelease(
         res.on("close", () => open.now--)
         const responder: Responder = responders.get(path) ?? (() => ({ status: 200 }))
         const reply = responder(entry, index)
+        if (reply === NEVER) return
         const send = () => {
           if (res.destroyed) return
           res.writeHead(reply.status, { ...reply.headers })
@@ -158,6 +166,12 @@ export const startReceiver = Effect.acquireRelease(
         if (reply.delayMs) setTimeout(send, reply.delayMs).unref()
         else send()
       })
+    })
+    // Counted as the socket is accepted, before its TLS handshake: a connection the client opens is open here.
+    server.on("connection", (socket: Socket) => {
+      connected.now++
+      connected.most = Math.max(connected.most, connected.now)
+      socket.on("close", () => connected.now--)
     })
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     const port = (server.address() as AddressInfo).port
@@ -172,6 +186,7 @@ export const startReceiver = Effect.acquireRelease(
           const open = opened.get(path)
           if (open !== undefined) open.most = open.now
         },
+        connections: () => ({ ...connected }),
       } satisfies Receiver,
     }
   }),
