@@ -2,7 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
 import { AppConfig } from "../../backend/platform/Config.ts"
 import { Egress, ORIGIN_CONNECTIONS } from "../../backend/webhooks/delivery/Egress.ts"
-import { startReceiver } from "../support/Receiver.ts"
+import { NEVER, startReceiver } from "../support/Receiver.ts"
 import { eventually } from "../support/Streams.ts"
 import { engineEnv } from "../support/WebhookEngine.ts"
 
@@ -43,6 +43,34 @@ describe("egress connections per origin", () => {
           assert.isTrue(firstResults.every((r) => r._tag === "NoResponse"))
           assert.isAtLeast(receiver.received("/hangs").length, ORIGIN_CONNECTIONS * 2)
           assert.isAtMost(receiver.open("/hangs").most, ORIGIN_CONNECTIONS)
+        }).pipe(Effect.scoped),
+      60_000,
+    )
+
+    it.effect(
+      "keeps to the connections of its origin when they all drop at once with more requests waiting behind them",
+      () =>
+        Effect.gen(function* () {
+          const receiver = yield* startReceiver
+          receiver.respond("/never", () => NEVER)
+          const egress = yield* Egress
+          const url = receiver.url("/never")
+          // Three times the connections, each sender POSTing again as soon as its request has timed out: every
+          // connection is aborted at its deadline together with the others, while requests wait for them.
+          const ROUNDS = 3
+          const results = yield* Effect.forEach(
+            Array.from({ length: ORIGIN_CONNECTIONS * 3 }),
+            () =>
+              Effect.forEach(Array.from({ length: ROUNDS }), () =>
+                egress.post(url, { "content-type": "application/json" }, body),
+              ),
+            { concurrency: "unbounded" },
+          )
+          assert.isTrue(results.flat().every((r) => r._tag === "NoResponse"))
+          // Beyond the first round: requests reached the receiver after its first connections were aborted.
+          assert.isAbove(receiver.received("/never").length, ORIGIN_CONNECTIONS)
+          assert.isAtMost(receiver.open("/never").most, ORIGIN_CONNECTIONS)
+          assert.isAtMost(receiver.connections().most, ORIGIN_CONNECTIONS)
         }).pipe(Effect.scoped),
       60_000,
     )

@@ -3,15 +3,15 @@ import { readFileSync, statSync } from "node:fs"
 import type { IncomingHttpHeaders } from "node:http"
 import { BlockList, isIP, type LookupFunction } from "node:net"
 import { createSecureContext, rootCertificates } from "node:tls"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Schedule } from "effect"
 import { join } from "node:path"
 import ipaddr from "ipaddr.js"
-import { Agent, buildConnector, type Dispatcher } from "undici"
+import { buildConnector, type Dispatcher, Pool } from "undici"
 import { AppConfig } from "../../platform/Config.ts"
 import { WebhookConfig } from "../Config.ts"
 
 /**
- * Outbound HTTPS for deliveries: one keep-alive agent per process (no TLS handshake per attempt), a deadline
+ * Outbound HTTPS for deliveries: keep-alive connections per origin in each process (no TLS handshake per attempt), a deadline
  * covering connect, headers and body, no redirects followed, the extra CA of `WEBHOOK_EXTRA_CA_FILE` trusted
  * (and outside production the test receiver's CA, see `testReceiverCaFile`), and unless `WEBHOOK_ALLOW_PRIVATE_DESTINATIONS`, destinations resolving to internal addresses refused: the
  * address checked at resolution is the one connected to, so a second DNS answer cannot slip past the check.
@@ -178,7 +178,7 @@ export const describeFailure = (error: unknown): string => {
 }
 
 /**
- * One request through the agent's dispatch API: keeps the first 4 KB of the answer (a longer body is cut off
+ * One request through undici's dispatch API: keeps the first 4 KB of the answer (a longer body is cut off
  * there, and its connection not reused), and one timer is the whole deadline, from its creation: a request still
  * waiting for a connection, connecting, sending or reading when it fires is aborted and recorded as unanswered.
  * A class, so that an attempt allocates one object rather than a closure per callback.
@@ -314,9 +314,54 @@ const watchedPem = (file: string) => {
 
 /**
  * Connections (and so requests, one at a time on each) open at once to one origin from one process. Requests
- * beyond them wait inside the agent, their deadline running.
+ * beyond them wait in the origin's pool, their deadline running.
  */
 export const ORIGIN_CONNECTIONS = 64
+
+/** How often the pools holding neither a connection nor a request are closed and forgotten. */
+const IDLE_POOL_SWEEP = "1 minute"
+
+/**
+ * The connection pools of the origins requests go to: one per origin, made on its first request and kept while it
+ * holds a connection or a request (`sweep` closes the others). Not undici's `Agent`: it closes an origin's pool as
+ * soon as the pool's connections are all down at once, as when every request at a receiver that never answers is
+ * aborted at its deadline, and makes a new pool for the next request while the old one still sends the requests
+ * queued in it, so an origin could have several times its connections open.
+ */
+class OriginPools {
+  private readonly pools = new Map<string, Pool>()
+  private readonly options: Pool.Options
+
+  constructor(options: Pool.Options) {
+    this.options = options
+  }
+
+  of(origin: string): Pool {
+    let pool = this.pools.get(origin)
+    if (pool === undefined) {
+      pool = new Pool(origin, this.options)
+      this.pools.set(origin, pool)
+    }
+    return pool
+  }
+
+  /** Closes the pools with no connection and no request: a request after this gets a new pool. */
+  sweep() {
+    for (const [origin, pool] of this.pools) {
+      const stats = pool.stats
+      if (stats.connected === 0 && stats.size === 0) {
+        this.pools.delete(origin)
+        pool.close().catch(() => undefined)
+      }
+    }
+  }
+
+  close() {
+    const closing = [...this.pools.values()].map((pool) => pool.close().catch(() => undefined))
+    this.pools.clear()
+    return Promise.all(closing)
+  }
+}
 
 export interface EgressShape {
   /** POSTs `body` to `url` with `headers`; never fails: a refusal or an error is a `NoResponse`. */
@@ -363,10 +408,10 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
         }
         return trusted.connector(options, callback)
       }
-      const agent = yield* Effect.acquireRelease(
+      const pools = yield* Effect.acquireRelease(
         Effect.sync(
           () =>
-            new Agent({
+            new OriginPools({
               keepAliveTimeout: 30_000,
               headersTimeout: timeoutMs,
               bodyTimeout: timeoutMs,
@@ -374,16 +419,18 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
               connect,
             }),
         ),
-        (a) => Effect.promise(() => a.close()).pipe(Effect.timeout("5 seconds"), Effect.ignore),
+        (p) => Effect.promise(() => p.close()).pipe(Effect.timeout("5 seconds"), Effect.ignore),
+      )
+      yield* Effect.forkScoped(
+        Effect.sync(() => pools.sweep()).pipe(Effect.repeat(Schedule.spaced(IDLE_POOL_SWEEP))),
       )
 
       const send = (target: URL, headers: Readonly<Record<string, string>>, body: Uint8Array) =>
         Effect.callback<PostResult>((resume) => {
           const request = new AttemptRequest(timeoutMs, (result) => resume(Effect.succeed(result)))
           try {
-            agent.dispatch(
+            pools.of(target.origin).dispatch(
               {
-                origin: target.origin,
                 path: `${target.pathname}${target.search}`,
                 method: "POST",
                 headers,
@@ -392,7 +439,7 @@ export class Egress extends Context.Service<Egress, EgressShape>()("partner-serv
               request,
             )
           } catch (error) {
-            // Headers undici refuses (a custom header's value, say), or the agent closing.
+            // Headers undici refuses (a custom header's value, say), or the pool closing.
             request.onResponseError(undefined, error as Error)
           }
           // An interrupted attempt (the process stopping) lets its request go.
