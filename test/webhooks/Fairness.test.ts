@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SLOW_AFTER_TIMEOUTS, SLOWED_CAP } from "../../backend/webhooks/delivery/Delivery.ts"
+import { NEVER } from "../support/Receiver.ts"
 import { eventually } from "../support/Streams.ts"
 import {
   awaitDeliveries,
@@ -113,7 +114,8 @@ describe("an endpoint whose attempts keep timing out", () => {
           )
           assert.isAtMost(hanging.receiver.open(path).most, SLOWED_CAP)
 
-          // One answer ends the streak: the endpoint may again have its full cap open at once.
+          // One answer ends the streak: the endpoint may again have its full cap open at once. Its queue was
+          // booked at the slowed pace and comes back at it; new deliveries are attempted at once, up to the cap.
           let answered = false
           hanging.receiver.respond(path, () => {
             if (answered) return { status: 200, delayMs: 600_000 }
@@ -122,12 +124,80 @@ describe("an endpoint whose attempts keep timing out", () => {
           })
           yield* awaitDeliveries(hanging.endpointId, (rows) => rows.some((r) => r.status === "delivered"))
           hanging.receiver.resetMost(path)
+          yield* Effect.forEach(
+            Array.from({ length: 2 * SLOWING_CAP }),
+            () => publishEvent("delinquency.created", "owner-slow", examplePayload("delinquency.created")),
+            { concurrency: 8 },
+          )
           yield* eventually(
             Effect.sync(() => hanging.receiver.open(path).most),
             (most) => most === SLOWING_CAP,
           )
         }).pipe(Effect.scoped),
       120_000,
+    )
+  })
+})
+
+const DEFER_TIMEOUT_MS = 1000
+const deferring = engineService({
+  WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: "4",
+  WEBHOOK_TIMEOUT_MS: String(DEFER_TIMEOUT_MS),
+  // A unit far shorter than the deadline: waves a unit apart would come back long before a place frees.
+  WEBHOOK_BACKOFF_UNIT_MS: "5",
+})
+
+describe("the attempts of a slowed endpoint over its cap", () => {
+  layer(deferring.layer, { excludeTestServices: true, timeout: 120_000 })((it) => {
+    it.effect(
+      "are booked in waves of its slowed cap its deadline apart, so they do not come round again before a place frees",
+      () =>
+        Effect.gen(function* () {
+          const hanging = yield* receiverEndpoint("owner-deferred", "/hangs", ["delinquency.created"])
+          hanging.receiver.respond("/hangs", () => NEVER)
+          const A = 40
+          yield* Effect.forEach(
+            Array.from({ length: A }),
+            () =>
+              publishEvent("delinquency.created", "owner-deferred", examplePayload("delinquency.created")),
+            { concurrency: 8 },
+          )
+          yield* eventually(timeoutsOf(hanging.endpointId), (n) => n >= SLOW_AFTER_TIMEOUTS)
+          // More deliveries once it is slowed, one at a time: each put off by a claim of its own.
+          const LATER = 20
+          yield* Effect.forEach(
+            Array.from({ length: LATER }),
+            () =>
+              publishEvent(
+                "delinquency.created",
+                "owner-deferred",
+                examplePayload("delinquency.created"),
+              ).pipe(Effect.andThen(Effect.sleep("20 millis"))),
+            { concurrency: 1 },
+          )
+          // Deliveries never attempted, put off for the cap: each is due again at least half a deadline after the
+          // claim that put it off (a unit apart, 60 waves would be 300 ms at most), and no deadline holds more of
+          // them than the slowed cap, whichever claim put them off. Those put off before the endpoint slowed come
+          // round once more first.
+          const deferred = query(
+            (sql) => sql<Array<{ due_ms: number; ahead_ms: number }>>`
+              select extract(epoch from next_retry_at) * 1000 as due_ms,
+                     extract(epoch from (next_retry_at - updated_at)) * 1000 as ahead_ms
+              from webhook_deliveries
+              where endpoint_id = ${hanging.endpointId} and status = 'pending' and lease_until is null
+                and next_retry_at is not null
+              order by next_retry_at`,
+          )
+          const booked = (rows: ReadonlyArray<{ due_ms: number; ahead_ms: number }>) =>
+            rows.every(
+              (r, i) =>
+                Number(r.ahead_ms) >= DEFER_TIMEOUT_MS / 2 &&
+                (i < SLOWED_CAP ||
+                  Number(r.due_ms) - Number(rows[i - SLOWED_CAP]!.due_ms) >= DEFER_TIMEOUT_MS - 1),
+            )
+          yield* eventually(deferred, (rows) => rows.length >= (A + LATER) / 2 && booked(rows))
+        }).pipe(Effect.scoped),
+      60_000,
     )
   })
 })

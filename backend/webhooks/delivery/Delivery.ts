@@ -49,8 +49,16 @@ export const SLOW_AFTER_TIMEOUTS = 3
 export const SLOWED_CAP = 2
 /** A slowed endpoint's cap, given the cap of one that answers. */
 export const slowedCap = (maxInFlightPerEndpoint: number) => Math.min(SLOWED_CAP, maxInFlightPerEndpoint)
-/** The longest an attempt over its endpoint's cap is deferred, in backoff units. */
-const MAX_DEFER_UNITS = 60
+/** The longest an attempt over its endpoint's cap is deferred, in waves of the endpoint's cap. */
+const MAX_DEFER_WAVES = 60
+/**
+ * How far apart a slowed endpoint's waves of deferred attempts are: its deadline (or the backoff unit, if longer),
+ * as each of its places is held that long. A wave due sooner would find the places still taken and be deferred
+ * again, and a queue of thousands going round through Postgres, the scheduler and the attempt consumer that fast
+ * would hold up every other endpoint's attempt messages.
+ */
+export const slowedWaveMs = (policy: { readonly backoffUnitMs: number; readonly timeoutMs: number }) =>
+  Math.max(policy.backoffUnitMs, policy.timeoutMs)
 /** Attempts that may wait in a process for a place of an endpoint, per place of its cap. */
 const WAITING_PER_PLACE = 2
 
@@ -252,6 +260,13 @@ export class DeliveryAttempts extends Context.Service<
       const inFlight = new Map<number, number>()
       const timeoutsInRow = new Map<number, number>()
       /**
+       * Per slowed endpoint, the wave its next deferred attempt is booked into, and how many that wave holds. Booked
+       * across claims, a slowed endpoint's queue comes back at the pace it can take: its cap per `slowedWaveMs`.
+       * Beyond `MAX_DEFER_WAVES` waves an attempt is due at a random time within them, so a queue of thousands comes
+       * round evenly rather than in bursts.
+       */
+      const booked = new Map<number, { at: number; count: number }>()
+      /**
        * Attempts waiting in this process for a place of their endpoint, each told whether it got one. An endpoint
        * that answers frees places as fast as it takes them, so a burst for it waits here rather than go round
        * through Postgres and the scheduler; at most `WAITING_PER_PLACE` times its cap wait, none while it is slowed,
@@ -304,6 +319,7 @@ export class DeliveryAttempts extends Context.Service<
       const noteOutcome = (endpointId: number, result: PostResult): number | null => {
         if (result._tag === "Response") {
           timeoutsInRow.delete(endpointId)
+          booked.delete(endpointId)
           return 0
         }
         if (result.timedOut !== true) return null
@@ -313,10 +329,28 @@ export class DeliveryAttempts extends Context.Service<
         return streak
       }
 
+      /** When a slowed endpoint's attempt over its cap is due again (epoch ms), deferred at `now`. */
+      const slowedDeferral = (endpointId: number, now: number) => {
+        const waveMs = slowedWaveMs(config)
+        const first = now + waveMs
+        const last = now + MAX_DEFER_WAVES * waveMs
+        const current = booked.get(endpointId)
+        const wave =
+          current === undefined || current.at < first
+            ? { at: first, count: 0 }
+            : current.count < capOf(endpointId)
+              ? current
+              : { at: current.at + waveMs, count: 0 }
+        if (wave.at > last) return first + Math.random() * (last - first)
+        wave.count++
+        booked.set(endpointId, wave)
+        return wave.at
+      }
+
       /**
        * Claims of concurrent attempts, one statement per batch (of any of the attempts in hand); a duplicate key
        * in a batch claims nothing. An attempt over its endpoint's cap is deferred in the same statement, the
-       * endpoint's later ones in waves of its cap, one backoff unit apart.
+       * endpoint's later ones in waves of its cap, one backoff unit apart (a slowed endpoint's are booked, above).
        */
       const claimOne = yield* batched({
         max: CONCURRENCY,
@@ -332,9 +366,12 @@ export class DeliveryAttempts extends Context.Service<
             const waves = new Map<number, number>()
             const claimKeys = unique.map(({ admitted, ...key }) => {
               if (admitted || key.endpointId === undefined) return { ...key, deferUntil: null }
+              if (isSlowed(key.endpointId)) {
+                return { ...key, deferUntil: new Date(slowedDeferral(key.endpointId, now)) }
+              }
               const behind = waves.get(key.endpointId) ?? 0
               waves.set(key.endpointId, behind + 1)
-              const units = Math.min(MAX_DEFER_UNITS, 1 + Math.floor(behind / capOf(key.endpointId)))
+              const units = Math.min(MAX_DEFER_WAVES, 1 + Math.floor(behind / capOf(key.endpointId)))
               return { ...key, deferUntil: new Date(now + units * config.backoffUnitMs) }
             })
             const claimed = yield* repo.claim(claimKeys, {
