@@ -18,9 +18,9 @@ export const MODULES = {
     "backend/webhooks/endpoints/Repo.ts:220:1-232:74",
   ],
   "rate limit": [
-    "backend/webhooks/delivery/Delivery.ts:330:1-330:88",
-    "backend/webhooks/delivery/Delivery.ts:343:1-344:51",
-    "backend/webhooks/delivery/Delivery.ts:429:1-435:12",
+    "backend/webhooks/delivery/Delivery.ts:364:1-364:88",
+    "backend/webhooks/delivery/Delivery.ts:380:1-381:51",
+    "backend/webhooks/delivery/Delivery.ts:466:1-472:12",
   ],
   "token issuer": ["backend/auth/Auth.ts:247:1-332:7", "backend/auth/Auth.ts:388:1-431:9"],
 }
