@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Crypto } from "../platform/Crypto.ts"
-import { instantProblemMessage, readInstant } from "../platform/Dates.ts"
+import { instantProblemMessage, iso, isoOrNull, readInstant } from "../platform/Dates.ts"
 import { hasControlCharacter } from "../platform/Text.ts"
 import { DeliveryNotFound } from "../webhooks/Domain.ts"
 import { Endpoints } from "../webhooks/endpoints/Endpoints.ts"
@@ -156,9 +156,6 @@ const readPage = (input: Input) => {
   if (rawCursor !== undefined && after === undefined) fields.cursor = "is not a cursor of this list"
   return { fields, limit, after }
 }
-
-const iso = (date: Date) => date.toISOString()
-const isoOrNull = (date: Date | null) => (date === null ? null : date.toISOString())
 
 export const toDelivery = (row: DeliveryListRow): Delivery => ({
   id: Number(row.id),

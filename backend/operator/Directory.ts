@@ -1,4 +1,5 @@
 import { Context, Effect, Layer } from "effect"
+import { iso, isoOrNull } from "../platform/Dates.ts"
 import { Nats } from "../platform/Nats.ts"
 import type {
   EligibilityDecision,
@@ -26,9 +27,6 @@ const UNITS_SHOWN = 2000
 const SEARCH_RESULTS = 20
 /** How long before a prospect's row was written its first message may have been stored (clocks differ). */
 const CLOCK_MARGIN_MS = 60_000
-
-const iso = (at: Date) => at.toISOString()
-const isoOrNull = (at: Date | null) => (at === null ? null : at.toISOString())
 
 const PROSPECT_ID = /^tpp_([1-9]\d{0,17})$/
 const WHOLE_NUMBER = /^[1-9]\d{0,17}$/

@@ -67,3 +67,9 @@ export const readInstant = (text: string): { readonly at: Date } | { readonly pr
 /** The sentence for an instant's problem, with the input's own wording for a text of the wrong form. */
 export const instantProblemMessage = (problem: InstantProblem, formMessage: string) =>
   problem === "form" ? formMessage : problem === "nonexistent" ? NONEXISTENT : OUT_OF_RANGE
+
+/** An instant as the API writes it: ISO 8601 in UTC with milliseconds. */
+export const iso = (date: Date) => date.toISOString()
+
+/** `iso`, keeping an absent instant `null`. */
+export const isoOrNull = (date: Date | null) => (date === null ? null : date.toISOString())

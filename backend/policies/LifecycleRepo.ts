@@ -70,19 +70,20 @@ export interface RevisionWrite {
   readonly canceled_at: Date | null
 }
 
-const iso = (sql: Sql, column: string) =>
+/** A timestamp column as Postgres writes it in UTC, to the second (`2026-01-02T03:04:05Z`). */
+const isoText = (sql: Sql, column: string) =>
   sql`to_char(${sql.unsafe(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')`
 
 const DELINQUENCY_COLUMNS = (sql: Sql) => sql`
   d.id::text, d.policy_id::text, d.status, d.amount_cents::text, d.missed_installments,
   d.resolved_amount_cents::text, d.resolution, p.policy_number, p.property_id::text, o.slug as owner_slug,
   p.pms_property_id, p.pms_unit_id, p.pms_resident_id, p.source_prospect_id,
-  ${iso(sql, "d.created_at")} as created_at, ${iso(sql, "d.resolved_at")} as resolved_at`
+  ${isoText(sql, "d.created_at")} as created_at, ${isoText(sql, "d.resolved_at")} as resolved_at`
 
 const MOVE_OUT_COLUMNS = (sql: Sql) => sql`
   m.id::text, m.owner_id::text, m.external_id, m.policy_id::text, p.policy_number, p.property_id::text,
   to_char(m.move_out_date, 'YYYY-MM-DD') as move_out_date, m.status,
-  ${iso(sql, "m.created_at")} as created_at, ${iso(sql, "m.updated_at")} as updated_at`
+  ${isoText(sql, "m.created_at")} as created_at, ${isoText(sql, "m.updated_at")} as updated_at`
 
 /**
  * Where the lifecycle job reads "today" for each policy: the real date, plus the owner's test clock offset when

@@ -2,6 +2,7 @@ import { isIP } from "node:net"
 import { Context, Effect, Layer } from "effect"
 import { WebhookConfig } from "../Config.ts"
 import { decodeFields, isJsonObject } from "../../platform/Validation.ts"
+import { iso, isoOrNull } from "../../platform/Dates.ts"
 import { Db } from "../../platform/Db.ts"
 import {
   DEFAULT_PER_PAGE,
@@ -67,9 +68,6 @@ const readEndpoint = (body: unknown, creating: boolean, allowPrivate: boolean) =
   if ("errors" in decoded || Object.keys(fields).length > 0) return { fields }
   return { changes: decoded.value as EndpointChanges }
 }
-
-const iso = (date: Date) => date.toISOString()
-const isoOrNull = (date: Date | null) => (date === null ? null : date.toISOString())
 
 export const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   id: Number(row.id),

@@ -3,7 +3,7 @@ import { isEventName } from "../../events/Catalog.ts"
 import { EVENT_PROPERTY_HEADER } from "../../events/Envelope.ts"
 import { recordAudit } from "../../audit/Audit.ts"
 import { Db } from "../../platform/Db.ts"
-import { instantProblemMessage, readInstant } from "../../platform/Dates.ts"
+import { instantProblemMessage, iso, readInstant } from "../../platform/Dates.ts"
 import { Nats } from "../../platform/Nats.ts"
 import { isJsonObject } from "../../platform/Validation.ts"
 import { EndpointNotFound, type SubscriberRef } from "../Domain.ts"
@@ -72,8 +72,6 @@ export const readReplay = (
   if (Object.keys(fields).length > 0 || since === undefined || until === undefined) return { fields }
   return { range: { since, until: until.getTime() > now.getTime() ? now : until, events } }
 }
-
-const iso = (date: Date) => date.toISOString()
 
 export const toReplay = (row: ReplayRow): WebhookReplay => ({
   id: Number(row.id),
