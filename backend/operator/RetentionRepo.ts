@@ -13,6 +13,26 @@ export class RetentionRepo extends Context.Service<RetentionRepo>()(
       const db = yield* Db
       const count = (rows: ReadonlyArray<{ readonly n: number }>) => rows[0]?.n ?? 0
 
+      /** Runs `deletion` (a `delete ... returning 1`) and tells how many rows it deleted. */
+      const deleted = (deletion: (sql: Sql) => ReturnType<Sql>) =>
+        db
+          .query(
+            (sql) => sql<Array<{ n: number }>>`
+            with gone as (${deletion(sql)})
+            select count(*)::int as n from gone`,
+          )
+          .pipe(Effect.map(count))
+
+      /** Up to `limit` rows of `table` whose `column` is before `before`. */
+      const pruneOlder = (table: string, column: string, before: Date, limit: number) =>
+        deleted(
+          (sql) => sql`
+            delete from ${sql(table)} where id in (
+              select id from ${sql(table)} where ${sql(column)} < ${before} limit ${limit}
+            )
+            returning 1`,
+        )
+
       /**
        * Up to `limit` items of the jobs `ended` picks; once none are left, up to `limit` of those jobs, so no
        * statement deletes more than a batch however many items a job has. How many rows went.
@@ -23,36 +43,26 @@ export class RetentionRepo extends Context.Service<RetentionRepo>()(
         limit: number,
       ) =>
         Effect.gen(function* () {
-          const items = yield* db
-            .query(
-              (sql) => sql<Array<{ n: number }>>`
-              with gone as (
-                delete from ${sql(names.items)} where ctid = any(array(
-                  select i.ctid from ${sql(names.table)} j join ${sql(names.items)} i on i.${sql(names.key)} = j.id
-                  where ${ended(sql)}
-                  limit ${limit}
-                ))
-                returning 1
-              )
-              select count(*)::int as n from gone`,
-            )
-            .pipe(Effect.map(count))
+          const items = yield* deleted(
+            (sql) => sql`
+              delete from ${sql(names.items)} where ctid = any(array(
+                select i.ctid from ${sql(names.table)} j join ${sql(names.items)} i on i.${sql(names.key)} = j.id
+                where ${ended(sql)}
+                limit ${limit}
+              ))
+              returning 1`,
+          )
           if (items === limit) return items
-          const jobs = yield* db
-            .query(
-              (sql) => sql<Array<{ n: number }>>`
-              with gone as (
-                delete from ${sql(names.table)} where id in (
-                  select id from ${sql(names.table)} j
-                  where ${ended(sql)}
-                    and not exists (select 1 from ${sql(names.items)} i where i.${sql(names.key)} = j.id)
-                  limit ${limit}
-                )
-                returning 1
+          const jobs = yield* deleted(
+            (sql) => sql`
+              delete from ${sql(names.table)} where id in (
+                select id from ${sql(names.table)} j
+                where ${ended(sql)}
+                  and not exists (select 1 from ${sql(names.items)} i where i.${sql(names.key)} = j.id)
+                limit ${limit}
               )
-              select count(*)::int as n from gone`,
-            )
-            .pipe(Effect.map(count))
+              returning 1`,
+          )
           return items + jobs
         })
 
@@ -104,48 +114,21 @@ export class RetentionRepo extends Context.Service<RetentionRepo>()(
           ),
 
         pruneDeadLetters: (before: Date, limit: number) =>
-          db
-            .query(
-              (sql) => sql<Array<{ n: number }>>`
-              with gone as (
-                delete from dead_letters where id in (
-                  select id from dead_letters where created_at < ${before} limit ${limit}
-                )
-                returning 1
-              )
-              select count(*)::int as n from gone`,
-            )
-            .pipe(Effect.map(count)),
+          pruneOlder("dead_letters", "created_at", before, limit),
 
         /** Sessions signed in before `before`: past their absolute lifetime, so ended whatever else happened. */
         pruneSessions: (before: Date, limit: number) =>
-          db
-            .query(
-              (sql) => sql<Array<{ n: number }>>`
-              with gone as (
-                delete from operator_sessions where id in (
-                  select id from operator_sessions where created_at < ${before} limit ${limit}
-                )
-                returning 1
-              )
-              select count(*)::int as n from gone`,
-            )
-            .pipe(Effect.map(count)),
+          pruneOlder("operator_sessions", "created_at", before, limit),
 
         /** Failed sign-ins at or before `before`: outside the throttle's window, so counted by nothing. */
         pruneSignInFailures: (before: Date, limit: number) =>
-          db
-            .query(
-              (sql) => sql<Array<{ n: number }>>`
-              with gone as (
-                delete from operator_sign_in_failures where ctid = any(array(
-                  select ctid from operator_sign_in_failures where failed_at <= ${before} limit ${limit}
-                ))
-                returning 1
-              )
-              select count(*)::int as n from gone`,
-            )
-            .pipe(Effect.map(count)),
+          deleted(
+            (sql) => sql`
+              delete from operator_sign_in_failures where ctid = any(array(
+                select ctid from operator_sign_in_failures where failed_at <= ${before} limit ${limit}
+              ))
+              returning 1`,
+          ),
       }
     }),
   },
