@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { recordAudit } from "../audit/Audit.ts"
 import { Db } from "../platform/Db.ts"
 import { Nats, type StreamReport } from "../platform/Nats.ts"
-import { metrics, setSystemSampler } from "../platform/Observability.ts"
+import { metrics, systemSamplerLayer } from "../platform/Observability.ts"
 import type {
   DeadLetter,
   LoopPass,
@@ -278,23 +278,21 @@ export class System extends Context.Service<System>()("partner-service/operator/
   static readonly layer = Layer.effect(System, System.make)
 
   /**
-   * In every process: the gauges of `/metrics` read at each scrape (`setSystemSampler`); a reading that fails or
+   * In every process: the gauges of `/metrics` read at each scrape (`systemSamplerLayer`); a reading that fails or
    * takes over 5 s is logged and leaves the previous figures, with their older `system_sample_timestamp_seconds`.
    */
-  static readonly gaugesLayer = Layer.effectDiscard(
-    Effect.gen(function* () {
-      const system = yield* System
-      const context = yield* Effect.context<never>()
-      const sample = system.sample().pipe(
-        Effect.timeout("5 seconds"),
-        Effect.catchCause((cause) =>
-          Effect.logWarning("system gauges not sampled").pipe(Effect.annotateLogs({ cause: String(cause) })),
+  static readonly gaugesLayer = Layer.unwrap(
+    Effect.map(Effect.service(System), (system) =>
+      systemSamplerLayer(
+        system.sample().pipe(
+          Effect.timeout("5 seconds"),
+          Effect.catchCause((cause) =>
+            Effect.logWarning("system gauges not sampled").pipe(
+              Effect.annotateLogs({ cause: String(cause) }),
+            ),
+          ),
         ),
-      )
-      yield* Effect.acquireRelease(
-        Effect.sync(() => setSystemSampler(() => Effect.runPromiseWith(context)(sample))),
-        () => Effect.sync(() => setSystemSampler(undefined)),
-      )
-    }),
+      ),
+    ),
   )
 }

@@ -1,4 +1,4 @@
-import { Layer, Logger, References } from "effect"
+import { Effect, Layer, Logger, References } from "effect"
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client"
 import type { AppConfigShape } from "./Config.ts"
 
@@ -9,29 +9,50 @@ collectDefaultMetrics({ register: registry })
 const counter = (name: string, help: string, labelNames: ReadonlyArray<string>) =>
   new Counter({ name, help, labelNames, registers: [registry] })
 
-let systemSampler: (() => Promise<void>) | undefined
-let systemSample: Promise<void> | undefined
+/**
+ * The gauges read from the system (streams, consumers, outbox, dead letters) when `/metrics` is, not on a timer:
+ * JetStream's consumer info costs the server work (nats-server before 2.9.15 recounts a consumer's pending
+ * messages on every later delivery), so it is asked only when someone looks. `systemSamplerLayer` reads them.
+ */
+const systemGauges: Array<Gauge> = []
+
+const gauge = (name: string, help: string, labelNames: ReadonlyArray<string>) => {
+  const made = new Gauge({ name, help, labelNames, registers: [registry] })
+  systemGauges.push(made)
+  return made
+}
+
+/** The hook prom-client calls on a metric before reading it, which its types declare only as an option. */
+type Collected = { collect?: (() => Promise<void>) | undefined }
 
 /**
- * Sets what refreshes the system gauges (streams, consumers, outbox, dead letters); undefined stops it. They are
- * read when `/metrics` is, not on a timer: JetStream's consumer info costs the server work (nats-server before
- * 2.9.15 recounts a consumer's pending messages on every later delivery), so it is asked only when someone looks.
+ * While the layer lives, each scrape first runs `sample`, which sets the system gauges: one reading for every
+ * system gauge of a scrape (the registry collects its metrics concurrently). Released, the gauges keep their last
+ * figures and are no longer read.
  */
-export const setSystemSampler = (sample: (() => Promise<void>) | undefined) => {
-  systemSampler = sample
-}
-
-/** One reading for every system gauge of a scrape: the registry collects its metrics concurrently. */
-const refreshSystem = () => {
-  if (systemSampler === undefined) return Promise.resolve()
-  systemSample ??= systemSampler().finally(() => {
-    systemSample = undefined
-  })
-  return systemSample
-}
-
-const gauge = (name: string, help: string, labelNames: ReadonlyArray<string>) =>
-  new Gauge({ name, help, labelNames, registers: [registry], collect: refreshSystem })
+export const systemSamplerLayer = <R>(sample: Effect.Effect<void, never, R>) =>
+  Layer.effectDiscard(
+    Effect.gen(function* () {
+      const context = yield* Effect.context<R>()
+      let reading: Promise<void> | undefined
+      const refresh = () => {
+        reading ??= Effect.runPromiseWith(context)(sample).finally(() => {
+          reading = undefined
+        })
+        return reading
+      }
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          for (const g of systemGauges) (g as Collected).collect = refresh
+        }),
+        () =>
+          Effect.sync(() => {
+            for (const g of systemGauges)
+              if ((g as Collected).collect === refresh) (g as Collected).collect = undefined
+          }),
+      )
+    }),
+  )
 
 /**
  * A counter or gauge updated per message: each labelled series is a plain number on the hot path, handed to
