@@ -1,5 +1,6 @@
 import { createRouter, createWebHistory } from "vue-router"
-import { hasRole, loadSession } from "./composables/session"
+import { linkSession } from "./composables/api"
+import { clearSession, csrfToken, hasRole, loadSession } from "./composables/session"
 import type { Role } from "./types"
 
 declare module "vue-router" {
@@ -119,6 +120,18 @@ export const router = createRouter({
       meta: { title: "Not found" },
     },
   ],
+})
+
+// A 401 on any call (the session expired or was revoked) sends the operator to the sign-in page, back here afterwards.
+linkSession({
+  csrfToken,
+  expired: async () => {
+    clearSession()
+    const current = router.currentRoute.value
+    if (current.name !== "login") {
+      await router.push({ name: "login", query: { next: current.fullPath } })
+    }
+  },
 })
 
 router.beforeEach(async (to) => {

@@ -1,6 +1,22 @@
 import { Schema } from "effect"
-import { router } from "../router"
-import { clearSession, csrfToken } from "./session"
+
+/**
+ * What a call needs of the signed-in session, which sits above this module (`session.ts` calls the API, and
+ * `router.ts` imports both): the CSRF token, and what to do when the server answers 401 because the session expired or
+ * was revoked. `router.ts` connects them before the app mounts.
+ */
+export interface SessionLink {
+  readonly csrfToken: () => string | undefined
+  readonly expired: () => Promise<void>
+}
+
+const link: { current: SessionLink } = {
+  current: { csrfToken: () => undefined, expired: () => Promise.resolve() },
+}
+
+export const linkSession = (session: SessionLink) => {
+  link.current = session
+}
 
 /** A refused or failed call, with the backend's own sentence (and per-field messages on a 422). */
 export class ApiError extends Error {
@@ -82,7 +98,7 @@ export const send = async (method: string, path: string, body?: unknown): Promis
 async function call(method: string, path: string, body?: unknown): Promise<unknown> {
   const headers: Record<string, string> = { accept: "application/json" }
   if (body !== undefined) headers["content-type"] = "application/json"
-  const token = csrfToken()
+  const token = link.current.csrfToken()
   if (method !== "GET" && token) headers["x-csrf-token"] = token
   let response: Response
   try {
@@ -104,12 +120,6 @@ async function call(method: string, path: string, body?: unknown): Promise<unkno
   }
   if (response.ok) return parsed
   const error = errorFrom(response.status, parsed)
-  if (response.status === 401 && path !== "/api/session") {
-    clearSession()
-    const current = router.currentRoute.value
-    if (current.name !== "login") {
-      await router.push({ name: "login", query: { next: current.fullPath } })
-    }
-  }
+  if (response.status === 401 && path !== "/api/session") await link.current.expired()
   throw error
 }
