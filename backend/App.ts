@@ -76,6 +76,7 @@ type AppServices =
   | AppConfig
   | PaymentsConfig
   | IssuerConfig
+  | WebhookConfig
   | Roster
   | Sources
   | Prospects

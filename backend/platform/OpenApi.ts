@@ -27,6 +27,8 @@ export interface OpenApiOptions {
     /** Headers sent on every delivery, by name. */
     readonly headers: Readonly<Record<string, Schema.Top>>
     readonly events: ReadonlyArray<WebhookDoc>
+    /** What a receiver's answer means: a 2xx, and any other answer or none (how it is retried). */
+    readonly answers: { readonly delivered: string; readonly notDelivered: string }
   }
 }
 
@@ -182,12 +184,8 @@ export const openApiDocument = (options: OpenApiOptions): OpenApiDocument => {
           parameters: headerNames.map((name) => ref("parameters", name)),
           requestBody: { required: true, content: jsonContent(schemaOf(event.body)) },
           responses: {
-            "2XX": { description: "Delivered: any 2xx answer marks the delivery delivered." },
-            default: {
-              description:
-                "Not delivered: any other answer (401 when the signature does not verify), or none within 10 " +
-                "seconds, is retried with backoff (2^attempt seconds, capped at 1 hour) up to 25 attempts.",
-            },
+            "2XX": { description: options.webhooks.answers.delivered },
+            default: { description: options.webhooks.answers.notDelivered },
           },
         },
       },

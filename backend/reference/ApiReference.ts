@@ -9,12 +9,15 @@ import { Envelopes } from "../events/Envelope.ts"
 import { AppConfig } from "../platform/Config.ts"
 import type { HttpRequest, Route } from "../platform/Http.ts"
 import { openApiDocument } from "../platform/OpenApi.ts"
-import { DeliveryHeaders } from "../webhooks/Domain.ts"
+import { WebhookConfig, type WebhookConfigShape } from "../webhooks/Config.ts"
+import { webhookReference } from "../webhooks/Reference.ts"
 
 export const API_TITLE = "Partner API"
 export const API_VERSION = "v2"
 
-const DESCRIPTION = `Provision property owners, bank accounts, properties and units; submit prospects and read their
+const description = (
+  webhookPolicy: string,
+) => `Provision property owners, bank accounts, properties and units; submit prospects and read their
 enrollment links; report move-outs; manage webhook endpoints and their deliveries.
 
 ## Authentication
@@ -35,7 +38,7 @@ The body has exactly three keys: \`event\`, \`property_owner_slug\` and \`data\`
 for the subject. Every delivery carries \`X-Webhook-Event\`, \`X-Webhook-Delivery\` (stable across retries:
 deduplicate on it), \`X-Webhook-Timestamp\` and \`X-Webhook-Signature\` (\`t=<timestamp>,v1=<hex>\`, the lowercase
 hex HMAC-SHA256 of \`<timestamp>.<raw_request_body>\` keyed with the owner's signing secret). Verify over the raw
-body bytes. Answer 2xx within 10 seconds; anything else is retried with backoff up to 25 attempts. Events may arrive
+body bytes. ${webhookPolicy} Events may arrive
 out of order: treat each payload as current state and reconcile on \`status\`.`
 
 const SECURITY_DESCRIPTION =
@@ -48,17 +51,26 @@ const SECURITY_DESCRIPTION =
 
 const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
 
-/** The reference of the partner gateway serving `routes`, with `serverUrl` as its server and token issuer. */
-export const partnerApiDocument = (serverUrl: string, routes: ReadonlyArray<Route<unknown>>) =>
-  openApiDocument({
+/**
+ * The reference of the partner gateway serving `routes`, with `serverUrl` as its server and token issuer; what
+ * it says of timeouts and retries follows `webhooks`, the webhook settings in force.
+ */
+export const partnerApiDocument = (
+  serverUrl: string,
+  routes: ReadonlyArray<Route<unknown>>,
+  webhooks: WebhookConfigShape,
+) => {
+  const reference = webhookReference(webhooks)
+  return openApiDocument({
     title: API_TITLE,
     version: API_VERSION,
-    description: DESCRIPTION,
+    description: description(reference.policy),
     serverUrl,
     routes,
     security: { description: SECURITY_DESCRIPTION, scopes: Scopes },
     webhooks: {
-      headers: DeliveryHeaders,
+      headers: reference.headers,
+      answers: reference.answers,
       events: EventNames.map((name) => {
         const { dataKey, emittedWhen } = EventCatalog[name]
         return {
@@ -74,6 +86,7 @@ export const partnerApiDocument = (serverUrl: string, routes: ReadonlyArray<Rout
       }),
     },
   })
+}
 
 interface Asset {
   readonly body: Uint8Array
@@ -204,7 +217,7 @@ const docsPage = (base: string, audience: string, assets: Readonly<Record<AssetN
  */
 export const referenceRoutes = (
   documented: () => ReadonlyArray<Route<unknown>>,
-): ReadonlyArray<Route<AppConfig>> => {
+): ReadonlyArray<Route<AppConfig | WebhookConfig>> => {
   const documents = new Map<string, Asset>()
   const pages = new Map<string, Asset>()
   let loading: Promise<Readonly<Record<AssetName, Asset>>> | undefined
@@ -223,16 +236,17 @@ export const referenceRoutes = (
     return made
   }
 
-  const openApiJson: Route<AppConfig> = {
+  const openApiJson: Route<AppConfig | WebhookConfig> = {
     method: "GET",
     path: "/openapi.json",
     access: "public",
     handle: (request) =>
       Effect.gen(function* () {
         const { publicBaseUrl } = yield* AppConfig
+        const webhooks = yield* WebhookConfig
         const document = cachedIn(documents, publicBaseUrl, () =>
           makeAsset(
-            JSON.stringify(partnerApiDocument(publicBaseUrl, documented())),
+            JSON.stringify(partnerApiDocument(publicBaseUrl, documented(), webhooks)),
             "application/json",
             REVALIDATE,
           ),

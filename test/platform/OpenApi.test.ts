@@ -294,6 +294,7 @@ const syntheticOptions: OpenApiOptions = {
     events: [
       { name: "thing.happened", summary: "A thing happens.", description: "When it does.", body: Delivered },
     ],
+    answers: { delivered: "Taken.", notDelivered: "Sent again." },
   },
 }
 
@@ -397,6 +398,14 @@ describe("openApiDocument", () => {
       required: true,
       description: "The event name.",
       schema: { type: "string" },
+    })
+  })
+
+  it("describes a webhook's answers with the text the options give", () => {
+    const post = at(document, document, "webhooks", "thing.happened", "post")
+    assert.deepStrictEqual(post.responses, {
+      "2XX": { description: "Taken." },
+      default: { description: "Sent again." },
     })
   })
 
