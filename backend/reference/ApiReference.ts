@@ -10,7 +10,7 @@ import { AppConfig } from "../platform/Config.ts"
 import type { HttpRequest, Route } from "../platform/Http.ts"
 import { openApiDocument } from "../platform/OpenApi.ts"
 import { WebhookConfig, type WebhookConfigShape } from "../webhooks/Config.ts"
-import { webhookReference } from "../webhooks/Reference.ts"
+import { webhookReference } from "../webhooks/endpoints/Reference.ts"
 
 export const API_TITLE = "Partner API"
 export const API_VERSION = "v2"

@@ -1,6 +1,6 @@
-import { BACKOFF_CAP_UNITS } from "./delivery/Backoff.ts"
-import type { WebhookConfigShape } from "./Config.ts"
-import { DeliveryHeaders } from "./Domain.ts"
+import { BACKOFF_CAP_UNITS } from "../delivery/Backoff.ts"
+import type { WebhookConfigShape } from "../Config.ts"
+import { DeliveryHeaders } from "../Domain.ts"
 
 const plural = (count: number, unit: string) => `${count} ${unit}${count === 1 ? "" : "s"}`
 
