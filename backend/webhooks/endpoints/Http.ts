@@ -17,7 +17,15 @@ import {
   EndpointUpdateRequest,
   MAX_PER_PAGE,
 } from "../Domain.ts"
-import { body, ENDPOINTS_PATH as PREFIX, type Kind, refOf, SCOPE, TAG } from "../Routes.ts"
+import {
+  body,
+  ENDPOINTS_PATH as PREFIX,
+  type Kind,
+  notFound,
+  refOf,
+  subscriberNotFound,
+  webhookRoute,
+} from "../Routes.ts"
 import { Endpoints } from "./Endpoints.ts"
 
 type WebhookError =
@@ -38,16 +46,12 @@ const toApiError = (error: WebhookError | ApiError, invalidEndpoint: string): Ap
         resource: "delivery",
         fields: error.fields,
       })
-    case "EndpointNotFound":
-      return new NotFound({ message: "Endpoint not found." })
     case "DeliveryNotFound":
       return new NotFound({ message: "Delivery not found." })
+    case "EndpointNotFound":
     case "ProviderNotProvisioned":
-      return new NotFound({
-        message: "Provider not found: its webhooks have not been provisioned by the service.",
-      })
     case "OwnerUnknown":
-      return new NotFound({ message: "Property owner not found." })
+      return subscriberNotFound(error)
     default:
       return error
   }
@@ -59,6 +63,10 @@ const apiErrors =
   <A, R>(effect: Effect.Effect<A, WebhookError | ApiError, R>): Effect.Effect<A, ApiError, R> =>
     Effect.mapError(effect, (error) => toApiError(error, invalidEndpoint))
 
+const route = webhookRoute(apiErrors("Endpoint invalid."))
+/** Creating names its 422 differently. */
+const createRoute = webhookRoute(apiErrors("Invalid endpoint params."))
+
 const noContent = () => new Response(null, { status: 204 })
 
 const whose = (kind: Kind) =>
@@ -66,19 +74,13 @@ const whose = (kind: Kind) =>
     ? "of the owner; an endpoint registered on the provider route is not reachable here (404)"
     : "of the provider, covering every owner (or named property) the service configured for it; reachable only through provider routes"
 
-const notFound = (kind: Kind) =>
-  kind === "owner"
-    ? "Unknown owner, or no such endpoint of this owner"
-    : "Provider not provisioned by the service yet, or no such endpoint of this provider"
-
 const endpointRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
   const base = PREFIX[kind]
   const provider = kind === "provider" ? "provider " : ""
   return [
-    {
+    createRoute({
       method: "POST",
       path: base,
-      access: SCOPE,
       doc: {
         summary: `Create a ${provider}webhook endpoint`,
         description:
@@ -88,7 +90,6 @@ const endpointRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
           (kind === "owner"
             ? " The owner's subscriber and signing secret are created with its first endpoint; the operator shares the secret out of band."
             : " Answers 404 until the service has provisioned the provider."),
-        tag: TAG,
         body: EndpointCreateRequest,
         responses: [
           { status: 200, description: "The endpoint", schema: EndpointResponse },
@@ -106,16 +107,14 @@ const endpointRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
             Effect.flatMap(body(request), (input) => endpoints.create(refOf(kind, request), input)),
           )
           return json(200, { status_code: 200, endpoint })
-        }).pipe(apiErrors("Invalid endpoint params.")),
-    },
-    {
+        }),
+    }),
+    route({
       method: "GET",
       path: base,
-      access: SCOPE,
       doc: {
         summary: `List ${provider}webhook endpoints`,
         description: `Every endpoint ${whose(kind)}, oldest first.`,
-        tag: TAG,
         responses: [
           { status: 200, description: "The endpoints", schema: EndpointListResponse },
           { status: 404, description: notFound(kind) },
@@ -124,16 +123,13 @@ const endpointRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
       handle: (request) =>
         Endpoints.use((endpoints) => endpoints.list(refOf(kind, request))).pipe(
           Effect.map((list) => json(200, { status_code: 200, endpoints: list })),
-          apiErrors("Endpoint invalid."),
         ),
-    },
-    {
+    }),
+    route({
       method: "GET",
       path: `${base}/:id`,
-      access: SCOPE,
       doc: {
         summary: `Fetch a ${provider}webhook endpoint`,
-        tag: TAG,
         responses: [
           { status: 200, description: "The endpoint", schema: EndpointResponse },
           { status: 404, description: notFound(kind) },
@@ -142,13 +138,11 @@ const endpointRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
       handle: (request) =>
         Endpoints.use((endpoints) => endpoints.get(refOf(kind, request), request.params.id ?? "")).pipe(
           Effect.map((endpoint) => json(200, { status_code: 200, endpoint })),
-          apiErrors("Endpoint invalid."),
         ),
-    },
-    {
+    }),
+    route({
       method: "PUT",
       path: `${base}/:id`,
-      access: SCOPE,
       doc: {
         summary: `Update a ${provider}webhook endpoint`,
         description:
@@ -156,7 +150,6 @@ const endpointRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
           "`suspended`, `disabled`); an omitted field keeps its value. Only `active` endpoints receive " +
           "deliveries. Setting a status clears the service's `suspension_reason` when the endpoint becomes " +
           "active again (or its status changes).",
-        tag: TAG,
         body: EndpointUpdateRequest,
         responses: [
           { status: 200, description: "The endpoint as updated", schema: EndpointResponse },
@@ -174,18 +167,16 @@ const endpointRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
             endpoints.update(refOf(kind, request), request.params.id ?? "", input),
           )
           return json(200, { status_code: 200, endpoint })
-        }).pipe(apiErrors("Endpoint invalid.")),
-    },
-    {
+        }),
+    }),
+    route({
       method: "DELETE",
       path: `${base}/:id`,
-      access: SCOPE,
       doc: {
         summary: `Delete a ${provider}webhook endpoint`,
         description:
           "Removes the endpoint: it receives nothing more, and every delivery of it not yet delivered fails " +
           "with 'Endpoint deleted; delivery canceled'.",
-        tag: TAG,
         responses: [
           { status: 204, description: "Deleted (no body)" },
           { status: 404, description: notFound(kind) },
@@ -194,9 +185,8 @@ const endpointRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
       handle: (request) =>
         Endpoints.use((endpoints) => endpoints.remove(refOf(kind, request), request.params.id ?? "")).pipe(
           Effect.map(noContent),
-          apiErrors("Endpoint invalid."),
         ),
-    },
+    }),
   ]
 }
 
@@ -204,17 +194,15 @@ const deliveryRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
   const base = `${PREFIX[kind]}/:endpoint_id/deliveries`
   const provider = kind === "provider" ? "a provider " : "an "
   return [
-    {
+    route({
       method: "GET",
       path: base,
-      access: SCOPE,
       doc: {
         summary: `List deliveries for ${provider}endpoint`,
         description:
           `Newest first. Query parameters: \`page\` (from 1, default 1), \`per_page\` (1 to ${MAX_PER_PAGE}, ` +
           `default ${DEFAULT_PER_PAGE}) and \`status\` (${DeliveryStatuses.join(", ")}). \`meta\` gives the ` +
           "page, its size, the number of deliveries matching and of pages.",
-        tag: TAG,
         responses: [
           { status: 200, description: "One page of deliveries", schema: DeliveryListResponse },
           { status: 404, description: notFound(kind) },
@@ -224,21 +212,16 @@ const deliveryRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
       handle: (request) =>
         Endpoints.use((endpoints) =>
           endpoints.deliveries(refOf(kind, request), request.params.endpoint_id ?? "", request.query),
-        ).pipe(
-          Effect.map((page) => json(200, { status_code: 200, ...page })),
-          apiErrors("Endpoint invalid."),
-        ),
-    },
-    {
+        ).pipe(Effect.map((page) => json(200, { status_code: 200, ...page }))),
+    }),
+    route({
       method: "GET",
       path: `${base}/:id`,
-      access: SCOPE,
       doc: {
         summary: `Fetch a delivery of ${provider}endpoint`,
         description:
           "The delivery with the exact payload sent (parsed), the last failure reason, and every attempt made " +
           "(status code, duration, failure reason, the first 4 KB of the answer).",
-        tag: TAG,
         responses: [
           { status: 200, description: "The delivery", schema: DeliveryResponse },
           { status: 404, description: `${notFound(kind)}, or no such delivery of it` },
@@ -247,21 +230,16 @@ const deliveryRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
       handle: (request) =>
         Endpoints.use((endpoints) =>
           endpoints.delivery(refOf(kind, request), request.params.endpoint_id ?? "", request.params.id ?? ""),
-        ).pipe(
-          Effect.map((delivery) => json(200, { status_code: 200, delivery })),
-          apiErrors("Endpoint invalid."),
-        ),
-    },
-    {
+        ).pipe(Effect.map((delivery) => json(200, { status_code: 200, delivery }))),
+    }),
+    route({
       method: "POST",
       path: `${base}/:id/retry`,
-      access: SCOPE,
       doc: {
         summary: `Retry a delivery of ${provider}endpoint`,
         description:
           "Sends the delivery again, whatever its status, with the same delivery id and payload: a new series " +
           "of attempts starts at attempt 1 now. The body is ignored.",
-        tag: TAG,
         responses: [
           { status: 204, description: "Re-enqueued (no body)" },
           { status: 404, description: `${notFound(kind)}, or no such delivery of it` },
@@ -270,8 +248,8 @@ const deliveryRoutes = (kind: Kind): ReadonlyArray<Route<Endpoints>> => {
       handle: (request) =>
         Endpoints.use((endpoints) =>
           endpoints.retry(refOf(kind, request), request.params.endpoint_id ?? "", request.params.id ?? ""),
-        ).pipe(Effect.map(noContent), apiErrors("Endpoint invalid.")),
-    },
+        ).pipe(Effect.map(noContent)),
+    }),
   ]
 }
 

@@ -11,7 +11,15 @@ import {
 } from "./Domain.ts"
 import { PER_SECOND } from "./ReplayRunner.ts"
 import { Replays } from "./Replays.ts"
-import { body, ENDPOINTS_PATH, type Kind, refOf, SCOPE, TAG } from "../Routes.ts"
+import {
+  body,
+  ENDPOINTS_PATH,
+  type Kind,
+  notFound,
+  refOf,
+  subscriberNotFound,
+  webhookRoute,
+} from "../Routes.ts"
 
 const PREFIX: Record<Kind, string> = {
   owner: `${ENDPOINTS_PATH.owner}/:endpoint_id`,
@@ -47,31 +55,23 @@ const apiErrors = <A, R>(
       case "ReplayNotFound":
         return new NotFound({ message: "Replay not found." })
       case "EndpointNotFound":
-        return new NotFound({ message: "Endpoint not found." })
       case "ProviderNotProvisioned":
-        return new NotFound({
-          message: "Provider not found: its webhooks have not been provisioned by the service.",
-        })
       case "OwnerUnknown":
-        return new NotFound({ message: "Property owner not found." })
+        return subscriberNotFound(error)
       default:
         return error
     }
   })
 
-const notFound = (kind: Kind) =>
-  kind === "owner"
-    ? "Unknown owner, or no such endpoint of this owner"
-    : "Provider not provisioned by the service yet, or no such endpoint of this provider"
+const route = webhookRoute(apiErrors)
 
 const replayRoutesOf = (kind: Kind): ReadonlyArray<Route<Replays>> => {
   const base = PREFIX[kind]
   const whose = kind === "provider" ? "a provider " : "an "
   return [
-    {
+    route({
       method: "POST",
       path: `${base}/replay`,
-      access: SCOPE,
       doc: {
         summary: `Replay events to ${whose}endpoint`,
         description:
@@ -84,7 +84,6 @@ const replayRoutesOf = (kind: Kind): ReadonlyArray<Route<Replays>> => {
           "`GET .../replays/{id}` shows its progress and `POST .../replays/{id}/cancel` stops it. A second " +
           "replay of the same range finds nothing new (`total` 0). Events are kept seven days: a `since` before " +
           "the oldest one kept is a 422 naming it.",
-        tag: TAG,
         body: ReplayRequest,
         responses: [
           {
@@ -109,17 +108,15 @@ const replayRoutesOf = (kind: Kind): ReadonlyArray<Route<Replays>> => {
             replays.start(refOf(kind, request), request.params.endpoint_id ?? "", input),
           )
           return json(202, { status_code: 202, replay })
-        }).pipe(apiErrors),
-    },
-    {
+        }),
+    }),
+    route({
       method: "GET",
       path: `${base}/replays/:id`,
-      access: SCOPE,
       doc: {
         summary: `Fetch a replay of ${whose}endpoint`,
         description:
           "Its status (`running`, `completed`, `canceled`), how many events it found and how many went out.",
-        tag: TAG,
         responses: [
           { status: 200, description: "The replay", schema: ReplayResponse },
           { status: 404, description: `${notFound(kind)}, or no such replay of it` },
@@ -128,21 +125,16 @@ const replayRoutesOf = (kind: Kind): ReadonlyArray<Route<Replays>> => {
       handle: (request) =>
         Replays.use((replays) =>
           replays.show(refOf(kind, request), request.params.endpoint_id ?? "", request.params.id ?? ""),
-        ).pipe(
-          Effect.map((replay) => json(200, { status_code: 200, replay })),
-          apiErrors,
-        ),
-    },
-    {
+        ).pipe(Effect.map((replay) => json(200, { status_code: 200, replay }))),
+    }),
+    route({
       method: "POST",
       path: `${base}/replays/:id/cancel`,
-      access: SCOPE,
       doc: {
         summary: `Cancel a replay of ${whose}endpoint`,
         description:
           "Stops a running replay: the events not sent yet are not sent (the deliveries already made go on). A " +
           "replay that already ended is answered as it ended. The body is ignored.",
-        tag: TAG,
         responses: [
           { status: 200, description: "The replay, canceled", schema: ReplayResponse },
           { status: 404, description: `${notFound(kind)}, or no such replay of it` },
@@ -151,11 +143,8 @@ const replayRoutesOf = (kind: Kind): ReadonlyArray<Route<Replays>> => {
       handle: (request) =>
         Replays.use((replays) =>
           replays.cancel(refOf(kind, request), request.params.endpoint_id ?? "", request.params.id ?? ""),
-        ).pipe(
-          Effect.map((replay) => json(200, { status_code: 200, replay })),
-          apiErrors,
-        ),
-    },
+        ).pipe(Effect.map((replay) => json(200, { status_code: 200, replay }))),
+    }),
   ]
 }
 
