@@ -232,3 +232,130 @@ export const replicatedPostgres = (options: { readonly synchronous: boolean }) =
     }
     return pair
   })
+
+/** A replicated pair that can fail over again: after a promote, the dead server comes back as the new standby. */
+export interface FailoverPair extends ReplicatedPostgres {
+  /**
+   * A new standby of the server promoted last, made with `pg_basebackup -R` in the dead primary's folder and on
+   * its port (so the service's URL lists the pair as before), streaming; with `synchronous`, every commit waits
+   * for it again. The two servers have then swapped roles: `primaryPort` and `standbyPort` say which is which.
+   */
+  readonly rebuildStandby: Effect.Effect<void>
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** `run` on the server at `port`, on a connection of its own. */
+const askServer = <A>(port: number, run: (sql: postgres.Sql) => Promise<A>) =>
+  Effect.promise(async () => {
+    const sql = postgres(`postgres://postgres@127.0.0.1:${port}/postgres`, {
+      max: 1,
+      onnotice: () => undefined,
+    })
+    try {
+      return await run(sql)
+    } finally {
+      await sql.end({ timeout: 5 })
+    }
+  })
+
+/**
+ * `replicatedPostgres` that fails over as often as a case asks: `killPrimary` and `promoteStandby` act on the
+ * servers' roles now, and `rebuildStandby` makes the dead one a standby of the promoted one. Both servers run in
+ * the same temporary folder as the pair's, so the pair's finalizer stops and removes them.
+ */
+export const failoverPair = (options: { readonly synchronous: boolean }) =>
+  Effect.gen(function* () {
+    const pair = yield* replicatedPostgres(options)
+    const dataOf = (port: number) =>
+      askServer(
+        port,
+        (sql) => sql<Array<{ dir: string }>>`select current_setting('data_directory') as dir`,
+      ).pipe(Effect.map(([row]) => row!.dir))
+    const servers = { primary: pair.primaryPort, standby: pair.standbyPort }
+    const data = new Map([
+      [pair.primaryPort, yield* dataOf(pair.primaryPort)],
+      [pair.standbyPort, yield* dataOf(pair.standbyPort)],
+    ])
+    const folder = (port: number) => data.get(port)!
+    const dir = dirname(folder(pair.primaryPort))
+    let copies = 0
+    // Runs before the pair's own finalizer, which knows only the servers' first folders.
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach([...data.values()], (folder) =>
+        runPg(dir, "pg_ctl", ["stop", "-w", "-t", "30", "-D", folder, "-m", "immediate"]).pipe(
+          Effect.catchDefect(() => Effect.void),
+        ),
+      ),
+    )
+    /** Waits until the primary streams to a standby, and (synchronous) counts it as its synchronous one. */
+    const streaming = (primary: number) =>
+      askServer(primary, async (sql) => {
+        const state = options.synchronous ? "sync" : "async"
+        while (
+          (await sql`select 1 from pg_stat_replication where state = 'streaming' and sync_state = ${state}`)
+            .length === 0
+        ) {
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+      })
+    const failover: FailoverPair = {
+      get port() {
+        return servers.primary
+      },
+      get primaryPort() {
+        return servers.primary
+      },
+      get standbyPort() {
+        return servers.standby
+      },
+      url: pair.url,
+      // The dead postmaster's pid file goes with it: no stop at the end may signal a process that took its pid.
+      killPrimary: Effect.promise(async () => {
+        const pidFile = join(folder(servers.primary), "postmaster.pid")
+        const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0])
+        process.kill(pid, "SIGKILL")
+        // A zombie still answers signal 0 until its new parent reaps it: a few seconds at most.
+        for (let tries = 0; alive(pid) && tries < 250; tries++)
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        rmSync(pidFile, { force: true })
+      }),
+      promoteStandby: Effect.gen(function* () {
+        yield* runPg(dir, "pg_ctl", ["promote", "-w", "-t", "60", "-D", folder(servers.standby)])
+        const dead = servers.primary
+        servers.primary = servers.standby
+        servers.standby = dead
+      }),
+      rebuildStandby: Effect.gen(function* () {
+        const primary = servers.primary
+        const standby = servers.standby
+        // A folder of its own: the dead postmaster's children may still be exiting in the old one.
+        const target = join(dir, `standby-${standby}-${++copies}`)
+        const basebackup = ["-h", "127.0.0.1", "-p", String(primary), "-U", "postgres", "-D", target]
+        // A fast checkpoint: a spread one, after the load, would take minutes to begin the copy.
+        yield* runPg(dir, "pg_basebackup", [...basebackup, "-R", "-X", "stream", "-c", "fast", "--no-sync"])
+        const dead = folder(standby)
+        data.set(standby, target)
+        yield* server(dir, target, standby)
+        yield* Effect.sync(() => rmSync(dead, { recursive: true, force: true }))
+        if (options.synchronous) {
+          yield* askServer(primary, async (sql) => {
+            await sql`alter system set synchronous_standby_names = '*'`
+            await sql`select pg_reload_conf()`
+          })
+        }
+        yield* streaming(primary)
+      }),
+      stop: pair.stop,
+      start: pair.start,
+      ensureRunning: pair.ensureRunning,
+    }
+    return failover
+  })
