@@ -10,6 +10,7 @@ import { baseDatabaseUrl } from "../support/TestPlatform.ts"
 const root = fileURLToPath(new URL("../../", import.meta.url))
 const fixture = fileURLToPath(new URL("fixtures/reserved-connection-loss.mjs", import.meta.url))
 const typesFixture = fileURLToPath(new URL("fixtures/types-fetch-loss.mjs", import.meta.url))
+const resetFixture = fileURLToPath(new URL("fixtures/statement-after-reset.mjs", import.meta.url))
 const patch = path.join(root, "infra/patches/postgres+3.4.9.patch")
 const installed = path.join(root, "node_modules/postgres")
 const serverUrl = withDatabase(databaseUrl(baseDatabaseUrl), "postgres")
@@ -46,6 +47,27 @@ describe("the postgres driver as installed (infra/patches)", () => {
       ...Array.from({ length: 6 }, () => "pool: answered"),
       "survived",
     ])
+  })
+
+  it("refuses a ROLLBACK sent on a reserved connection between its reset and its close; without the patch it waits forever", () => {
+    const patched = run(installed, resetFixture)
+    assert.strictEqual(patched.status, 0, patched.stderr)
+    assert.deepStrictEqual(patched.stdout.trim().split("\n"), [
+      "statement: refused ECONNRESET",
+      "reset: true",
+      "rollback: refused CONNECTION_CLOSED",
+      'then: answered {"n":1}',
+      "survived",
+    ])
+    const unpatchedDir = path.join(scratch, "reset", "node_modules/postgres")
+    cpSync(installed, unpatchedDir, { recursive: true })
+    const reverse = spawnSync("git", ["apply", "--reverse", patch], {
+      cwd: path.join(scratch, "reset"),
+      encoding: "utf8",
+    })
+    assert.strictEqual(reverse.status, 0, reverse.stderr)
+    const unpatched = run(unpatchedDir, resetFixture)
+    assert.include(unpatched.stdout, "rollback: still waiting")
   })
 
   it("closes a connection cut while it fetches the array types, keeps the process, and fetches them again", () => {
