@@ -236,9 +236,9 @@ export const replicatedPostgres = (options: { readonly synchronous: boolean }) =
 /** A replicated pair that can fail over again: after a promote, the dead server comes back as the new standby. */
 export interface FailoverPair extends ReplicatedPostgres {
   /**
-   * A new standby of the server promoted last, made with `pg_basebackup -R` in the dead primary's folder and on
-   * its port (so the service's URL lists the pair as before), streaming; with `synchronous`, every commit waits
-   * for it again. The two servers have then swapped roles: `primaryPort` and `standbyPort` say which is which.
+   * A new standby of the server promoted last, made with `pg_basebackup -R` in a new folder and started on the
+   * dead primary's port (so the service's URL lists the pair as before), streaming; with `synchronous`, every
+   * commit waits for it again. The two servers have then swapped roles: `primaryPort` and `standbyPort` say which is which.
    */
   readonly rebuildStandby: Effect.Effect<void>
 }
@@ -268,8 +268,8 @@ const askServer = <A>(port: number, run: (sql: postgres.Sql) => Promise<A>) =>
 
 /**
  * `replicatedPostgres` that fails over as often as a case asks: `killPrimary` and `promoteStandby` act on the
- * servers' roles now, and `rebuildStandby` makes the dead one a standby of the promoted one. Both servers run in
- * the same temporary folder as the pair's, so the pair's finalizer stops and removes them.
+ * servers' roles now, and `rebuildStandby` makes the dead one a standby of the promoted one. Every server runs in
+ * the pair's temporary folder: stopped by this one's finalizer, removed with the folder by the pair's.
  */
 export const failoverPair = (options: { readonly synchronous: boolean }) =>
   Effect.gen(function* () {
