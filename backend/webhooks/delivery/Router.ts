@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { actorCheckpoints } from "../../platform/ConsumerCheckpoints.ts"
 import {
   ack,
   type ActorDefinition,
@@ -6,7 +7,7 @@ import {
   type Outcome,
   term,
 } from "../../platform/ActorDefinition.ts"
-import { Nats, type NatsShape } from "../../platform/Nats.ts"
+import { type FollowedMessage, Nats, type NatsShape } from "../../platform/Nats.ts"
 import { ACCEPTED_AT_HEADER, WRITTEN_AT_HEADER } from "../../platform/Outbox.ts"
 import { currentTraceparent, TRACEPARENT, Traced } from "../../platform/Tracing.ts"
 import { batched } from "./Batch.ts"
@@ -32,6 +33,7 @@ import { attemptSubject, encodeAttempt, type StatusMessage, statusSubject } from
  */
 const CONCURRENCY = 512
 const encoder = new TextEncoder()
+const decoder = new TextDecoder()
 
 /** An outbox time header's instant; null when the event came without it (published before the outbox sent it). */
 const timeOf = (header: string | undefined) => {
@@ -180,3 +182,42 @@ export const routerActor: ActorDefinition<unknown, EventRouter> = {
   schema: Schema.Unknown,
   handle: (body, delivery) => EventRouter.use((router) => router.route(body, delivery)),
 }
+
+/**
+ * The router's checkpoints (`platform/ConsumerCheckpoints.ts`): after a failover to a standby that lost the last
+ * commits, the events past the checkpoint that survived are read back from `EVENTS` and routed again. Routing is
+ * idempotent (one delivery per event and endpoint), so only the deliveries that were lost are made, and announced;
+ * those that survived are left as they are (a pending one whose attempt message was lost is the scheduler's).
+ */
+export const routerCheckpointsLayer = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const router = yield* EventRouter
+    const nats = yield* Nats
+    const inHand = (msg: FollowedMessage): EventInHand | undefined => {
+      let message: unknown
+      try {
+        message = JSON.parse(decoder.decode(msg.data))
+      } catch {
+        // Not JSON: the actor terminated it; nothing was routed.
+        return undefined
+      }
+      const headers: Record<string, string> = {}
+      for (const key of msg.headers?.keys() ?? []) headers[key] = msg.headers?.get(key) ?? ""
+      return {
+        message,
+        delivery: {
+          subject: nats.unprefixed(msg.subject),
+          streamSequence: msg.seq,
+          deliveryCount: 1,
+          pending: 0,
+          publishedAt: new Date(msg.info.timestampNanos / 1e6),
+          headers,
+          raw: msg.data,
+        },
+      }
+    }
+    yield* actorCheckpoints(routerActor, (messages) =>
+      router.routeAll(messages.map(inHand).filter((e) => e !== undefined)).pipe(Effect.asVoid),
+    )
+  }),
+)
