@@ -9,3 +9,7 @@ create table consumer_checkpoints (
   updated_at timestamptz not null,
   primary key (stream, consumer)
 );
+
+-- Prospects waiting for their eligibility decision, oldest first: one left `processing` for long (its decision
+-- lost with the commits a failover lost, while its request was acknowledged) is asked for again.
+create index prospects_processing on prospects (updated_at) where status = 'processing';
