@@ -45,7 +45,8 @@ export const consumerCheckpoints = <R>(options: {
   /** The stream's actual name. */
   readonly stream: string
   readonly consumers: ReadonlyArray<Checkpointed>
-  readonly redo: (messages: ReadonlyArray<FollowedMessage>) => Effect.Effect<void, never, R>
+  /** Handles the messages again; how many records it made (those that were missing). */
+  readonly redo: (messages: ReadonlyArray<FollowedMessage>) => Effect.Effect<number, never, R>
 }) =>
   Effect.gen(function* () {
     const db = yield* Db
@@ -109,6 +110,7 @@ export const consumerCheckpoints = <R>(options: {
         const from = new Map(stored.map((row) => [row.consumer, Number(row.stream_seq) + 1]))
         const ranges: Array<string> = []
         let messages = 0
+        let made = 0
         for (const c of now) {
           // No checkpoint yet (the first run): nothing was lost before it.
           const start = from.get(c.consumer)
@@ -125,7 +127,7 @@ export const consumerCheckpoints = <R>(options: {
                 }),
               )
             if (read.length === 0) break
-            yield* redo(read)
+            made += yield* redo(read)
             messages += read.length
             metrics.actorReread.inc({ actor: name }, read.length)
             next = read.at(-1)!.seq + 1
@@ -133,7 +135,7 @@ export const consumerCheckpoints = <R>(options: {
         }
         if (messages > 0 || ranges.length > 0)
           yield* Effect.logInfo("actor messages past their checkpoint read back and handled again").pipe(
-            Effect.annotateLogs({ actor: name, ranges: ranges.join(", "), messages }),
+            Effect.annotateLogs({ actor: name, ranges: ranges.join(", "), messages, made }),
           )
         yield* record(session, now)
       })
@@ -189,7 +191,7 @@ export const consumerCheckpoints = <R>(options: {
  */
 export const actorCheckpoints = <A, R, R2>(
   actor: ActorDefinition<A, R>,
-  redo: (messages: ReadonlyArray<FollowedMessage>) => Effect.Effect<void, never, R2>,
+  redo: (messages: ReadonlyArray<FollowedMessage>) => Effect.Effect<number, never, R2>,
 ) =>
   Effect.gen(function* () {
     const nats = yield* Nats

@@ -69,6 +69,8 @@ export class EventRouter extends Context.Service<
      * event's `traceparent` (set while traces are exported) goes on its attempt messages.
      */
     readonly routeAll: (events: ReadonlyArray<EventInHand>) => Effect.Effect<ReadonlyArray<Outcome>>
+    /** `routeAll` for events read back from the stream: how many deliveries it made (those that were missing). */
+    readonly reroute: (events: ReadonlyArray<EventInHand>) => Effect.Effect<number>
   }
 >()("partner-service/webhooks/EventRouter") {
   static readonly layer = Layer.effect(
@@ -104,8 +106,10 @@ export class EventRouter extends Context.Service<
         }
       }
 
-      const routeAll = Effect.fn("EventRouter.routeAll")(function* (events: ReadonlyArray<EventInHand>) {
+      /** The events' outcomes, and how many deliveries their routing made. */
+      const routeEvents = Effect.fnUntraced(function* (events: ReadonlyArray<EventInHand>) {
         const outcomes = events.map(check)
+        let made = 0
         // An event twice in hand (redelivered) is routed once: the first copy's bytes.
         const toRoute = new Map<string, EventToRoute>()
         for (const o of outcomes) {
@@ -118,6 +122,7 @@ export class EventRouter extends Context.Service<
         if (toRoute.size > 0) {
           const now = new Date(yield* Clock.currentTimeMillis)
           const routed = yield* repo.route([...toRoute.values()], now)
+          made = routed.filter((d) => d.created).length
           yield* nats.publishAll(
             routed
               .filter((d) => !d.held)
@@ -143,7 +148,13 @@ export class EventRouter extends Context.Service<
             })
           }
         }
-        return outcomes.map((o) => ("eventId" in o ? ack : o))
+        return { outcomes: outcomes.map((o) => ("eventId" in o ? ack : o)), made }
+      })
+      const routeAll = Effect.fn("EventRouter.routeAll")(function* (events: ReadonlyArray<EventInHand>) {
+        return (yield* routeEvents(events)).outcomes
+      })
+      const reroute = Effect.fn("EventRouter.reroute")(function* (events: ReadonlyArray<EventInHand>) {
+        return (yield* routeEvents(events)).made
       })
 
       /** Events handled concurrently (the actor's slots) are routed together, a batch per statement. */
@@ -156,7 +167,7 @@ export class EventRouter extends Context.Service<
             )
         : (body: unknown, delivery: Delivery) => routeOne({ message: body, delivery })
 
-      return EventRouter.of({ route, routeAll })
+      return EventRouter.of({ route, routeAll, reroute })
     }),
   )
 }
@@ -217,7 +228,7 @@ export const routerCheckpointsLayer = Layer.effectDiscard(
       }
     }
     yield* actorCheckpoints(routerActor, (messages) =>
-      router.routeAll(messages.map(inHand).filter((e) => e !== undefined)).pipe(Effect.asVoid),
+      router.reroute(messages.map(inHand).filter((e) => e !== undefined)),
     )
   }),
 )
