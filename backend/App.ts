@@ -47,7 +47,7 @@ import type { PolicyList } from "./policies/PolicyList.ts"
 import type { Revisions } from "./policies/Revisions.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
 import { testClockRoutes } from "./policies/TestClocksHttp.ts"
-import { eligibilityActor } from "./prospects/Consumer.ts"
+import { eligibilityActor, staleProspectsLayer } from "./prospects/Consumer.ts"
 import { EligibilityDecisions } from "./prospects/EligibilityDecisions.ts"
 import { Enrollments } from "./prospects/Enrollments.ts"
 import { prospectRoutes, stagingRoutes } from "./prospects/Http.ts"
@@ -161,6 +161,7 @@ export const appLayer = (config: AppConfigShape) => {
         relayLayer(),
         loopPassesLayer,
         actorLayer(eligibilityActor),
+        staleProspectsLayer,
         actorLayer(documentActor),
         lifecycleJobLayer,
         ingestWorkersLayer,

@@ -132,6 +132,25 @@ export interface NatsShape {
     upTo: number,
   ) => Effect.Effect<ReadonlyArray<FollowedMessage>>
   /**
+   * A durable consumer's progress, as stream sequences: every message at or below `ackFloor` is acknowledged,
+   * and none above `delivered` was handed out yet. Undefined when the consumer does not exist.
+   */
+  readonly consumerProgress: (
+    stream: string,
+    consumer: string,
+  ) => Effect.Effect<{ readonly ackFloor: number; readonly delivered: number } | undefined>
+  /**
+   * The stored messages matching `subject` (already prefixed) from sequence `from` to `upTo`, oldest first, at
+   * most `max` of them: an ordered consumer started at `from`. Messages the stream no longer holds are skipped.
+   */
+  readonly readRange: (
+    stream: string,
+    subject: string,
+    from: number,
+    upTo: number,
+    max: number,
+  ) => Effect.Effect<ReadonlyArray<FollowedMessage>>
+  /**
    * Every provisioned stream with its figures, limits and durable consumers, as JetStream reports them now (a
    * stream not created yet is left out). One info request per stream and per consumer, and one message lookup per
    * consumer behind.
@@ -433,6 +452,40 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           }
           return found
         })
+      const consumerProgress = (stream: string, consumer: string) =>
+        read(() =>
+          jsm.consumers.info(stream, consumer).then(
+            (info) => ({ ackFloor: info.ack_floor.stream_seq, delivered: info.delivered.stream_seq }),
+            (error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)),
+          ),
+        )
+
+      const readRange = (stream: string, filter: string, from: number, upTo: number, max: number) =>
+        read(async () => {
+          const found: Array<FollowedMessage> = []
+          if (from > upTo || max <= 0) return found
+          const consumer = await js.consumers.get(stream, {
+            filter_subjects: filter,
+            deliver_policy: DeliverPolicy.StartSequence,
+            opt_start_seq: from,
+          })
+          // As `readStored`: the read ends after as many messages as matched when it started, or at `upTo`.
+          const matching = (await consumer.info()).num_pending
+          if (matching === 0) return found
+          const messages = await consumer.consume()
+          try {
+            let read = 0
+            for await (const msg of messages) {
+              if (msg.seq > upTo) break
+              found.push(msg)
+              if (msg.seq === upTo || ++read >= matching || found.length >= max) break
+            }
+          } finally {
+            await messages.close()
+          }
+          return found
+        })
+
       const streamReports = read(() =>
         Promise.all(Object.keys(streams).map((base) => streamReport(jsm, streamName(base)))).then((all) =>
           all.filter((s) => s !== undefined),
@@ -458,6 +511,8 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
         follow,
         streamState,
         readStored,
+        consumerProgress,
+        readRange,
         streamReports,
         ping: Effect.promise(() => connection.flush()),
       })

@@ -131,6 +131,11 @@ export const metrics = {
     "reason",
   ]),
   actorRedelivered: counter("actor_redelivered_total", "Messages delivered more than once", ["actor"]),
+  actorReread: counter(
+    "actor_reread_total",
+    "Messages read back from the stream past an actor's checkpoint and handled again (when a process takes the lead of its checkpoints)",
+    ["actor"],
+  ),
   actorLag: hotSeries("gauge", "actor_lag_messages", "Messages waiting behind the last one delivered", [
     "actor",
     "partition",

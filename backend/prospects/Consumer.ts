@@ -1,4 +1,4 @@
-import { Cause, Duration, Effect } from "effect"
+import { Cause, Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { ack, type ActorDefinition, nak } from "../platform/ActorDefinition.ts"
 import { unavailableIn } from "../platform/Unavailable.ts"
 import { EligibilityDecisions } from "./EligibilityDecisions.ts"
@@ -47,3 +47,35 @@ export const eligibilityActor: ActorDefinition<EligibilityRequested, Eligibility
       ),
     ),
 }
+
+/** How long a prospect may stay `processing` before its decision is asked for again, and how often that is checked. */
+const STALE_AFTER_MS = 60_000
+const STALE_CHECK = "15 seconds"
+const STALE_BATCH = 200
+
+/**
+ * In every worker process: prospects left `processing` for a minute are asked for again
+ * (`EligibilityDecisions.askAgain`), so none stays there when a failover lost its decision.
+ */
+export const staleProspectsLayer = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const decisions = yield* EligibilityDecisions
+    yield* Effect.forkScoped(
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const asked = yield* decisions.askAgain(new Date(now - STALE_AFTER_MS), STALE_BATCH)
+        if (asked > 0)
+          yield* Effect.logWarning("prospects left processing asked for their decision again").pipe(
+            Effect.annotateLogs({ prospects: asked }),
+          )
+      }).pipe(
+        Effect.catchCause((cause) =>
+          Effect.logWarning("the check for prospects left processing failed").pipe(
+            Effect.annotateLogs({ cause: String(Cause.squash(cause)) }),
+          ),
+        ),
+        Effect.repeat(Schedule.spaced(STALE_CHECK)),
+      ),
+    )
+  }),
+)

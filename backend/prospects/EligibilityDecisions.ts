@@ -4,7 +4,13 @@ import { Db } from "../platform/Db.ts"
 import { Outbox } from "../platform/Outbox.ts"
 import { decideEligibility, factsOf, isoDate } from "./Eligibility.ts"
 import { EligibilityRepo } from "./EligibilityRepo.ts"
-import { eligibilityDecided, type EligibilityRequested, enrollmentUrls, prospectEvent } from "./Events.ts"
+import {
+  eligibilityDecided,
+  eligibilityRequested,
+  type EligibilityRequested,
+  enrollmentUrls,
+  prospectEvent,
+} from "./Events.ts"
 import { ProspectsRepo } from "./Repo.ts"
 import { Sources } from "./Sources.ts"
 
@@ -79,7 +85,28 @@ export class EligibilityDecisions extends Context.Service<EligibilityDecisions>(
         )
       })
 
-      return { decide, fail }
+      /**
+       * Prospects left `processing` since before `before` (their decision lost: a failover to a standby that
+       * missed its commit, after its request was acknowledged) asked for again, `limit` at most: one
+       * `eligibility.requested` each, for the version stored. A request that was only slow is decided once, the
+       * other copy finding it decided. How many were asked for.
+       */
+      const askAgain = Effect.fn("EligibilityDecisions.askAgain")(function* (before: Date, limit: number) {
+        return yield* db.transaction(
+          Effect.gen(function* () {
+            const ids = yield* decisions.takeStale(before, limit)
+            const requests = []
+            for (const id of ids) {
+              const row = (yield* repo.findById(id))!
+              requests.push(eligibilityRequested(yield* repo.ownerSlug(row.owner_id), row))
+            }
+            yield* outbox.enqueue(requests)
+            return ids.length
+          }),
+        )
+      })
+
+      return { decide, fail, askAgain }
     }),
   },
 ) {

@@ -64,6 +64,23 @@ export class EligibilityRepo extends Context.Service<EligibilityRepo>()(
               returning id`,
             )
             .pipe(Effect.map((rows) => rows.length > 0)),
+        /**
+         * Up to `limit` prospects `processing` since before `before`, oldest first, locked and marked as asked for
+         * again now (`updated_at`); their ids.
+         */
+        takeStale: (before: Date, limit: number) =>
+          db
+            .query(
+              (sql) => sql<Array<{ id: string }>>`
+              with stale as (
+                select id from prospects where status = 'processing' and updated_at < ${before}
+                order by updated_at limit ${limit}
+                for update skip locked
+              )
+              update prospects p set updated_at = now() from stale where p.id = stale.id
+              returning p.id`,
+            )
+            .pipe(Effect.map((rows) => rows.map((r) => r.id))),
         /** The prospect with its owner, building and unit as they are now. */
         facts: (id: string) =>
           Effect.gen(function* () {

@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { actorCheckpoints } from "../../platform/ConsumerCheckpoints.ts"
 import {
   ack,
   type ActorDefinition,
@@ -6,7 +7,7 @@ import {
   type Outcome,
   term,
 } from "../../platform/ActorDefinition.ts"
-import { Nats, type NatsShape } from "../../platform/Nats.ts"
+import { type FollowedMessage, Nats, type NatsShape } from "../../platform/Nats.ts"
 import { ACCEPTED_AT_HEADER, WRITTEN_AT_HEADER } from "../../platform/Outbox.ts"
 import { currentTraceparent, TRACEPARENT, Traced } from "../../platform/Tracing.ts"
 import { batched } from "./Batch.ts"
@@ -32,6 +33,7 @@ import { attemptSubject, encodeAttempt, type StatusMessage, statusSubject } from
  */
 const CONCURRENCY = 512
 const encoder = new TextEncoder()
+const decoder = new TextDecoder()
 
 /** An outbox time header's instant; null when the event came without it (published before the outbox sent it). */
 const timeOf = (header: string | undefined) => {
@@ -67,6 +69,8 @@ export class EventRouter extends Context.Service<
      * event's `traceparent` (set while traces are exported) goes on its attempt messages.
      */
     readonly routeAll: (events: ReadonlyArray<EventInHand>) => Effect.Effect<ReadonlyArray<Outcome>>
+    /** `routeAll` for events read back from the stream: how many deliveries it made (those that were missing). */
+    readonly reroute: (events: ReadonlyArray<EventInHand>) => Effect.Effect<number>
   }
 >()("partner-service/webhooks/EventRouter") {
   static readonly layer = Layer.effect(
@@ -102,8 +106,10 @@ export class EventRouter extends Context.Service<
         }
       }
 
-      const routeAll = Effect.fn("EventRouter.routeAll")(function* (events: ReadonlyArray<EventInHand>) {
+      /** The events' outcomes, and how many deliveries their routing made. */
+      const routeEvents = Effect.fnUntraced(function* (events: ReadonlyArray<EventInHand>) {
         const outcomes = events.map(check)
+        let made = 0
         // An event twice in hand (redelivered) is routed once: the first copy's bytes.
         const toRoute = new Map<string, EventToRoute>()
         for (const o of outcomes) {
@@ -116,6 +122,7 @@ export class EventRouter extends Context.Service<
         if (toRoute.size > 0) {
           const now = new Date(yield* Clock.currentTimeMillis)
           const routed = yield* repo.route([...toRoute.values()], now)
+          made = routed.filter((d) => d.created).length
           yield* nats.publishAll(
             routed
               .filter((d) => !d.held)
@@ -141,7 +148,13 @@ export class EventRouter extends Context.Service<
             })
           }
         }
-        return outcomes.map((o) => ("eventId" in o ? ack : o))
+        return { outcomes: outcomes.map((o) => ("eventId" in o ? ack : o)), made }
+      })
+      const routeAll = Effect.fn("EventRouter.routeAll")(function* (events: ReadonlyArray<EventInHand>) {
+        return (yield* routeEvents(events)).outcomes
+      })
+      const reroute = Effect.fn("EventRouter.reroute")(function* (events: ReadonlyArray<EventInHand>) {
+        return (yield* routeEvents(events)).made
       })
 
       /** Events handled concurrently (the actor's slots) are routed together, a batch per statement. */
@@ -154,7 +167,7 @@ export class EventRouter extends Context.Service<
             )
         : (body: unknown, delivery: Delivery) => routeOne({ message: body, delivery })
 
-      return EventRouter.of({ route, routeAll })
+      return EventRouter.of({ route, routeAll, reroute })
     }),
   )
 }
@@ -180,3 +193,42 @@ export const routerActor: ActorDefinition<unknown, EventRouter> = {
   schema: Schema.Unknown,
   handle: (body, delivery) => EventRouter.use((router) => router.route(body, delivery)),
 }
+
+/**
+ * The router's checkpoints (`platform/ConsumerCheckpoints.ts`): after a failover to a standby that lost the last
+ * commits, the events past the checkpoint that survived are read back from `EVENTS` and routed again. Routing is
+ * idempotent (one delivery per event and endpoint), so only the deliveries that were lost are made, and announced;
+ * those that survived are left as they are (a pending one whose attempt message was lost is the scheduler's).
+ */
+export const routerCheckpointsLayer = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const router = yield* EventRouter
+    const nats = yield* Nats
+    const inHand = (msg: FollowedMessage): EventInHand | undefined => {
+      let message: unknown
+      try {
+        message = JSON.parse(decoder.decode(msg.data))
+      } catch {
+        // Not JSON: the actor terminated it; nothing was routed.
+        return undefined
+      }
+      const headers: Record<string, string> = {}
+      for (const key of msg.headers?.keys() ?? []) headers[key] = msg.headers?.get(key) ?? ""
+      return {
+        message,
+        delivery: {
+          subject: nats.unprefixed(msg.subject),
+          streamSequence: msg.seq,
+          deliveryCount: 1,
+          pending: 0,
+          publishedAt: new Date(msg.info.timestampNanos / 1e6),
+          headers,
+          raw: msg.data,
+        },
+      }
+    }
+    yield* actorCheckpoints(routerActor, (messages) =>
+      router.reroute(messages.map(inHand).filter((e) => e !== undefined)),
+    )
+  }),
+)
