@@ -22,7 +22,7 @@ export const MODULES = {
     "backend/webhooks/delivery/Delivery.ts:380:1-381:51",
     "backend/webhooks/delivery/Delivery.ts:466:1-472:12",
   ],
-  "token issuer": ["backend/auth/Auth.ts:247:1-332:7", "backend/auth/Auth.ts:388:1-431:9"],
+  "token issuer": ["backend/auth/Tokens.ts:51:1-136:7", "backend/auth/Verification.ts:80:1-124:9"],
 }
 
 /**
