@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Exit, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import { Outbox } from "../platform/Outbox.ts"
-import { policyId } from "./Domain.ts"
+import { addMonths, policyId } from "./Domain.ts"
 import { delinquencyEvent, delinquencyPayload } from "./LifecycleEvents.ts"
 import {
   DelinquencyNotFound,
@@ -11,7 +11,6 @@ import {
 } from "./LifecycleDomain.ts"
 import { LifecycleRepo } from "./LifecycleRepo.ts"
 import { PaymentProvider } from "./Payments.ts"
-import { addMonths } from "./Policies.ts"
 import { billingAnchor } from "./Pricing.ts"
 import { PoliciesRepo } from "./Repo.ts"
 import { TestClocks } from "./TestClocks.ts"

@@ -33,6 +33,18 @@ export const policyProductOf = (product: ProductType) =>
 export const PolicyStatuses = ["active", "upcoming", "pending", "expired", "canceled"] as const
 export type PolicyStatus = (typeof PolicyStatuses)[number]
 
+/** A policy is `upcoming` until its coverage starts, then `active`. */
+export const statusOn = (today: string, start: string): PolicyStatus =>
+  today < start ? "upcoming" : "active"
+/** `YYYY-MM-DD` plus `months`, on the same day of the month or the month's last day. */
+export const addMonths = (date: string, months: number) => {
+  const [y, m, d] = date.split("-").map(Number) as [number, number, number]
+  const first = new Date(Date.UTC(y, m - 1 + months, 1))
+  const last = new Date(Date.UTC(first.getUTCFullYear(), first.getUTCMonth() + 1, 0)).getUTCDate()
+  first.setUTCDate(Math.min(d, last))
+  return first.toISOString().slice(0, 10)
+}
+
 /** `pa_<n>` */
 export const applicationId = (id: string) => `pa_${id}`
 /** `policy_<n>` */

@@ -1,6 +1,6 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { addMonths } from "../../backend/policies/Policies.ts"
+import { addMonths } from "../../backend/policies/Domain.ts"
 import { Billing } from "../../backend/policies/Billing.ts"
 import { TEST_CARDS, testProvider } from "../../backend/policies/Payments.ts"
 import {

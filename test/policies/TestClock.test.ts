@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { lifecyclePass } from "../../backend/policies/LifecycleJob.ts"
-import { addMonths } from "../../backend/policies/Policies.ts"
+import { addMonths } from "../../backend/policies/Domain.ts"
 import { TestClocks } from "../../backend/policies/TestClocks.ts"
 import { authEnv, authService, createClient, gatewayPort, httpRequest, obtainToken } from "../support/Auth.ts"
 import {
