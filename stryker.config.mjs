@@ -14,7 +14,7 @@ export const MODULES = {
     "backend/platform/Text.ts:44:1-87:7",
   ],
   "secret rotation": [
-    "backend/webhooks/endpoints/Secrets.ts:208:1-241:7",
+    "backend/webhooks/endpoints/Secrets.ts:123:1-156:7",
     "backend/webhooks/endpoints/Repo.ts:220:1-232:74",
   ],
   "rate limit": [

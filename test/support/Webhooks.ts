@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import { Db, type Sql } from "../../backend/platform/Db.ts"
 import type { DeliveryStatus } from "../../backend/webhooks/Domain.ts"
-import { type ProviderCoverage, Secrets } from "../../backend/webhooks/endpoints/Secrets.ts"
+import type { ProviderCoverage } from "../../backend/webhooks/endpoints/Providers.ts"
+import { Secrets } from "../../backend/webhooks/endpoints/Secrets.ts"
 import { authService, createClient, createOwner, gatewayPort, httpRequest, obtainToken } from "./Auth.ts"
 
 /** The partner gateway (no workers: nothing attempts the deliveries a test writes) on an isolated database. */

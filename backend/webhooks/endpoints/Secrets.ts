@@ -10,7 +10,9 @@ import {
   type SubscriberRef,
   WebhookCommandRejected,
 } from "../Domain.ts"
-import { type ProviderRow, type SecretRow, WebhooksRepo } from "./Repo.ts"
+import { makeCustomHeaders } from "./CustomHeaders.ts"
+import { makeProviders } from "./Providers.ts"
+import { type SecretRow, WebhooksRepo } from "./Repo.ts"
 import { verifySignature } from "../delivery/Signer.ts"
 
 /**
@@ -32,100 +34,6 @@ export interface PrintedSecret {
   readonly created_at: string
   readonly expires_at: string | null
 }
-
-export interface PrintedProvider {
-  readonly provider: string
-  readonly owners: ReadonlyArray<string>
-  readonly properties: ReadonlyArray<string>
-  readonly created_at: string
-}
-
-/** What a provider's deliveries cover: named owners, or named properties as `OWNER_SLUG/PROPERTY_EXTERNAL_ID`. */
-export type ProviderCoverage =
-  { readonly owners: ReadonlyArray<string> } | { readonly properties: ReadonlyArray<string> }
-
-/** Lowercase, so it reads the same in a URL path and in the clients' `provider` grant. */
-const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/
-
-const MAX_HEADERS = 20
-const MAX_HEADER_VALUE = 4096
-/** RFC 9110 token characters. */
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,100}$/
-/** Visible ASCII, with inner spaces and tabs: nothing that could end the header line or confuse a proxy. */
-const HEADER_VALUE = /^[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?$/
-/** Headers the HTTP client owns for the connection and the body: setting them would break deliveries. */
-const TRANSPORT_HEADERS = new Set([
-  "host",
-  "content-length",
-  "transfer-encoding",
-  "connection",
-  "keep-alive",
-  "upgrade",
-  "te",
-  "trailer",
-  "expect",
-  "proxy-connection",
-])
-
-const NO_VALUE = Symbol("no value")
-
-/**
- * Every problem of an operator's custom headers file, or the headers to store. With `stored`, a null value keeps
- * the stored value of that name: the console shows values masked, so a form saved unchanged sends nulls.
- */
-export const validateCustomHeaders = (
-  input: unknown,
-  stored?: Readonly<Record<string, string>>,
-): { readonly headers: Record<string, string> } | { readonly problems: ReadonlyArray<string> } => {
-  if (typeof input !== "object" || input === null || Array.isArray(input)) {
-    return {
-      problems: [
-        'the headers file must hold a JSON object of header names to values, e.g. {"X-Api-Key": "..."}',
-      ],
-    }
-  }
-  const problems: Array<string> = []
-  const entries = Object.entries(input).map(([name, value]): [string, unknown] => {
-    if (value !== null || stored === undefined) return [name, value]
-    if (Object.hasOwn(stored, name)) return [name, stored[name]]
-    problems.push(`${JSON.stringify(name)} has no stored value to keep: give its value`)
-    return [name, NO_VALUE]
-  })
-  if (entries.length > MAX_HEADERS) problems.push(`at most ${MAX_HEADERS} headers, not ${entries.length}`)
-  const seen = new Set<string>()
-  for (const [name, value] of entries) {
-    const lower = name.toLowerCase()
-    const shown = JSON.stringify(name)
-    if (!HEADER_NAME.test(name)) problems.push(`${shown} is not a valid header name`)
-    else if (lower === "content-type") {
-      problems.push("Content-Type cannot be set: deliveries are always application/json")
-    } else if (lower.startsWith("x-webhook-")) {
-      problems.push(`${name} cannot be set: X-Webhook-* headers are the service's own`)
-    } else if (TRANSPORT_HEADERS.has(lower)) {
-      problems.push(`${name} cannot be set: the HTTP client sets it for each request`)
-    } else if (seen.has(lower)) problems.push(`${name} is given twice (header names ignore case)`)
-    seen.add(lower)
-    if (value === NO_VALUE) continue
-    if (typeof value !== "string") problems.push(`the value of ${shown} must be a string`)
-    else if (value.length > MAX_HEADER_VALUE) {
-      problems.push(`the value of ${shown} is longer than ${MAX_HEADER_VALUE} characters`)
-    } else if (!HEADER_VALUE.test(value)) {
-      problems.push(
-        `the value of ${shown} must be non-empty visible ASCII without line breaks or surrounding spaces`,
-      )
-    }
-  }
-  return problems.length > 0
-    ? { problems }
-    : { headers: Object.fromEntries(entries) as Record<string, string> }
-}
-
-const printedProvider = (row: ProviderRow): PrintedProvider => ({
-  provider: row.name,
-  owners: row.owners,
-  properties: row.properties,
-  created_at: row.created_at.toISOString(),
-})
 
 /**
  * The subscribers that receive deliveries (an owner's, created on first use; a provider's, provisioned by
@@ -279,122 +187,6 @@ export class Secrets extends Context.Service<Secrets>()("partner-service/webhook
     const fingerprint = (sealed: Uint8Array) =>
       Effect.map(crypto.open(sealed), (bytes) => secretFingerprint(bytes.toString("utf8")))
 
-    /** The static headers with their values, which may be a receiver's credentials: the showing is audited. */
-    const headers = Effect.fn("Secrets.headers")(function* (ref: SubscriberRef, actor: string) {
-      return yield* db.transaction(
-        Effect.gen(function* () {
-          const subscriberId = yield* subscriber(ref, false)
-          const shown = subscriberId === undefined ? {} : yield* repo.customHeaders(subscriberId)
-          yield* repo.audit({
-            actor,
-            action: "webhook_headers.show",
-            target: describeSubscriber(ref),
-            details: { names: Object.keys(shown) },
-          })
-          return shown
-        }),
-      )
-    })
-
-    /**
-     * Replaces the static headers sent with every delivery of the subscriber. Audited (names only). With
-     * `keepHidden`, a null value keeps the stored one (the console's form, which never holds the values).
-     */
-    const setHeaders = Effect.fn("Secrets.setHeaders")(function* (
-      ref: SubscriberRef,
-      input: unknown,
-      actor: string,
-      keepHidden = false,
-    ) {
-      const early = keepHidden ? undefined : validateCustomHeaders(input)
-      if (early !== undefined && "problems" in early) {
-        return yield* new WebhookCommandRejected({ message: early.problems.join("; ") })
-      }
-      return yield* db.transaction(
-        Effect.gen(function* () {
-          const subscriberId = (yield* subscriber(ref, true))!
-          const previous = yield* repo.customHeaders(subscriberId)
-          const checked = early ?? validateCustomHeaders(input, previous)
-          if ("problems" in checked) {
-            return yield* new WebhookCommandRejected({ message: checked.problems.join("; ") })
-          }
-          yield* repo.setCustomHeaders(subscriberId, checked.headers)
-          // Names only: a header's value may be a credential of the receiver's.
-          yield* repo.audit({
-            actor,
-            action: "webhook_headers.set",
-            target: describeSubscriber(ref),
-            details: { names: Object.keys(checked.headers) },
-            before: { names: Object.keys(previous) },
-            after: { names: Object.keys(checked.headers) },
-          })
-          return checked.headers
-        }),
-      )
-    })
-
-    /**
-     * Creates the provider with its subscriber and first secret, or updates it; either way its coverage becomes
-     * exactly what is given. Nothing is written when any owner or property is unknown.
-     */
-    const provisionProvider = Effect.fn("Secrets.provisionProvider")(function* (
-      name: string,
-      coverage: ProviderCoverage,
-      actor: string,
-    ) {
-      if (!PROVIDER_NAME.test(name)) {
-        return yield* new WebhookCommandRejected({
-          message: `provider name '${name}' must be 1-63 lowercase letters, digits, '-' or '_' (the name the provider's API clients carry)`,
-        })
-      }
-      return yield* db.transaction(
-        Effect.gen(function* () {
-          let ownerIds: ReadonlyArray<string> = []
-          let propertyIds: Array<string> = []
-          if ("owners" in coverage) {
-            const slugs = [...new Set(coverage.owners)]
-            const found = yield* repo.ownersBySlug(slugs)
-            const unknown = slugs.filter((slug) => !found.some((owner) => owner.slug === slug))
-            if (unknown.length > 0) {
-              return yield* new WebhookCommandRejected({
-                message: `unknown owner slugs: ${unknown.join(", ")}`,
-              })
-            }
-            ownerIds = found.map((owner) => owner.id)
-          } else {
-            const problems: Array<string> = []
-            for (const reference of new Set(coverage.properties)) {
-              const slash = reference.indexOf("/")
-              const id =
-                slash > 0
-                  ? yield* repo.propertyId(reference.slice(0, slash), reference.slice(slash + 1))
-                  : undefined
-              if (id === undefined) problems.push(reference)
-              else propertyIds = [...propertyIds, id]
-            }
-            if (problems.length > 0) {
-              return yield* new WebhookCommandRejected({
-                message: `unknown properties (OWNER_SLUG/PROPERTY_EXTERNAL_ID): ${problems.join(", ")}`,
-              })
-            }
-          }
-          const { id, created } = yield* repo.upsertProvider(name)
-          yield* repo.replaceCoverage(id, { ownerIds, propertyIds })
-          const provider = (yield* repo.provider(name))!
-          if ((yield* repo.activeSecrets(provider.subscriber_id!)).length === 0) {
-            yield* issueSecret(provider.subscriber_id!)
-          }
-          yield* repo.audit({
-            actor,
-            action: created ? "providers.create" : "providers.update",
-            target: `provider:${name}`,
-            details: { owners: provider.owners, properties: provider.properties },
-          })
-          return { ...printedProvider(provider), created }
-        }),
-      )
-    })
-
     /**
      * Whether a delivery's `X-Webhook-Signature` signs `body` with one of the current secrets of the owner or
      * provider it went to: what a partner's receiver checks (the test receiver's answer). An id that names no
@@ -413,6 +205,9 @@ export class Secrets extends Context.Service<Secrets>()("partner-service/webhook
       return verifySignature(signature, body, secrets)
     })
 
+    const customHeaders = yield* makeCustomHeaders(subscriber)
+    const providers = yield* makeProviders(issueSecret)
+
     return {
       subscriber,
       show,
@@ -420,13 +215,8 @@ export class Secrets extends Context.Service<Secrets>()("partner-service/webhook
       rotate,
       endOverlap,
       fingerprint,
-      headers,
-      setHeaders,
-      provisionProvider,
-      providers: repo.providers.pipe(
-        Effect.map((rows) => rows.map(printedProvider)),
-        Effect.withSpan("Secrets.providers"),
-      ),
+      ...customHeaders,
+      ...providers,
     }
   }),
 }) {
