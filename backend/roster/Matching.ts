@@ -14,7 +14,7 @@ import {
   type UnitItem,
 } from "./Domain.ts"
 import type { FieldErrors } from "../platform/Validation.ts"
-import type { PropertyRow, UnitRow } from "./Repo.ts"
+import type { PropertyRow, UnitRow } from "./PropertiesRepo.ts"
 
 /**
  * The spec's roster rules applied to one item at a time against an owner's roster held in memory: a batch
