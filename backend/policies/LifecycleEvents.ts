@@ -3,7 +3,8 @@ import { eventMessage } from "../events/Envelope.ts"
 import type { OutboxMessage } from "../platform/Outbox.ts"
 import { policyKey } from "./Events.ts"
 import { delinquencyId } from "./LifecycleDomain.ts"
-import type { DelinquencyRow, MoveOutRow } from "./LifecycleRepo.ts"
+import type { DelinquencyRow } from "./DelinquenciesRepo.ts"
+import type { MoveOutRow } from "./MoveOutsRepo.ts"
 
 /**
  * `delinquency`: the PMS identifiers of the policy under their `_code` names, each omitted when the policy has

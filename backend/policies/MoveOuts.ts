@@ -4,7 +4,8 @@ import { Outbox } from "../platform/Outbox.ts"
 import { decodeFields, isJsonObject, joinedMessages } from "../platform/Validation.ts"
 import { moveOutInitiated } from "./LifecycleEvents.ts"
 import { type MoveOut, MoveOutInput, MoveOutInvalid } from "./LifecycleDomain.ts"
-import { LifecycleRepo, type MoveOutRow } from "./LifecycleRepo.ts"
+import { LifecycleRepo } from "./LifecycleRepo.ts"
+import type { MoveOutRow } from "./MoveOutsRepo.ts"
 
 const decodeMoveOut = decodeFields(MoveOutInput)
 
