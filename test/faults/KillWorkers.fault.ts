@@ -5,13 +5,14 @@ import { FaultStack, faultStackLayer, recordFigure } from "../support/FaultStack
 import {
   assertDuplicatesRecorded,
   deadLetters,
+  deliveryBurstUnderWay,
   deliveryTotals,
   requestsByDelivery,
 } from "../support/FaultLoad.ts"
 import { envelope, ingestSetUp, postEvent, prospectUpdate } from "../support/Ingest.ts"
 import { startReceiver } from "../support/Receiver.ts"
 import { eventually } from "../support/Streams.ts"
-import { endpoint, examplePayload, owner, publishEvent, query, subscriber } from "../support/WebhookEngine.ts"
+import { endpoint, owner, query, subscriber } from "../support/WebhookEngine.ts"
 
 /**
  * `kill -9` of the workers process in the middle of each kind of work it does, then a new workers process: nothing
@@ -29,31 +30,13 @@ describe("kill -9 of the workers", () => {
         Effect.gen(function* () {
           const stack = yield* FaultStack
           yield* Effect.addFinalizer(() => stack.restore)
-          const receiver = yield* startReceiver
           const path = "/burst"
-          // Answers that take a little while, so many requests are in flight when the process dies.
-          receiver.respond(path, (_, i) => ({ status: 200, delayMs: 5 + (i % 5) * 10 }))
-          const acme = yield* owner("kill-burst")
-          const sub = yield* subscriber({ ownerId: acme.id })
-          const endpointId = yield* endpoint(sub.id, receiver.url(path), ["policy_application.quoted"])
           const DELIVERIES = 2000
-          const payload = examplePayload("policy_application.quoted")
-          const events = yield* stack.step(
-            `publish ${DELIVERIES} events`,
-            Effect.forEach(
-              Array.from({ length: DELIVERIES }, (_, i) => i),
-              () => publishEvent("policy_application.quoted", acme.slug, payload),
-              { concurrency: 50 },
-            ),
-          )
-          const context = () => ({ received: receiver.received(path).length })
-          yield* stack.step(
-            "a quarter delivered",
-            eventually(
-              Effect.sync(() => receiver.received(path).length),
-              (n) => n >= DELIVERIES / 4,
-            ),
-            { context },
+          const { receiver, endpointId, events, context } = yield* deliveryBurstUnderWay(
+            stack,
+            "kill-burst",
+            path,
+            DELIVERIES,
           )
           yield* stack.killWorkers
           const atKill = receiver.received(path).length

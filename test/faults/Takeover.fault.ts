@@ -3,13 +3,13 @@ import { Clock, Effect } from "effect"
 import {
   assertDuplicatesRecorded,
   deadLetters,
+  deliveryBurstUnderWay,
   deliveryTotals,
   requestsByDelivery,
 } from "../support/FaultLoad.ts"
 import { FaultStack, faultStackLayer, recordFigure } from "../support/FaultStack.ts"
-import { startReceiver } from "../support/Receiver.ts"
 import { eventually } from "../support/Streams.ts"
-import { endpoint, examplePayload, owner, publishEvent, query, subscriber } from "../support/WebhookEngine.ts"
+import { query } from "../support/WebhookEngine.ts"
 
 /** How soon the issue asks deliveries to go on after a workers process dies, another one running. */
 const RESUME_WITHIN_MS = 5000
@@ -29,31 +29,13 @@ describe("takeover after a workers process dies", () => {
           const stack = yield* FaultStack
           yield* Effect.addFinalizer(() => stack.restore)
           const survivor = yield* stack.addWorkers
-          const receiver = yield* startReceiver
           const path = "/takeover"
-          // Answers that take a little while, so many requests are in flight in both processes at the kill.
-          receiver.respond(path, (_, i) => ({ status: 200, delayMs: 5 + (i % 5) * 10 }))
-          const acme = yield* owner("takeover-burst")
-          const sub = yield* subscriber({ ownerId: acme.id })
-          const endpointId = yield* endpoint(sub.id, receiver.url(path), ["policy_application.quoted"])
           const DELIVERIES = 2000
-          const payload = examplePayload("policy_application.quoted")
-          yield* stack.step(
-            `publish ${DELIVERIES} events`,
-            Effect.forEach(
-              Array.from({ length: DELIVERIES }, (_, i) => i),
-              () => publishEvent("policy_application.quoted", acme.slug, payload),
-              { concurrency: 50, discard: true },
-            ),
-          )
-          const context = () => ({ received: receiver.received(path).length })
-          yield* stack.step(
-            "a quarter delivered",
-            eventually(
-              Effect.sync(() => receiver.received(path).length),
-              (n) => n >= DELIVERIES / 4,
-            ),
-            { context },
+          const { receiver, endpointId, context } = yield* deliveryBurstUnderWay(
+            stack,
+            "takeover-burst",
+            path,
+            DELIVERIES,
           )
           yield* stack.killWorkers
           const killedAt = yield* Clock.currentTimeMillis

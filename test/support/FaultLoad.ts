@@ -4,9 +4,10 @@ import { gatewayPort } from "./Auth.ts"
 import type { FaultStackShape } from "./FaultStack.ts"
 import { completeProspect } from "./Prospects.ts"
 import type { RosterPartner } from "./Roster.ts"
-import type { Receiver } from "./Receiver.ts"
+import { type Receiver, startReceiver } from "./Receiver.ts"
 import { query } from "./Roster.ts"
 import { eventually } from "./Streams.ts"
+import { endpoint, examplePayload, owner, publishEvent, subscriber } from "./WebhookEngine.ts"
 
 /**
  * A steady load of prospect POSTs and GETs on the partner gateway, as a partner's integration makes it: each
@@ -258,4 +259,41 @@ export const assertAcceptedDelivered = (
     assert.strictEqual(totals.deliveries, accepted.size, "one prospect.ready delivery per prospect")
     assert.sameMembers([...new Set(receiver.received(path).map((r) => prospectOf(r.body)))], [...accepted])
     return { totals, duplicates: assertDuplicatesRecorded(receiver, path, totals) }
+  })
+
+/**
+ * A burst of `deliveries` events straight into `EVENTS` for one endpoint at a real receiver whose answers take a
+ * little while (so many requests are in flight at a fault), once a quarter of them reached the receiver.
+ */
+export const deliveryBurstUnderWay = (
+  stack: FaultStackShape,
+  slug: string,
+  path: string,
+  deliveries: number,
+) =>
+  Effect.gen(function* () {
+    const receiver = yield* startReceiver
+    receiver.respond(path, (_, i) => ({ status: 200, delayMs: 5 + (i % 5) * 10 }))
+    const acme = yield* owner(slug)
+    const sub = yield* subscriber({ ownerId: acme.id })
+    const endpointId = yield* endpoint(sub.id, receiver.url(path), ["policy_application.quoted"])
+    const payload = examplePayload("policy_application.quoted")
+    const events = yield* stack.step(
+      `publish ${deliveries} events`,
+      Effect.forEach(
+        Array.from({ length: deliveries }, (_, i) => i),
+        () => publishEvent("policy_application.quoted", acme.slug, payload),
+        { concurrency: 50 },
+      ),
+    )
+    const context = () => ({ received: receiver.received(path).length })
+    yield* stack.step(
+      "a quarter delivered",
+      eventually(
+        Effect.sync(() => receiver.received(path).length),
+        (n) => n >= deliveries / 4,
+      ),
+      { context },
+    )
+    return { receiver, endpointId, events, context }
   })
