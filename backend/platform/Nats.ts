@@ -426,32 +426,6 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           })),
         )
 
-      const readStored = (stream: string, filter: string, since: Date, upTo: number) =>
-        read(async () => {
-          const consumer = await js.consumers.get(stream, {
-            filter_subjects: filter,
-            deliver_policy: DeliverPolicy.StartTime,
-            opt_start_time: since.toISOString(),
-          })
-          const found: Array<FollowedMessage> = []
-          // The messages matching when the read starts, counted by the server: the read ends after that many
-          // (a message's own pending count is not exact on every server), or at `upTo`. None: a consume would
-          // wait for a message that may never come.
-          const matching = (await consumer.info()).num_pending
-          if (matching === 0) return found
-          const messages = await consumer.consume()
-          try {
-            let read = 0
-            for await (const msg of messages) {
-              if (msg.seq > upTo) break
-              found.push(msg)
-              if (msg.seq === upTo || ++read >= matching) break
-            }
-          } finally {
-            await messages.close()
-          }
-          return found
-        })
       const consumerProgress = (stream: string, consumer: string) =>
         read(() =>
           jsm.consumers.info(stream, consumer).then(
@@ -460,16 +434,25 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           ),
         )
 
-      const readRange = (stream: string, filter: string, from: number, upTo: number, max: number) =>
+      /**
+       * The stored messages of `filter` from where `start` says, up to `upTo` (a stream sequence) and at most `max`.
+       * The read ends after as many messages as matched when it started, counted by the server (a message's own
+       * pending count is not exact on every server). None matching: a consume would wait for a message that may
+       * never come.
+       */
+      const readFrom = (
+        stream: string,
+        filter: string,
+        start:
+          | { readonly deliver_policy: typeof DeliverPolicy.StartTime; readonly opt_start_time: string }
+          | { readonly deliver_policy: typeof DeliverPolicy.StartSequence; readonly opt_start_seq: number },
+        upTo: number,
+        max = Infinity,
+      ) =>
         read(async () => {
           const found: Array<FollowedMessage> = []
-          if (from > upTo || max <= 0) return found
-          const consumer = await js.consumers.get(stream, {
-            filter_subjects: filter,
-            deliver_policy: DeliverPolicy.StartSequence,
-            opt_start_seq: from,
-          })
-          // As `readStored`: the read ends after as many messages as matched when it started, or at `upTo`.
+          if (max <= 0) return found
+          const consumer = await js.consumers.get(stream, { filter_subjects: filter, ...start })
           const matching = (await consumer.info()).num_pending
           if (matching === 0) return found
           const messages = await consumer.consume()
@@ -485,6 +468,23 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
           }
           return found
         })
+      const readStored = (stream: string, filter: string, since: Date, upTo: number) =>
+        readFrom(
+          stream,
+          filter,
+          { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() },
+          upTo,
+        )
+      const readRange = (stream: string, filter: string, from: number, upTo: number, max: number) =>
+        from > upTo
+          ? Effect.succeed([])
+          : readFrom(
+              stream,
+              filter,
+              { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from },
+              upTo,
+              max,
+            )
 
       const streamReports = read(() =>
         Promise.all(Object.keys(streams).map((base) => streamReport(jsm, streamName(base)))).then((all) =>
