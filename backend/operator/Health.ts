@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { Db } from "../platform/Db.ts"
 import { WebhookConfig } from "../webhooks/Config.ts"
-import { SLOW_AFTER_TIMEOUTS, slowedCap } from "../webhooks/delivery/Delivery.ts"
+import { SLOW_AFTER_TIMEOUTS, slowedCap } from "../webhooks/delivery/EndpointPlaces.ts"
 import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../webhooks/delivery/HealthBuckets.ts"
 import type { EndpointHealth, HealthBucket, HealthSummary, HealthWindow } from "./Api.ts"
 

@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SLOW_AFTER_TIMEOUTS, SLOWED_CAP } from "../../backend/webhooks/delivery/Delivery.ts"
+import { SLOW_AFTER_TIMEOUTS, SLOWED_CAP } from "../../backend/webhooks/delivery/EndpointPlaces.ts"
 import { NEVER } from "../support/Receiver.ts"
 import { eventually } from "../support/Streams.ts"
 import {
