@@ -96,25 +96,33 @@ describe("Actor", () => {
       "batch mode: handles a batch again one message at a time when it dies, so a poison message stays alone",
       () =>
         Effect.gen(function* () {
-          // Each message handled alone: its step and the delivery it came in.
-          const singly: Array<{ n: number; delivery: number }> = []
+          // Each message handled alone: its step, the delivery it came in, and that delivery's bytes (one object
+          // per message JetStream handed out).
+          const singly: Array<{ n: number; delivery: number; raw: Uint8Array }> = []
           let attempts = 0
           const actor: ActorDefinition<Step, never> = {
-            ...batchActor(
-              "batchpoison",
-              (items) =>
-                items.some((i) => i.message.n === 5)
-                  ? Effect.die("poison in the batch")
-                  : Effect.sync(() => {
-                      for (const item of items)
-                        singly.push({ n: item.message.n, delivery: item.delivery.deliveryCount })
-                      return items.map(() => ack)
-                    }),
-              (step, delivery) =>
-                step.n === 5
-                  ? Effect.sync(() => attempts++).pipe(Effect.andThen(Effect.die("poison")))
-                  : Effect.sync(() => (singly.push({ n: step.n, delivery }), ack)),
+            ...batchActor("batchpoison", (items) =>
+              items.some((i) => i.message.n === 5)
+                ? Effect.die("poison in the batch")
+                : Effect.sync(() => {
+                    for (const item of items)
+                      singly.push({
+                        n: item.message.n,
+                        delivery: item.delivery.deliveryCount,
+                        raw: item.delivery.raw,
+                      })
+                    return items.map(() => ack)
+                  }),
             ),
+            handle: (step, delivery) =>
+              step.n === 5
+                ? Effect.sync(() => attempts++).pipe(Effect.andThen(Effect.die("poison")))
+                : Effect.sync(
+                    () => (
+                      singly.push({ n: step.n, delivery: delivery.deliveryCount, raw: delivery.raw }),
+                      ack
+                    ),
+                  ),
             maxDefects: 2,
             // A redelivery JetStream loses to a pull that was ending comes back soon.
             ackWait: "5 seconds",
@@ -133,11 +141,13 @@ describe("Actor", () => {
             }),
           )
           // In stream order, the poison message never among them. A message handled again came again: an ack that
-          // reached JetStream after the short ack wait (a loaded machine) leaves it to be redelivered.
+          // reached JetStream after the short ack wait (a loaded machine) leaves it to be redelivered, and nats-server
+          // 2.9 was seen handing an acknowledged message out once more, counted from 1 (see the terminated message's
+          // test in Actor.test.ts); never is one delivery handled twice.
           assert.deepStrictEqual([...new Set(singly.map((s) => s.n))], good)
           for (const [i, s] of singly.entries())
-            if (singly.findIndex((t) => t.n === s.n) < i)
-              assert.isAbove(s.delivery, 1, `step ${s.n} handled twice in one delivery`)
+            if (singly.findIndex((t) => t.raw === s.raw) < i)
+              assert.fail(`step ${s.n} handled twice in one delivery (${s.delivery})`)
           // Alone, it died until its delivery count reached `maxDefects` (a lost redelivery counts, unseen).
           assert.oneOf(attempts, [1, 2])
           const reasons = (yield* deadLetters("batchpoison")).map((r) => r.reason)
