@@ -3,6 +3,7 @@ import { Db } from "../platform/Db.ts"
 import { WebhookConfig } from "../webhooks/Config.ts"
 import { SLOW_AFTER_TIMEOUTS, slowedCap } from "../webhooks/delivery/EndpointPlaces.ts"
 import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../webhooks/delivery/HealthBuckets.ts"
+import { WebhookRetention } from "../webhooks/Retention.ts"
 import type { EndpointHealth, HealthBucket, HealthSummary, HealthWindow } from "./Api.ts"
 
 /**
@@ -83,6 +84,7 @@ export class Health extends Context.Service<Health>()("partner-service/operator/
   make: Effect.gen(function* () {
     const db = yield* Db
     const config = yield* WebhookConfig
+    const retention = yield* WebhookRetention
 
     const health = Effect.fn("Health.health")(function* (endpointId: number, now: Date) {
       const since = Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - 23 * HOUR_MS
@@ -137,18 +139,17 @@ export class Health extends Context.Service<Health>()("partner-service/operator/
       )
     })
 
-    /** Deletes the buckets no window shows any more. */
+    /** Has the webhooks context delete the buckets no window shows any more. */
     const prune = Effect.fn("Health.prune")(function* (now: Date) {
-      yield* db.query(
-        (sql) =>
-          sql`delete from webhook_endpoint_health where bucket_start < ${new Date(now.getTime() - KEEP_MS)}`,
-      )
+      yield* retention.pruneHealthBuckets(new Date(now.getTime() - KEEP_MS))
     })
 
     return { health, lastHour, prune }
   }),
 }) {
-  static readonly layer = Layer.effect(Health, Health.make).pipe(Layer.provide(WebhookConfig.layer))
+  static readonly layer = Layer.effect(Health, Health.make).pipe(
+    Layer.provide([WebhookConfig.layer, WebhookRetention.layer]),
+  )
 
   /** In the workers: old buckets deleted every ten minutes (every process may; the delete is idempotent). */
   static readonly pruneLayer = Layer.effectDiscard(

@@ -1,6 +1,9 @@
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../platform/Config.ts"
+import { Db } from "../platform/Db.ts"
+import { pruneDeadLetters } from "../platform/DeadLetters.ts"
 import { WebhookConfig } from "../webhooks/Config.ts"
+import { WebhookRetention } from "../webhooks/Retention.ts"
 import { RetentionRepo } from "./RetentionRepo.ts"
 import { ABSOLUTE_TIMEOUT_MS, FAILURE_WINDOW_MS } from "./Sessions.ts"
 
@@ -29,12 +32,15 @@ export interface Pruned {
  * Deletes what is past its retention: finished webhook deliveries with their attempts, finished bulk retries and
  * ended replays (`WEBHOOK_DELIVERY_RETENTION_DAYS` after creation, or after finishing for a job), dead letters
  * (`DEAD_LETTER_RETENTION_DAYS`), console sessions past their 12 hours and failed sign-ins outside the throttle's
- * window, in batches with a rest after each (`REST_PER_WORK`). Deliveries still under way are kept until they end;
+ * window, in batches with a rest after each (`REST_PER_WORK`). Each table's rows are deleted by the context that
+ * owns it; the sweep says when. Deliveries still under way are kept until they end;
  * the audit log and policy documents are never deleted. Every process with the workers role sweeps; concurrent sweeps skip each other's rows.
  */
 export class Retention extends Context.Service<Retention>()("partner-service/operator/Retention", {
   make: Effect.gen(function* () {
     const repo = yield* RetentionRepo
+    const owned = yield* WebhookRetention
+    const db = yield* Db
     const config = yield* AppConfig
     const webhooks = yield* WebhookConfig
 
@@ -55,12 +61,12 @@ export class Retention extends Context.Service<Retention>()("partner-service/ope
       const deliveriesBefore = new Date(now - webhooks.deliveryRetentionDays * DAY_MS)
       return {
         deliveries:
-          (yield* drain(batch, (limit) => repo.pruneDeliveries("delivered", deliveriesBefore, limit))) +
-          (yield* drain(batch, (limit) => repo.pruneDeliveries("failed", deliveriesBefore, limit))),
+          (yield* drain(batch, (limit) => owned.pruneDeliveries("delivered", deliveriesBefore, limit))) +
+          (yield* drain(batch, (limit) => owned.pruneDeliveries("failed", deliveriesBefore, limit))),
         bulk_retry_rows: yield* drain(batch, (limit) => repo.pruneBulkRetries(deliveriesBefore, limit)),
-        replay_rows: yield* drain(batch, (limit) => repo.pruneReplays(deliveriesBefore, limit)),
+        replay_rows: yield* drain(batch, (limit) => owned.pruneReplays(deliveriesBefore, limit)),
         dead_letters: yield* drain(batch, (limit) =>
-          repo.pruneDeadLetters(new Date(now - config.retention.deadLetterDays * DAY_MS), limit),
+          pruneDeadLetters(db, new Date(now - config.retention.deadLetterDays * DAY_MS), limit),
         ),
         operator_sessions: yield* drain(batch, (limit) =>
           repo.pruneSessions(new Date(now - ABSOLUTE_TIMEOUT_MS), limit),
@@ -75,7 +81,7 @@ export class Retention extends Context.Service<Retention>()("partner-service/ope
   }),
 }) {
   static readonly layer = Layer.effect(Retention, Retention.make).pipe(
-    Layer.provide(RetentionRepo.layer),
+    Layer.provide([RetentionRepo.layer, WebhookRetention.layer]),
     Layer.provide(WebhookConfig.layer),
   )
 

@@ -1,6 +1,15 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { recordAudit } from "../audit/Audit.ts"
 import { Db } from "../platform/Db.ts"
+import { reportedLoopPasses } from "../platform/LoopPasses.ts"
+import { outboxBacklog } from "../platform/Outbox.ts"
+import {
+  type DeadLetterRow,
+  deadLetterCount,
+  latestDeadLetters,
+  lockDeadLetter,
+  markDeadLetterRetried,
+} from "../platform/DeadLetters.ts"
 import { Nats, type StreamReport } from "../platform/Nats.ts"
 import { metrics, systemSamplerLayer } from "../platform/Observability.ts"
 import type {
@@ -34,19 +43,6 @@ export const THRESHOLDS: SystemThresholds = {
 }
 
 const DEAD_LETTERS_SHOWN = 100
-
-interface DeadLetterRow {
-  readonly id: string
-  readonly actor: string
-  readonly stream: string
-  readonly stream_seq: string
-  readonly subject: string
-  readonly reason: string
-  readonly delivery_count: number
-  readonly created_at: Date
-  readonly retries: number
-  readonly retried_at: Date | null
-}
 
 const deadLetterView = (row: DeadLetterRow): DeadLetter => ({
   id: Number(row.id),
@@ -108,16 +104,11 @@ export class System extends Context.Service<System>()("partner-service/operator/
     const nats = yield* Nats
 
     const outbox = Effect.fn("System.outbox")(function* (now: number) {
-      // On the `outbox_unsent` partial index: only unpublished rows are read.
-      const [row] = yield* db.query(
-        (sql) => sql<Array<{ backlog: number; oldest: Date | null }>>`
-          select count(*)::int as backlog, min(created_at) as oldest from outbox where sent_at is null`,
-      )
-      const oldest = secondsSince(row?.oldest ?? undefined, now)
-      const backlog = row?.backlog ?? 0
+      const { backlog, oldest: oldestAt } = yield* outboxBacklog(db)
+      const oldest = secondsSince(oldestAt ?? undefined, now)
       return {
         backlog,
-        oldest_at: row?.oldest?.toISOString() ?? null,
+        oldest_at: oldestAt?.toISOString() ?? null,
         oldest_seconds: oldest,
         flag:
           backlog > THRESHOLDS.outbox_backlog
@@ -128,39 +119,25 @@ export class System extends Context.Service<System>()("partner-service/operator/
       } satisfies OutboxState
     })
 
-    const deadLetterCount = db
-      .query((sql) => sql<Array<{ n: number }>>`select count(*)::int as n from dead_letters`)
-      .pipe(Effect.map(([row]) => row?.n ?? 0))
-
-    /**
-     * Every workers process's loops, as the processes last reported them (`platform/LoopPasses.ts`); a process
-     * that has not reported for a minute is gone and left out.
-     */
+    /** Every workers process's loops, as the processes last reported them (`platform/LoopPasses.ts`). */
     const loops = (now: number) =>
-      db
-        .query(
-          (sql) => sql<Array<{ loop: string; process: string; passed_at: Date }>>`
-            select loop, process, passed_at from loop_passes
-            where reported_at > now() - interval '1 minute'
-            order by loop, process`,
-        )
-        .pipe(
-          Effect.map((rows) =>
-            rows.map((row): LoopPass => {
-              const ago = secondsSince(row.passed_at, now) ?? 0
-              return {
-                loop: row.loop,
-                process: row.process,
-                passed_at: row.passed_at.toISOString(),
-                seconds_ago: ago,
-                flag:
-                  ago > THRESHOLDS.loop_pass_seconds
-                    ? `no pass for more than ${THRESHOLDS.loop_pass_seconds} s`
-                    : null,
-              }
-            }),
-          ),
-        )
+      reportedLoopPasses(db).pipe(
+        Effect.map((rows) =>
+          rows.map((row): LoopPass => {
+            const ago = secondsSince(row.passed_at, now) ?? 0
+            return {
+              loop: row.loop,
+              process: row.process,
+              passed_at: row.passed_at.toISOString(),
+              seconds_ago: ago,
+              flag:
+                ago > THRESHOLDS.loop_pass_seconds
+                  ? `no pass for more than ${THRESHOLDS.loop_pass_seconds} s`
+                  : null,
+            }
+          }),
+        ),
+      )
 
     /** Everything the system page shows, read now. */
     const status = Effect.fn("System.status")(function* () {
@@ -170,12 +147,8 @@ export class System extends Context.Service<System>()("partner-service/operator/
           nats.streamReports,
           outbox(started),
           loops(started),
-          deadLetterCount,
-          db.query(
-            (sql) => sql<Array<DeadLetterRow>>`
-              select id, actor, stream, stream_seq, subject, reason, delivery_count, created_at, retries, retried_at
-              from dead_letters order by id desc limit ${DEAD_LETTERS_SHOWN}`,
-          ),
+          deadLetterCount(db),
+          latestDeadLetters(db, DEAD_LETTERS_SHOWN),
         ],
         { concurrency: "unbounded" },
       )
@@ -199,12 +172,7 @@ export class System extends Context.Service<System>()("partner-service/operator/
       if (!/^\d{1,18}$/.test(id)) return yield* new DeadLetterNotFound()
       return yield* db.transaction(
         Effect.gen(function* () {
-          const [row] = yield* db.query(
-            (sql) => sql<Array<DeadLetterRow & { headers: Record<string, string>; payload: Buffer }>>`
-              select id, actor, stream, stream_seq, subject, reason, delivery_count, created_at, retries, retried_at,
-                     headers, payload
-              from dead_letters where id = ${id} for update`,
-          )
+          const row = yield* lockDeadLetter(db, id)
           if (row === undefined) return yield* new DeadLetterNotFound()
           const headers = Object.fromEntries(
             Object.entries(row.headers).filter(([key]) => !DROPPED_HEADERS.has(key.toLowerCase())),
@@ -213,18 +181,13 @@ export class System extends Context.Service<System>()("partner-service/operator/
             msgID: `dead-letter-${row.id}-retry-${row.retries + 1}`,
             headers,
           })
-          const [after] = yield* db.query(
-            (sql) => sql<Array<DeadLetterRow>>`
-              update dead_letters set retries = retries + 1, retried_at = now() where id = ${id}
-              returning id, actor, stream, stream_seq, subject, reason, delivery_count, created_at, retries,
-                        retried_at`,
-          )
+          const after = yield* markDeadLetterRetried(db, id)
           yield* recordAudit(db, {
             actor,
             action: "dead_letters.retry",
             target: `dead_letter:${row.id}`,
             before: { retries: row.retries },
-            after: { retries: after!.retries },
+            after: { retries: after.retries },
             details: {
               actor: row.actor,
               subject: row.subject,
@@ -233,7 +196,7 @@ export class System extends Context.Service<System>()("partner-service/operator/
               stream_seq: ack.seq,
             },
           })
-          return deadLetterView(after!)
+          return deadLetterView(after)
         }),
       )
     })

@@ -1,6 +1,6 @@
 import { hostname } from "node:os"
 import { Effect, Layer, Schedule } from "effect"
-import { Db } from "./Db.ts"
+import { Db, type DbShape } from "./Db.ts"
 import { readLoopPasses } from "./Observability.ts"
 
 /** How often a process reports its loops' last passes; the console shows a report this much behind at most. */
@@ -47,3 +47,12 @@ export const loopPassesLayer = Layer.effectDiscard(
     yield* Effect.forkScoped(report.pipe(Effect.repeat(Schedule.spaced(REPORT_EVERY))))
   }),
 )
+
+/** Every process's loops as last reported, by loop; a process that has not reported for a minute is gone and left out. */
+export const reportedLoopPasses = (db: DbShape) =>
+  db.query(
+    (sql) => sql<Array<{ loop: string; process: string; passed_at: Date }>>`
+      select loop, process, passed_at from loop_passes
+      where reported_at > now() - interval '1 minute'
+      order by loop, process`,
+  )

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Schedule, Schema } from "effect"
-import { Db } from "./Db.ts"
+import { Db, type DbShape } from "./Db.ts"
 import { Nats, type NatsShape } from "./Nats.ts"
 import { metrics } from "./Observability.ts"
 import { OUTBOX_PARTITIONS, partitionOf } from "./Partition.ts"
@@ -177,6 +177,15 @@ export const waves = <Row extends { readonly key: string }>(rows: ReadonlyArray<
  * undefined when no partition had work that another relay was not already on. The rows are read in a statement
  * of their own, after the partition's lock is held, so they never include rows another relay has just sent.
  */
+/** The rows not yet published and the oldest one's time, read on the `outbox_unsent` partial index. */
+export const outboxBacklog = (db: DbShape) =>
+  db
+    .query(
+      (sql) => sql<Array<{ backlog: number; oldest: Date | null }>>`
+        select count(*)::int as backlog, min(created_at) as oldest from outbox where sent_at is null`,
+    )
+    .pipe(Effect.map(([row]) => ({ backlog: row?.backlog ?? 0, oldest: row?.oldest ?? null })))
+
 export const relayOnce = Effect.fn("Outbox.relayOnce")(function* () {
   const db = yield* Db
   const nats = yield* Nats
