@@ -1,4 +1,6 @@
 import { Schema } from "effect"
+import { IN_FORCE, PolicyProducts, PolicyStatuses } from "../policies/Statuses.ts"
+import { EndpointStatuses, ReplayStatuses, ShownDeliveryStatuses } from "../webhooks/Statuses.ts"
 
 /*
  * The operator API's requests and answers (served under /api on the console port; `docs/operator-api.md`), as
@@ -42,15 +44,7 @@ const NextCursor = Schema.NullOr(Schema.String)
 // Deliveries.
 
 /** The statuses the console shows a delivery in (`held`: waiting for its suspended endpoint). */
-export const DeliveryStatuses = [
-  "pending",
-  "delivering",
-  "delivered",
-  "retrying",
-  "rate_limited",
-  "failed",
-  "held",
-] as const
+export const DeliveryStatuses = ShownDeliveryStatuses
 export const DeliveryStatus = Schema.Literals(DeliveryStatuses)
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
@@ -157,7 +151,7 @@ export const BulkRetriesAnswer = Schema.Struct({
 
 // Endpoints.
 
-export const EndpointStatuses = ["active", "suspended", "disabled"] as const
+export { EndpointStatuses }
 export const EndpointStatus = Schema.Literals(EndpointStatuses)
 export type EndpointStatus = typeof EndpointStatus.Type
 
@@ -256,7 +250,7 @@ export const TestDeliveryAnswer = Schema.Struct({
 
 // Replays of an endpoint's missed events (the partner API's replay, started from the console).
 
-export const ReplayStatuses = ["running", "completed", "canceled"] as const
+export { ReplayStatuses }
 export const Replay = Schema.Struct({
   id: Schema.Number,
   endpoint_id: Schema.Number,
@@ -362,15 +356,7 @@ export type UpdateOperatorRequest = typeof UpdateOperatorRequest.Type
 // Policies.
 
 /** A policy's statuses and products, as the policy list filters them. */
-export const PolicyStatuses = ["active", "upcoming", "pending", "expired", "canceled"] as const
-export const PolicyProducts = [
-  "security_deposit_insurance",
-  "renter_guarantee_insurance",
-  "service_deposit",
-] as const
-
-/** Statuses in which a policy still covers and may be revised or canceled. */
-export const IN_FORCE = ["active", "upcoming", "pending"] as const
+export { IN_FORCE, PolicyProducts, PolicyStatuses }
 
 export const PolicyDelinquency = Schema.Struct({
   id: Schema.String,

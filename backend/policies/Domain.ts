@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { type PolicyStatus, PolicyStatuses } from "./Statuses.ts"
 
 /** The products a renter can choose in the enrollment flow, as `offered_products` and applications name them. */
 export const ProductTypes = [
@@ -30,8 +31,7 @@ export const documentFileNames = (policyNumber: string) => ({
 export const policyProductOf = (product: ProductType) =>
   product === "cash_deposit" ? ("service_deposit" as const) : product
 
-export const PolicyStatuses = ["active", "upcoming", "pending", "expired", "canceled"] as const
-export type PolicyStatus = (typeof PolicyStatuses)[number]
+export { type PolicyStatus, PolicyStatuses }
 
 /** A policy is `upcoming` until its coverage starts, then `active`. */
 export const statusOn = (today: string, start: string): PolicyStatus =>

@@ -1,14 +1,14 @@
 import { Schema } from "effect"
 import { limitedText } from "../contract/FieldLimits.ts"
 import { isCalendarDate } from "../platform/Dates.ts"
+import { IN_FORCE } from "./Statuses.ts"
 
 /**
  * A policy's life after issue: revisions and cancellation (operators), activation and expiry, monthly billing and
  * delinquencies (the lifecycle job), move-outs (partners) and the test clock (staging and development).
  */
 
-/** Statuses in which a policy still covers, can be revised, charged, canceled or expired. */
-export const IN_FORCE = ["active", "upcoming", "pending"] as const
+export { IN_FORCE }
 
 /** `delinquency_<n>` */
 export const delinquencyId = (id: string) => `delinquency_${id}`

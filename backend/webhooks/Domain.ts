@@ -2,9 +2,9 @@ import { Schema, SchemaTransformation } from "effect"
 import { EventNames, isEventName } from "../events/Catalog.ts"
 import { FIELD_LIMITS } from "../contract/FieldLimits.ts"
 import { hasControlCharacter } from "../platform/Text.ts"
+import { DeliveryStatuses, EndpointStatuses } from "./Statuses.ts"
 
-/** Only `active` endpoints receive deliveries; a `suspended` one's are recorded and held until it is active. */
-export const EndpointStatuses = ["active", "suspended", "disabled"] as const
+export { DeliveryStatuses, EndpointStatuses }
 export const EndpointStatus = Schema.Literals(EndpointStatuses).annotate({
   identifier: "WebhookEndpointStatus",
   description:
@@ -13,14 +13,6 @@ export const EndpointStatus = Schema.Literals(EndpointStatuses).annotate({
 })
 export type EndpointStatus = typeof EndpointStatus.Type
 
-export const DeliveryStatuses = [
-  "pending",
-  "delivering",
-  "delivered",
-  "retrying",
-  "rate_limited",
-  "failed",
-] as const
 export const DeliveryStatus = Schema.Literals(DeliveryStatuses).annotate({
   identifier: "WebhookDeliveryStatus",
   description:

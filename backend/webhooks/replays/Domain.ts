@@ -1,12 +1,13 @@
 import { Schema } from "effect"
 import { EventNames } from "../../events/Catalog.ts"
+import { ReplayStatuses } from "../Statuses.ts"
 
 /**
  * Replays: an endpoint's events since a time, read back from `EVENTS` and sent again as new deliveries to the
  * endpoint, skipping those it already has a delivery of.
  */
 
-export const ReplayStatuses = ["running", "completed", "canceled"] as const
+export { ReplayStatuses }
 export type ReplayStatus = (typeof ReplayStatuses)[number]
 
 const Rfc3339 = Schema.String.annotate({
