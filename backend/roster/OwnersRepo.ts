@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { grantOwner } from "../auth/Grants.ts"
 import { Db } from "../platform/Db.ts"
 import type { OwnerRow } from "./Domain.ts"
 
@@ -129,11 +130,6 @@ export const makeOwnersRepo = Effect.gen(function* () {
               }),
             ),
     grant: (ownerId: string, clientId: string, buildings: ReadonlyArray<string> | null) =>
-      db.query(
-        (sql) => sql`
-          insert into client_owner_grants (client_id, owner_id, buildings)
-          values (${clientId}, ${ownerId}, ${buildings === null ? null : sql.array([...buildings])})
-          on conflict (client_id, owner_id) do update set buildings = excluded.buildings`,
-      ),
+      grantOwner(db, ownerId, clientId, buildings),
   }
 })

@@ -55,7 +55,7 @@ const LAYERS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
   ["events", ["platform"]],
   ["audit", ["platform"]],
   ["auth", ["platform", "contract"]],
-  ["roster", ["platform", "contract", "audit"]],
+  ["roster", ["platform", "contract", "audit", "auth"]],
   ["prospects", ["platform", "contract", "events", "roster"]],
   ["ingest", ["platform", "contract", "roster", "prospects"]],
   ["webhooks", ["platform", "contract", "events", "audit"]],
