@@ -49,8 +49,7 @@ export type EventMapping = Readonly<Record<string, string>>
 /** A source's mappings by event type. */
 export type SourceMapping = Readonly<Record<string, EventMapping>>
 
-/** What became of an inbound event; `failed` is one the ingest actor gave up on (kept in dead letters). */
-export type IngestOutcome = "applied" | "stale" | "duplicate" | "ignored" | "failed"
+export type { IngestOutcome } from "./Outcomes.ts"
 
 /** An operator's mapping file that cannot be used; nothing was changed. */
 export class MappingRejected extends Schema.TaggedError<MappingRejected>()("MappingRejected", {

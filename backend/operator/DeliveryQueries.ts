@@ -10,12 +10,12 @@ import {
   type DeliveryDetailRow,
   type DeliveryFilter,
   type DeliveryListRow,
-  DeliveryQueriesRepo,
+  DeliveryReads,
   type FilterSets,
   type PagePosition,
   type ShownStatus,
   ShownStatuses,
-} from "./DeliveryQueriesRepo.ts"
+} from "../webhooks/endpoints/DeliveryReads.ts"
 import type { Attempt, Delivery, DeliveryDetail, DeliveryPage } from "./Api.ts"
 import { deliveryTimeline } from "./DeliveryTimeline.ts"
 
@@ -200,7 +200,7 @@ const parsed = (text: string): unknown => {
  */
 export class Deliveries extends Context.Service<Deliveries>()("partner-service/operator/Deliveries", {
   make: Effect.gen(function* () {
-    const repo = yield* DeliveryQueriesRepo
+    const repo = yield* DeliveryReads
     const crypto = yield* Crypto
     const endpoints = yield* Endpoints
 
@@ -348,7 +348,5 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
     return { list, count, detail, retry, filterOf, matchingIds }
   }),
 }) {
-  static readonly layer = Layer.effect(Deliveries, Deliveries.make).pipe(
-    Layer.provide(DeliveryQueriesRepo.layer),
-  )
+  static readonly layer = Layer.effect(Deliveries, Deliveries.make).pipe(Layer.provide(DeliveryReads.layer))
 }

@@ -1,6 +1,14 @@
 import { Context, Effect, Layer } from "effect"
+import { ClientReads } from "../auth/ClientReads.ts"
+import type { FoundRow } from "../contract/Search.ts"
+import { EnrollmentReads } from "../enrollment/EnrollmentReads.ts"
 import { iso, isoOrNull } from "../platform/Dates.ts"
 import { Nats } from "../platform/Nats.ts"
+import { PolicyReads } from "../policies/PolicyReads.ts"
+import { ProspectReads } from "../prospects/ProspectReads.ts"
+import { OwnerReads } from "../roster/OwnerReads.ts"
+import { DeliveryReads } from "../webhooks/endpoints/DeliveryReads.ts"
+import { EndpointReads } from "../webhooks/endpoints/EndpointReads.ts"
 import type {
   EligibilityDecision,
   OwnerBuilding,
@@ -11,7 +19,6 @@ import type {
   ProspectStatusChange,
   SearchHit,
 } from "./DirectoryApi.ts"
-import { DirectoryRepo, type FoundRow } from "./DirectoryRepo.ts"
 import { OwnerPageNotFound, ProspectPageNotFound } from "./Domain.ts"
 
 /**
@@ -59,7 +66,13 @@ const textsOrNull = (value: unknown) =>
 
 export class Directory extends Context.Service<Directory>()("partner-service/operator/Directory", {
   make: Effect.gen(function* () {
-    const repo = yield* DirectoryRepo
+    const roster = yield* OwnerReads
+    const grants = yield* ClientReads
+    const subscribers = yield* EndpointReads
+    const deliveryReads = yield* DeliveryReads
+    const prospectReads = yield* ProspectReads
+    const enrollments = yield* EnrollmentReads
+    const policyReads = yield* PolicyReads
     const nats = yield* Nats
 
     /** A page of owners, newest first, and the id the next page starts below (undefined on the last). */
@@ -68,7 +81,7 @@ export class Directory extends Context.Service<Directory>()("partner-service/ope
       before: string | undefined,
       limit: number,
     ) {
-      const rows = yield* repo.owners(q, before, limit + 1)
+      const rows = yield* roster.owners(q, before, limit + 1)
       const shown: Array<OwnerSummary> = rows.slice(0, limit).map(({ id: _, created_at, ...row }) => ({
         ...row,
         created_at: iso(created_at),
@@ -77,23 +90,23 @@ export class Directory extends Context.Service<Directory>()("partner-service/ope
     })
 
     const owner = Effect.fn("Directory.owner")(function* (slug: string) {
-      const row = yield* repo.owner(slug)
+      const row = yield* roster.owner(slug)
       if (row === undefined) return yield* new OwnerPageNotFound()
       const [bankAccounts, buildings, clients, providers] = yield* Effect.all(
         [
-          repo.bankAccounts(row.id),
-          repo.buildings(row.id, BUILDINGS_SHOWN + 1),
-          repo.clients(row.id),
-          repo.providers(row.id),
+          roster.bankAccounts(row.id),
+          roster.buildings(row.id, BUILDINGS_SHOWN + 1),
+          grants.grantedOwner(row.id),
+          subscribers.providersOf(row.id),
         ],
         { concurrency: "unbounded" },
       )
       const listed = buildings.slice(0, BUILDINGS_SHOWN)
-      const units = yield* repo.units(
+      const units = yield* roster.units(
         listed.map((b) => b.id),
         UNITS_SHOWN + 1,
       )
-      const endpoints = yield* repo.endpoints(
+      const endpoints = yield* subscribers.endpointsOf(
         row.id,
         providers.map((p) => p.id),
       )
@@ -146,16 +159,16 @@ export class Directory extends Context.Service<Directory>()("partner-service/ope
 
     const prospect = Effect.fn("Directory.prospect")(function* (id: string) {
       const rowId = prospectRowId(id)
-      const row = rowId === undefined ? undefined : yield* repo.prospect(rowId)
+      const row = rowId === undefined ? undefined : yield* prospectReads.prospect(rowId)
       if (row === undefined) return yield* new ProspectPageNotFound()
       const since = new Date(row.created_at.getTime() - CLOCK_MARGIN_MS)
       const [decided, emitted, enrollment, applications, policies] = yield* Effect.all(
         [
           storedSince("ELIGIBILITY", `eligibility.decided.${row.owner_slug}`, since),
           storedSince("EVENTS", `events.${row.owner_slug}.prospect.>`, since),
-          repo.enrollment(row.id),
-          repo.applications(row.id),
-          repo.policies(row.id),
+          enrollments.enrollment(row.id),
+          policyReads.applications(row.id),
+          policyReads.policies(row.id),
         ],
         { concurrency: "unbounded" },
       )
@@ -195,7 +208,7 @@ export class Directory extends Context.Service<Directory>()("partner-service/ope
             : payload.id === `tpp_${row.id}`
         return ours ? [{ eventId, event, at: new Date(msg.info.timestampNanos / 1e6), payload }] : []
       })
-      const deliveries = yield* repo.deliveriesOf(events.map((e) => e.eventId))
+      const deliveries = yield* deliveryReads.deliveriesOf(events.map((e) => e.eventId))
       const shownEvents: Array<ProspectEmitted> = events.map((e) => ({
         event_id: e.eventId,
         event: e.event,
@@ -264,7 +277,7 @@ export class Directory extends Context.Service<Directory>()("partner-service/ope
       const none = Effect.succeed([] as Array<FoundRow>)
       const [prospects, deliveries, endpoints, policies, owners] = yield* Effect.all(
         [
-          repo.findProspects(
+          prospectReads.findProspects(
             {
               ...(prospectId === undefined ? {} : { id: prospectId }),
               sourceProspectId: q,
@@ -272,10 +285,10 @@ export class Directory extends Context.Service<Directory>()("partner-service/ope
             },
             SEARCH_RESULTS,
           ),
-          number === undefined ? none : repo.findDelivery(number),
-          number === undefined ? none : repo.findEndpoint(number),
-          q.length > 64 ? none : repo.findPolicy(q),
-          repo.findOwners(q, SEARCH_RESULTS),
+          number === undefined ? none : deliveryReads.findDelivery(number),
+          number === undefined ? none : subscribers.findEndpoint(number),
+          q.length > 64 ? none : policyReads.findPolicy(q),
+          roster.findOwners(q, SEARCH_RESULTS),
         ],
         { concurrency: "unbounded" },
       )
@@ -296,7 +309,17 @@ export class Directory extends Context.Service<Directory>()("partner-service/ope
     return { owners, owner, prospect, search }
   }),
 }) {
-  static readonly layer = Layer.effect(Directory, Directory.make).pipe(Layer.provide(DirectoryRepo.layer))
+  static readonly layer = Layer.effect(Directory, Directory.make).pipe(
+    Layer.provide([
+      OwnerReads.layer,
+      ClientReads.layer,
+      EndpointReads.layer,
+      DeliveryReads.layer,
+      ProspectReads.layer,
+      EnrollmentReads.layer,
+      PolicyReads.layer,
+    ]),
+  )
 }
 
 const shown = (row: FoundRow) => ({ label: row.label, detail: row.detail })

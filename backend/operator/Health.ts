@@ -1,8 +1,8 @@
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
-import { Db } from "../platform/Db.ts"
 import { WebhookConfig } from "../webhooks/Config.ts"
 import { SLOW_AFTER_TIMEOUTS, slowedCap } from "../webhooks/delivery/EndpointPlaces.ts"
 import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../webhooks/delivery/HealthBuckets.ts"
+import { DeliveryReads, type HealthBucketRow } from "../webhooks/endpoints/DeliveryReads.ts"
 import { WebhookRetention } from "../webhooks/Retention.ts"
 import type { EndpointHealth, HealthBucket, HealthSummary, HealthWindow } from "./Api.ts"
 
@@ -21,14 +21,7 @@ const HOUR_MS = 3_600_000
 /** Buckets older than this are no longer shown and are deleted. */
 const KEEP_MS = 25 * HOUR_MS
 
-interface Row {
-  readonly bucket_start: Date
-  readonly attempts: number
-  readonly succeeded: number
-  readonly failed: number
-  readonly latency: ReadonlyArray<number>
-  readonly timeouts_in_row?: number | null
-}
+type Row = HealthBucketRow
 
 const sum = (a: ReadonlyArray<number>, b: ReadonlyArray<number>) =>
   Array.from({ length: LATENCY_SLOTS }, (_, i) => (a[i] ?? 0) + (b[i] ?? 0))
@@ -82,27 +75,17 @@ const window = (rows: ReadonlyArray<Row>, now: number, width: number, count: num
 
 export class Health extends Context.Service<Health>()("partner-service/operator/Health", {
   make: Effect.gen(function* () {
-    const db = yield* Db
+    const reads = yield* DeliveryReads
     const config = yield* WebhookConfig
     const retention = yield* WebhookRetention
 
     const health = Effect.fn("Health.health")(function* (endpointId: number, now: Date) {
       const since = Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - 23 * HOUR_MS
-      const rows = yield* db.query(
-        (sql) => sql<Array<Row>>`
-          select bucket_start, attempts, succeeded, failed, latency, timeouts_in_row from webhook_endpoint_health
-          where endpoint_id = ${endpointId} and bucket_start >= ${new Date(since)}
-          order by bucket_start`,
-      )
-      // Counted on `webhook_deliveries_endpoint_status`: only the endpoint's unsettled entries are read.
-      const [waiting] = yield* db.query(
-        (sql) => sql<Array<{ n: number }>>`
-          select count(*)::int as n from webhook_deliveries
-          where endpoint_id = ${endpointId} and status in ('pending', 'retrying', 'rate_limited')`,
-      )
+      const rows = yield* reads.healthBuckets(endpointId, new Date(since))
+      const waiting = yield* reads.waiting(endpointId)
       const streak = rows.findLast((row) => row.timeouts_in_row != null)?.timeouts_in_row ?? 0
       return {
-        waiting: waiting?.n ?? 0,
+        waiting,
         slowed:
           streak >= SLOW_AFTER_TIMEOUTS
             ? { timeouts_in_row: streak, max_in_flight: slowedCap(config.maxInFlightPerEndpoint) }
@@ -115,16 +98,7 @@ export class Health extends Context.Service<Health>()("partner-service/operator/
     /** The last hour of each endpoint in `endpointIds` (a list's page), read at once. */
     const lastHour = Effect.fn("Health.lastHour")(function* (endpointIds: ReadonlyArray<number>, now: Date) {
       const since = Math.floor(now.getTime() / BUCKET_MS) * BUCKET_MS - 11 * BUCKET_MS
-      const rows =
-        endpointIds.length === 0
-          ? []
-          : yield* db.query(
-              (sql) => sql<Array<Row & { readonly endpoint_id: string }>>`
-                select endpoint_id, bucket_start, attempts, succeeded, failed, latency
-                from webhook_endpoint_health
-                where endpoint_id = any(${endpointIds as Array<number>}::bigint[])
-                  and bucket_start >= ${new Date(since)}`,
-            )
+      const rows = yield* reads.healthBucketsOf(endpointIds, new Date(since))
       return new Map(
         endpointIds.map((id): [number, HealthSummary] => {
           const hour = window(
@@ -148,7 +122,7 @@ export class Health extends Context.Service<Health>()("partner-service/operator/
   }),
 }) {
   static readonly layer = Layer.effect(Health, Health.make).pipe(
-    Layer.provide([WebhookConfig.layer, WebhookRetention.layer]),
+    Layer.provide([WebhookConfig.layer, WebhookRetention.layer, DeliveryReads.layer]),
   )
 
   /** In the workers: old buckets deleted every ten minutes (every process may; the delete is idempotent). */

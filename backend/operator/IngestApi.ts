@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { IngestOutcomes } from "../ingest/Outcomes.ts"
 import { Timestamp } from "./Api.ts"
 
 /*
@@ -7,7 +8,7 @@ import { Timestamp } from "./Api.ts"
  */
 
 /** What became of an inbound event; `failed`: the ingest actor gave up on it (it is in the dead letters). */
-export const IngestOutcomes = ["applied", "stale", "duplicate", "ignored", "failed"] as const
+export { IngestOutcomes }
 export const IngestOutcome = Schema.Literals(IngestOutcomes)
 export type IngestOutcome = typeof IngestOutcome.Type
 

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import type { IngestLogEntry } from "./IngestApi.ts"
-import { type IngestLogFilter, IngestLogRepo, type IngestLogRow } from "./IngestLogRepo.ts"
+import { type IngestLogFilter, IngestLogReads, type IngestLogRow } from "../ingest/IngestLogReads.ts"
 
 const entryView = (row: IngestLogRow): IngestLogEntry => ({
   id: Number(row.id),
@@ -21,7 +21,7 @@ const entryView = (row: IngestLogRow): IngestLogEntry => ({
 /** The console's ingest log: what became of every inbound event, newest first, a page at a time. */
 export class IngestLog extends Context.Service<IngestLog>()("partner-service/operator/IngestLog", {
   make: Effect.gen(function* () {
-    const repo = yield* IngestLogRepo
+    const repo = yield* IngestLogReads
     const page = Effect.fn("IngestLog.page")(function* (filter: IngestLogFilter) {
       const rows = yield* repo.page(filter)
       return {
@@ -32,5 +32,5 @@ export class IngestLog extends Context.Service<IngestLog>()("partner-service/ope
     return { page }
   }),
 }) {
-  static readonly layer = Layer.effect(IngestLog, IngestLog.make).pipe(Layer.provide(IngestLogRepo.layer))
+  static readonly layer = Layer.effect(IngestLog, IngestLog.make).pipe(Layer.provide(IngestLogReads.layer))
 }

@@ -1,4 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
+import { type AuditFilter, AuditReads } from "../audit/AuditReads.ts"
+import { OwnerReads } from "../roster/OwnerReads.ts"
+import { EndpointReads } from "../webhooks/endpoints/EndpointReads.ts"
 import { Crypto, randomToken } from "../platform/Crypto.ts"
 import { Db } from "../platform/Db.ts"
 import { recordAudit } from "../audit/Audit.ts"
@@ -14,7 +17,7 @@ import {
   type Role,
   Roles,
 } from "./Domain.ts"
-import { type AuditFilter, OperatorRepo, type OperatorRow } from "./Repo.ts"
+import { OperatorRepo, type OperatorRow } from "./Repo.ts"
 
 /** Owners suggested for what an operator has typed so far: as many as a list under a field shows. */
 const OWNER_SUGGESTIONS = 20
@@ -45,6 +48,9 @@ export class Operators extends Context.Service<Operators>()("partner-service/ope
   make: Effect.gen(function* () {
     const db = yield* Db
     const repo = yield* OperatorRepo
+    const auditReads = yield* AuditReads
+    const ownerReads = yield* OwnerReads
+    const endpointReads = yield* EndpointReads
     const crypto = yield* Crypto
 
     /**
@@ -137,7 +143,7 @@ export class Operators extends Context.Service<Operators>()("partner-service/ope
 
     /** Audit entries newest first, with the id of the last one (the next page's cursor) when the page is full. */
     const auditLog = Effect.fn("Operators.auditLog")(function* (filter: AuditFilter) {
-      const rows = yield* repo.auditEntries(filter)
+      const rows = yield* auditReads.entries(filter)
       return {
         entries: rows.map((row) => ({
           id: Number(row.id),
@@ -155,14 +161,14 @@ export class Operators extends Context.Service<Operators>()("partner-service/ope
     })
 
     /** Suggestions for an owner filter: owners whose slug starts with `text` or whose name holds it. */
-    const owners = (text: string | undefined) => repo.owners(text, OWNER_SUGGESTIONS)
-    const providers = repo.providers
+    const owners = (text: string | undefined) => ownerReads.suggestions(text, OWNER_SUGGESTIONS)
+    const providers = endpointReads.providerNames
 
     return { create, list, update, auditLog, owners, providers }
   }),
 }) {
   static readonly layer = Layer.effect(Operators, Operators.make).pipe(
-    Layer.provide(OperatorRepo.layer),
+    Layer.provide([OperatorRepo.layer, AuditReads.layer, OwnerReads.layer, EndpointReads.layer]),
     Layer.provide(Crypto.layer),
   )
 }

@@ -10,6 +10,12 @@ import { databaseFailure, DependencyUnavailable } from "./Unavailable.ts"
 export type Sql = postgres.Sql
 export type Row = postgres.Row
 
+/** `text` with LIKE's wildcards and escape character escaped, for a pattern with `\` as its escape. */
+export const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
+
+/** `text` as a LIKE pattern matching it anywhere, its wildcards and escape character taken literally. */
+export const containing = (text: string) => `%${escapeLike(text)}%`
+
 const migrationsDir = fileURLToPath(new URL("../migrations/", import.meta.url))
 
 /** Key of the advisory lock that serializes migration runs across processes (any constant works). */

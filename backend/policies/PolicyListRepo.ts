@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { ownersFiltered } from "../contract/OwnerMatch.ts"
+import { ownersFiltered } from "../roster/OwnerMatch.ts"
 import { Db } from "../platform/Db.ts"
 import type { PolicyRow, PolicyStatus } from "./Domain.ts"
 

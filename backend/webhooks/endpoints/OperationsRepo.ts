@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { ownersFiltered } from "../../contract/OwnerMatch.ts"
+import { ownersFiltered } from "../../roster/OwnerMatch.ts"
 import { Db, type Sql } from "../../platform/Db.ts"
 import { type AuditEntry, recordAudit } from "../../audit/Audit.ts"
 import type { EndpointStatus } from "../Domain.ts"

@@ -1,4 +1,4 @@
-import type { Sql } from "../platform/Db.ts"
+import { containing, escapeLike, type Sql } from "../platform/Db.ts"
 
 /**
  * How operators' owner filters read what was typed, wherever they filter (deliveries, bulk retries, endpoints,
@@ -7,14 +7,11 @@ import type { Sql } from "../platform/Db.ts"
  * `acme-west` beside `acme`. The text's `%`, `_` and `\` are matched as themselves.
  */
 
-/** `text` with LIKE's wildcards and escape character escaped, for a pattern with `\` as its escape. */
-export const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
-
 /** Owners (`id`, `slug`, `name`) whose slug starts with `text` or whose name contains it. */
 export const ownersMatching = (sql: Sql, text: string) => sql`
   select o.id, o.slug, o.name from owners o
   where lower(o.slug) like lower(${`${escapeLike(text)}%`})
-     or lower(o.name) like lower(${`%${escapeLike(text)}%`})`
+     or lower(o.name) like lower(${containing(text)})`
 
 /** The owners an owner filter of `text` names: the owner whose slug it is, otherwise those it matches. */
 export const ownersFiltered = (sql: Sql, text: string) => sql`

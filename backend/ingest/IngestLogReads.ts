@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
-import type { IngestOutcome } from "./IngestApi.ts"
+import type { IngestOutcome } from "./Outcomes.ts"
 
 /** A filter of the ingest log, already checked; every key optional, all of them must hold. */
 export interface IngestLogFilter {
@@ -40,8 +40,8 @@ export interface IngestLogRow {
  * by id. A prospect's rows are found by its key (source and the partner's id), so its ignored and failed events
  * show beside those applied to it.
  */
-export class IngestLogRepo extends Context.Service<IngestLogRepo>()(
-  "partner-service/operator/IngestLogRepo",
+export class IngestLogReads extends Context.Service<IngestLogReads>()(
+  "partner-service/ingest/IngestLogReads",
   {
     make: Effect.gen(function* () {
       const db = yield* Db
@@ -77,5 +77,5 @@ export class IngestLogRepo extends Context.Service<IngestLogRepo>()(
     }),
   },
 ) {
-  static readonly layer = Layer.effect(IngestLogRepo, IngestLogRepo.make)
+  static readonly layer = Layer.effect(IngestLogReads, IngestLogReads.make)
 }

@@ -1,16 +1,20 @@
 import { Context, Effect, Layer } from "effect"
-import { ownersFiltered } from "../contract/OwnerMatch.ts"
-import { Db, type Sql } from "../platform/Db.ts"
-import { type DeliveryStatus, DeliveryStatuses } from "./Api.ts"
+import type { FoundRow } from "../../contract/Search.ts"
+import { Db, type Sql } from "../../platform/Db.ts"
+import { ownersFiltered } from "../../roster/OwnerMatch.ts"
+import { type ShownDeliveryStatus, ShownDeliveryStatuses } from "../Statuses.ts"
+import type { AttemptRow } from "./Repo.ts"
 
 /**
- * The SQL of the operator's delivery list, count and detail. A page is found first (ids only, one index range
- * under the filter that leads it, see migration 0055), then joined with what the console shows of each row.
+ * What the webhooks context lets the console read of its deliveries: the delivery list, count and detail across
+ * subscribers, each delivery's attempts and the secrets that signed them. A page is found first (ids only, one
+ * index range under the filter that leads it, see migration 0055), then joined with what the console shows of
+ * each row. The rows are this context's; readers take these types as they are.
  */
 
 /** Statuses the console shows: the partner API's, plus `held` (its endpoint is suspended). */
-export const ShownStatuses = DeliveryStatuses
-export type ShownStatus = DeliveryStatus
+export const ShownStatuses = ShownDeliveryStatuses
+export type ShownStatus = ShownDeliveryStatus
 
 /** A filter already checked; every key optional, all of them must hold. */
 export interface DeliveryFilter {
@@ -55,6 +59,8 @@ export interface DeliveryListRow {
   readonly last_failure_reason: string | null
 }
 
+export type { AttemptRow }
+
 export interface DeliveryDetailRow extends DeliveryListRow {
   readonly payload: Buffer
   readonly subscriber_id: string
@@ -65,14 +71,24 @@ export interface DeliveryDetailRow extends DeliveryListRow {
   readonly event_published_at: Date | null
 }
 
-export interface AttemptRow {
-  readonly series: number
+export interface EventDeliveryRow {
+  readonly event_id: string
+  readonly id: number
+  readonly endpoint_id: number
+  readonly endpoint_name: string
+  readonly status: string
   readonly attempt_number: number
-  readonly started_at: Date
-  readonly status_code: number | null
-  readonly duration_ms: number | null
-  readonly failure_reason: string | null
-  readonly response_body: string | null
+  readonly delivered_at: Date | null
+}
+
+/** An endpoint's health bucket as the delivery engine keeps it: its counts and latency histogram. */
+export interface HealthBucketRow {
+  readonly bucket_start: Date
+  readonly attempts: number
+  readonly succeeded: number
+  readonly failed: number
+  readonly latency: ReadonlyArray<number>
+  readonly timeouts_in_row?: number | null
 }
 
 type Fragment = ReturnType<Sql>
@@ -151,8 +167,8 @@ const shownJoins = (sql: Sql) => sql`
   left join providers p on p.id = s.provider_id
   left join owners o on o.slug = d.owner_slug`
 
-export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
-  "partner-service/operator/DeliveryQueriesRepo",
+export class DeliveryReads extends Context.Service<DeliveryReads>()(
+  "partner-service/webhooks/DeliveryReads",
   {
     make: Effect.gen(function* () {
       const db = yield* Db
@@ -307,9 +323,73 @@ export class DeliveryQueriesRepo extends Context.Service<DeliveryQueriesRepo>()(
           )
           .pipe(Effect.map((rows) => rows.map((row) => row.secret_sealed)))
 
-      return { providerEndpoints, ownerSlugs, page, ids, count, detail, attempts, secretsAt }
+      /** The deliveries of the events, each with its endpoint's name. */
+      const deliveriesOf = (eventIds: ReadonlyArray<string>) =>
+        eventIds.length === 0
+          ? Effect.succeed([] as Array<EventDeliveryRow>)
+          : db.query(
+              (sql) => sql<Array<EventDeliveryRow>>`
+              select d.event_id, d.id::int, d.endpoint_id::int, e.name as endpoint_name, d.status,
+                d.attempt_number, d.delivered_at
+              from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+              where d.event_id = any(${eventIds as Array<string>}::text[]) order by d.id`,
+            )
+      const findDelivery = (id: string) =>
+        db.query(
+          (sql) => sql<Array<FoundRow>>`
+          select d.id::text as id, 'Delivery ' || d.id as label,
+            concat_ws(' · ', d.event, d.owner_slug, e.name, d.status) as detail
+          from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+          where d.id = ${id}::bigint`,
+        )
+
+      /** The endpoint's health buckets (`delivery/HealthBuckets.ts`) that started at or after `since`, oldest first. */
+      const healthBuckets = (endpointId: number, since: Date) =>
+        db.query(
+          (sql) => sql<Array<HealthBucketRow>>`
+            select bucket_start, attempts, succeeded, failed, latency, timeouts_in_row from webhook_endpoint_health
+            where endpoint_id = ${endpointId} and bucket_start >= ${since}
+            order by bucket_start`,
+        )
+
+      /** The health buckets of each endpoint in `endpointIds` that started at or after `since`. */
+      const healthBucketsOf = (endpointIds: ReadonlyArray<number>, since: Date) =>
+        endpointIds.length === 0
+          ? Effect.succeed([] as Array<HealthBucketRow & { readonly endpoint_id: string }>)
+          : db.query(
+              (sql) => sql<Array<HealthBucketRow & { readonly endpoint_id: string }>>`
+                select endpoint_id, bucket_start, attempts, succeeded, failed, latency
+                from webhook_endpoint_health
+                where endpoint_id = any(${endpointIds as Array<number>}::bigint[]) and bucket_start >= ${since}`,
+            )
+
+      /** The endpoint's deliveries not settled yet, counted on `webhook_deliveries_endpoint_status`. */
+      const waiting = (endpointId: number) =>
+        db
+          .query(
+            (sql) => sql<Array<{ n: number }>>`
+              select count(*)::int as n from webhook_deliveries
+              where endpoint_id = ${endpointId} and status in ('pending', 'retrying', 'rate_limited')`,
+          )
+          .pipe(Effect.map(([row]) => row?.n ?? 0))
+
+      return {
+        providerEndpoints,
+        ownerSlugs,
+        page,
+        ids,
+        count,
+        detail,
+        attempts,
+        secretsAt,
+        deliveriesOf,
+        findDelivery,
+        healthBuckets,
+        healthBucketsOf,
+        waiting,
+      }
     }),
   },
 ) {
-  static readonly layer = Layer.effect(DeliveryQueriesRepo, DeliveryQueriesRepo.make)
+  static readonly layer = Layer.effect(DeliveryReads, DeliveryReads.make)
 }

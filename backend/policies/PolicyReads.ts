@@ -1,0 +1,62 @@
+import { Context, Effect, Layer } from "effect"
+import type { FoundRow } from "../contract/Search.ts"
+import { Db } from "../platform/Db.ts"
+
+/**
+ * What the policies context lets the console read of a prospect's applications and policies, and the policy a
+ * search names by its number. The rows are this context's; readers take these types as they are.
+ */
+export class PolicyReads extends Context.Service<PolicyReads>()("partner-service/policies/PolicyReads", {
+  make: Effect.gen(function* () {
+    const db = yield* Db
+    return {
+      applications: (prospectId: string) =>
+        db.query(
+          (sql) => sql<
+            Array<{
+              id: number
+              status: string
+              outcome: string | null
+              product_type: string | null
+              cadence: string | null
+              coverage_amount_cents: number | null
+              premium_cents: number | null
+              declined_rules: Array<string> | null
+              submitted_at: Date | null
+              created_at: Date
+            }>
+          >`
+        select id::int, status, outcome, product_type, cadence, coverage_amount_cents::float8 as coverage_amount_cents,
+          premium_cents::float8 as premium_cents, declined_rules, submitted_at, created_at
+        from policy_applications where prospect_id = ${prospectId}::bigint order by id`,
+        ),
+      policies: (prospectId: string) =>
+        db.query(
+          (sql) => sql<
+            Array<{
+              id: string
+              policy_number: string
+              status: string
+              product_type: string
+              coverage_amount_cents: number
+              coverage_start_date: string
+              coverage_end_date: string
+            }>
+          >`
+        select 'policy_' || id as id, policy_number, status, product_type,
+          coverage_amount_cents::float8 as coverage_amount_cents,
+          coverage_start_date::text, coverage_end_date::text
+        from policies where prospect_id = ${prospectId}::bigint order by id`,
+        ),
+      findPolicy: (policyNumber: string) =>
+        db.query(
+          (sql) => sql<Array<FoundRow>>`
+        select 'policy_' || id as id, policy_number as label,
+          concat_ws(' · ', insured_name, product_type, status) as detail
+        from policies where policy_number = upper(${policyNumber})`,
+        ),
+    }
+  }),
+}) {
+  static readonly layer = Layer.effect(PolicyReads, PolicyReads.make)
+}
