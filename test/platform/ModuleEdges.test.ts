@@ -58,10 +58,25 @@ const LAYERS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
   ["roster", ["platform", "contract", "audit", "auth"]],
   ["prospects", ["platform", "contract", "events", "roster"]],
   ["ingest", ["platform", "contract", "roster", "prospects"]],
-  ["webhooks", ["platform", "contract", "events", "audit"]],
-  ["policies", ["platform", "contract", "events", "audit", "prospects"]],
+  ["webhooks", ["platform", "contract", "events", "audit", "roster"]],
+  ["policies", ["platform", "contract", "events", "audit", "roster", "prospects"]],
   ["enrollment", ["platform", "contract", "roster", "prospects", "policies"]],
-  ["operator", ["platform", "contract", "events", "audit", "webhooks", "policies"]],
+  [
+    "operator",
+    [
+      "platform",
+      "contract",
+      "events",
+      "audit",
+      "auth",
+      "roster",
+      "prospects",
+      "ingest",
+      "webhooks",
+      "policies",
+      "enrollment",
+    ],
+  ],
   ["reference", ["platform", "contract", "events", "auth", "webhooks"]],
 ]
 const ALLOWED = new Map(LAYERS)
