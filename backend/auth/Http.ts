@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { FIELD_LIMITS, textProblem } from "../contract/FieldLimits.ts"
 import { unavailableIn } from "../platform/Unavailable.ts"
 import {
@@ -25,6 +25,8 @@ import {
   TokenRequest,
   TokenResponse,
 } from "./Domain.ts"
+
+const decodeTokenRequest = Schema.decodeUnknownEffect(TokenRequest)
 
 /** RFC 6749 §5.2's refusal of a body that is not a token request, saying what the body was. */
 const unreadableBody = (error: BadRequest) =>
@@ -166,11 +168,16 @@ const tokenRoute = (gateway: Gateway): Route<Auth> => ({
       const withCredentials = yield* withBasicCredentials(fields, request.headers.get("authorization")).pipe(
         Effect.flatMap(withPlausibleClientId),
       )
-      const token = yield* auth.issueToken(
-        gateway,
-        withQueryAudience(withCredentials, request.query),
-        request.remoteAddress,
+      const tokenRequest = yield* decodeTokenRequest(withQueryAudience(withCredentials, request.query)).pipe(
+        Effect.mapError(
+          () =>
+            new InvalidTokenRequest({
+              error: "invalid_request",
+              description: "grant_type, client_id, client_secret and audience are required strings.",
+            }),
+        ),
       )
+      const token = yield* auth.issueToken(gateway, tokenRequest, request.remoteAddress)
       return json(200, token, noStore)
     }).pipe(
       Effect.catchTags({

@@ -1,6 +1,7 @@
 import { userInfo } from "node:os"
 import { Effect } from "effect"
 import { type SubscriberRef, WebhookCommandRejected } from "../webhooks/Domain.ts"
+import { readCustomHeaders } from "../webhooks/endpoints/CustomHeaders.ts"
 import { Secrets } from "../webhooks/endpoints/Secrets.ts"
 import { type Input, usageOf } from "./CommandLine.ts"
 import type { CommandName } from "./Commands.ts"
@@ -63,7 +64,8 @@ export const setHeaders = Effect.fn("cli.webhooks.headers.set")(function* (
 ) {
   const target = yield* targetOf(input.options, "webhooks headers set")
   const file = yield* readJsonFile(input.options.file, (message) => new WebhookCommandRejected({ message }))
-  return yield* printJson({ headers: yield* (yield* Secrets).setHeaders(target, file, yield* actor) })
+  const headers = readCustomHeaders(file, false)
+  return yield* printJson({ headers: yield* (yield* Secrets).setHeaders(target, headers, yield* actor) })
 })
 
 export const showHeaders = Effect.fn("cli.webhooks.headers.show")(function* (

@@ -121,6 +121,7 @@ export const TestClockAdvance = Schema.Struct({
     }),
   ),
 }).annotate({ identifier: "TestClockAdvance" })
+export type TestClockAdvance = typeof TestClockAdvance.Type
 
 export const TestClock = Schema.Struct({
   offset_days: Schema.Int.annotate({

@@ -1,13 +1,10 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import { Outbox } from "../platform/Outbox.ts"
-import { decodeFields, isJsonObject, joinedMessages } from "../platform/Validation.ts"
 import { moveOutInitiated } from "./LifecycleEvents.ts"
-import { type MoveOut, MoveOutInput, MoveOutInvalid } from "./LifecycleDomain.ts"
+import { type MoveOut, type MoveOutInput, MoveOutInvalid } from "./LifecycleDomain.ts"
 import { LifecycleRepo } from "./LifecycleRepo.ts"
 import type { MoveOutRow } from "./MoveOutsRepo.ts"
-
-const decodeMoveOut = decodeFields(MoveOutInput)
 
 const view = (row: MoveOutRow): MoveOut => ({
   id: Number(row.id),
@@ -33,13 +30,7 @@ export class MoveOuts extends Context.Service<MoveOuts>()("partner-service/polic
     const repo = yield* LifecycleRepo
     const outbox = yield* Outbox
 
-    const upsert = Effect.fn("MoveOuts.upsert")(function* (ownerSlug: string, body: unknown) {
-      if (!isJsonObject(body) || !isJsonObject(body.move_out)) {
-        return yield* new MoveOutInvalid({ fields: { move_out: "Move out is required (an object)" } })
-      }
-      const decoded = decodeMoveOut(body.move_out)
-      if ("errors" in decoded) return yield* new MoveOutInvalid({ fields: joinedMessages(decoded.errors) })
-      const input = decoded.value
+    const upsert = Effect.fn("MoveOuts.upsert")(function* (ownerSlug: string, input: MoveOutInput) {
       return yield* db.transaction(
         Effect.gen(function* () {
           const owner = (yield* repo.ownerBySlug(ownerSlug))!

@@ -1,7 +1,21 @@
 import { Effect } from "effect"
 import { json, type Route, Unprocessable } from "../platform/Http.ts"
-import { MoveOutRequest, MoveOutResponse } from "./LifecycleDomain.ts"
+import { decodeFields, isJsonObject, joinedMessages } from "../platform/Validation.ts"
+import { MoveOutInput, MoveOutInvalid, MoveOutRequest, MoveOutResponse } from "./LifecycleDomain.ts"
 import { MoveOuts } from "./MoveOuts.ts"
+
+const decodeMoveOut = decodeFields(MoveOutInput)
+
+/** The move-out of a `{"move_out": {...}}` body, or MoveOutInvalid with a message per failing field. */
+const moveOutOf = (parsed: unknown) => {
+  if (!isJsonObject(parsed) || !isJsonObject(parsed.move_out)) {
+    return Effect.fail(new MoveOutInvalid({ fields: { move_out: "Move out is required (an object)" } }))
+  }
+  const decoded = decodeMoveOut(parsed.move_out)
+  return "errors" in decoded
+    ? Effect.fail(new MoveOutInvalid({ fields: joinedMessages(decoded.errors) }))
+    : Effect.succeed(decoded.value)
+}
 
 /** `POST /partners/{owner_slug}/move_outs`: the move-out creation endpoint (method and path are ours to choose). */
 export const moveOutRoutes: ReadonlyArray<Route<MoveOuts>> = [
@@ -31,9 +45,9 @@ export const moveOutRoutes: ReadonlyArray<Route<MoveOuts>> = [
     },
     handle: (request) =>
       Effect.gen(function* () {
-        const body = yield* request.json
+        const input = yield* Effect.flatMap(request.json, moveOutOf)
         const { created, moveOut } = yield* MoveOuts.use((moveOuts) =>
-          moveOuts.upsert(request.params.owner_slug!, body),
+          moveOuts.upsert(request.params.owner_slug!, input),
         )
         return json(200, { status_code: created ? 201 : 200, move_out: moveOut })
       }).pipe(

@@ -2,11 +2,8 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../platform/Config.ts"
 import { Db } from "../platform/Db.ts"
 import { isoDate } from "../prospects/Eligibility.ts"
-import { decodeFields, joinedMessages } from "../platform/Validation.ts"
-import { addDays, type TestClock, TestClockAdvance, TestClockInvalid } from "./LifecycleDomain.ts"
+import { addDays, type TestClock, type TestClockAdvance, TestClockInvalid } from "./LifecycleDomain.ts"
 import { LifecycleRepo } from "./LifecycleRepo.ts"
-
-const decodeAdvance = decodeFields(TestClockAdvance)
 
 const DAY_MS = 86_400_000
 
@@ -61,11 +58,8 @@ export class TestClocks extends Context.Service<TestClocks>()("partner-service/p
      * charges and expires that owner's policies as of the new date. Only where test clocks exist (the routes
      * are not served in production).
      */
-    const advance = Effect.fn("TestClocks.advance")(function* (ownerSlug: string, body: unknown) {
+    const advance = Effect.fn("TestClocks.advance")(function* (ownerSlug: string, input: TestClockAdvance) {
       if (!enabled) return yield* Effect.die(new Error("test clocks do not exist in production"))
-      const decoded = decodeAdvance(body)
-      if ("errors" in decoded) return yield* new TestClockInvalid({ fields: joinedMessages(decoded.errors) })
-      const input = decoded.value
       const ownerId = yield* ownerIdOf(ownerSlug)
       const offset = yield* db.transaction(
         Effect.gen(function* () {

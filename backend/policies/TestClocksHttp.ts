@@ -1,7 +1,18 @@
 import { Effect } from "effect"
 import { json, type Route, Unprocessable } from "../platform/Http.ts"
-import { TestClockAdvance, TestClockResponse } from "./LifecycleDomain.ts"
+import { decodeFields, joinedMessages } from "../platform/Validation.ts"
+import { TestClockAdvance, TestClockInvalid, TestClockResponse } from "./LifecycleDomain.ts"
 import { TestClocks } from "./TestClocks.ts"
+
+const decodeAdvance = decodeFields(TestClockAdvance)
+
+/** The advance a body asks for, or TestClockInvalid with a message per failing field. */
+const advanceOf = (parsed: unknown) => {
+  const decoded = decodeAdvance(parsed)
+  return "errors" in decoded
+    ? Effect.fail(new TestClockInvalid({ fields: joinedMessages(decoded.errors) }))
+    : Effect.succeed(decoded.value)
+}
 
 const NOT_IN_PRODUCTION = "Staging and development only: in production this route does not exist (404)."
 
@@ -46,8 +57,8 @@ export const testClockRoutes: ReadonlyArray<Route<TestClocks>> = [
     },
     handle: (request) =>
       Effect.gen(function* () {
-        const body = yield* request.json
-        const clock = yield* TestClocks.use((clocks) => clocks.advance(request.params.owner_slug!, body))
+        const input = yield* Effect.flatMap(request.json, advanceOf)
+        const clock = yield* TestClocks.use((clocks) => clocks.advance(request.params.owner_slug!, input))
         return json(200, { status_code: 200, test_clock: clock })
       }).pipe(
         Effect.catchTag("TestClockInvalid", (error) =>

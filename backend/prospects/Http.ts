@@ -1,20 +1,36 @@
 import { Effect, Schema } from "effect"
 import { normalizedId, textProblem } from "../contract/FieldLimits.ts"
 import { type HttpRequest, json, NotFound, jsonBody, type Route, Unprocessable } from "../platform/Http.ts"
+import { isJsonObject } from "../platform/Validation.ts"
 import { PropertyResult, UnitResult } from "../roster/Domain.ts"
 import {
+  ProspectInvalid,
   ProspectRequest,
   ProspectResponse,
   ResidentsReset,
   TestResidentReset,
   TestUsersReset,
 } from "./Domain.ts"
-import { Prospects } from "./Prospects.ts"
+import { validate } from "./Merge.ts"
+import { type ProspectPost, Prospects } from "./Prospects.ts"
 import { StagingResets } from "./StagingResets.ts"
 import { unknownSourceErrors } from "./Sources.ts"
 
 const prospectInvalid = (fields: Record<string, string>) =>
   new Unprocessable({ message: "Prospect invalid.", resource: "prospect", fields })
+
+/** The prospect of a `{"prospect": {...}}` body, or ProspectInvalid with a sentence per bad field. */
+const prospectPostOf = (parsed: unknown): Effect.Effect<ProspectPost, ProspectInvalid> => {
+  const raw = isJsonObject(parsed) ? parsed.prospect : undefined
+  if (!isJsonObject(raw)) {
+    return Effect.fail(
+      new ProspectInvalid({
+        fields: { prospect: "The body must be an object whose one key, prospect, holds the prospect fields" },
+      }),
+    )
+  }
+  return Effect.map(validate(raw), (input) => ({ input, nested: { property: raw.property, unit: raw.unit } }))
+}
 
 const notFound = (message: string) => () => Effect.fail(new NotFound({ message }))
 
@@ -55,10 +71,10 @@ const upsertRoute: Route<Prospects> = {
   },
   handle: (request) =>
     Effect.gen(function* () {
-      const body = yield* request.json
+      const post = yield* Effect.flatMap(request.json, prospectPostOf)
       const caller = request.caller!
       const { created, ...result } = yield* Prospects.use((prospects) =>
-        prospects.upsert(request.params.owner_slug!, caller, body),
+        prospects.upsert(request.params.owner_slug!, caller, post),
       )
       return json(200, { status_code: created ? 201 : 200, ...result })
     }).pipe(

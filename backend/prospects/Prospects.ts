@@ -7,13 +7,7 @@ import { Outbox } from "../platform/Outbox.ts"
 import { isJsonObject } from "../platform/Validation.ts"
 import { externalIdOf, failed, type ItemResult, type OwnerRow } from "../roster/Domain.ts"
 import { Roster } from "../roster/Roster.ts"
-import {
-  ProspectFields,
-  ProspectIncomplete,
-  ProspectInvalid,
-  ProspectNotFound,
-  type Source,
-} from "./Domain.ts"
+import { type ProspectFields, ProspectIncomplete, ProspectNotFound, type Source } from "./Domain.ts"
 import { eligibilityRequested } from "./Events.ts"
 import {
   isStale,
@@ -29,12 +23,16 @@ import { enrollmentSummaryOf, type ProspectRow, ProspectsRepo, type ProspectWrit
 import { missingFields, prospectView } from "./View.ts"
 import { Sources, UnknownSource } from "./Sources.ts"
 
-export interface SaveRequest {
+/** A partner's prospect POST as its route decoded it. */
+export interface ProspectPost {
+  readonly input: ProspectFields
+  /** `property` and `unit` items to apply through the roster first, each judged by its batch's rules. */
+  readonly nested: { readonly property?: unknown; readonly unit?: unknown }
+}
+
+export interface SaveRequest extends ProspectPost {
   readonly owner: OwnerRow
   readonly source: Source
-  readonly input: ProspectFields
-  /** `property` and `unit` items to apply through the roster first. */
-  readonly nested: { readonly property?: unknown; readonly unit?: unknown }
   readonly caller: Caller
   /** An inbound event's time: one older than the newest applied to the prospect changes nothing. */
   readonly occurredAt?: Date
@@ -156,23 +154,18 @@ export class Prospects extends Context.Service<Prospects>()("partner-service/pro
      * `POST /partners/{owner_slug}/prospects`: everything is validated before anything is written; a refused
      * prospect changes nothing.
      */
-    const upsert = Effect.fn("Prospects.upsert")(function* (slug: string, caller: Caller, body: unknown) {
-      const raw = isJsonObject(body) ? body.prospect : undefined
-      if (!isJsonObject(raw)) {
-        return yield* new ProspectInvalid({
-          fields: {
-            prospect: "The body must be an object whose one key, prospect, holds the prospect fields",
-          },
-        })
-      }
-      const input = yield* validate(raw)
+    const upsert = Effect.fn("Prospects.upsert")(function* (
+      slug: string,
+      caller: Caller,
+      { input, nested }: ProspectPost,
+    ) {
       const source = yield* sources.find(input.source)
       if (source === undefined || !(yield* sources.mayUse(source.code, caller.clientId))) {
         return yield* new UnknownSource({ source: input.source })
       }
       const owner = yield* roster.ownerBySlug(slug)
       if (owner === undefined) return yield* Effect.die(new Error(`owner ${slug} vanished`))
-      const saved = yield* save({ owner, source, input, nested: raw, caller })
+      const saved = yield* save({ owner, source, input, nested, caller })
       if (saved.stale) return yield* Effect.die(new Error("an API write cannot be stale"))
       const { stale: _, id: __, ...answer } = saved
       return answer

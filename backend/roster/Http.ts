@@ -4,8 +4,9 @@ import { decodeFields, joinedMessages } from "../platform/Validation.ts"
 import {
   BankAccountItem,
   BankAccountResult,
-  type BatchRejected,
+  BatchRejected,
   batchResponse,
+  MAX_BATCH,
   PropertyItem,
   PropertyOwnerInput,
   PropertyOwnerResponse,
@@ -18,6 +19,20 @@ import { Roster } from "./Roster.ts"
 const decodeOwner = decodeFields(PropertyOwnerInput)
 
 const rejectBatch = (error: BatchRejected) => new Unprocessable({ message: error.message })
+
+/** A batch body's items: a JSON array of at most `MAX_BATCH`, or refused whole. */
+const batchOf = (parsed: unknown) =>
+  !Array.isArray(parsed)
+    ? Effect.fail(
+        new BatchRejected({ message: "The body must be a JSON array of items (even for one item)." }),
+      )
+    : parsed.length > MAX_BATCH
+      ? Effect.fail(
+          new BatchRejected({
+            message: `A batch holds at most ${MAX_BATCH} items; this one has ${parsed.length}. Nothing was processed.`,
+          }),
+        )
+      : Effect.succeed(parsed as ReadonlyArray<unknown>)
 
 /** The caller's id: every route here is non-public, so the guard has set it. */
 const callerOf = (request: { readonly caller?: { readonly clientId: string } | undefined }) =>
@@ -91,8 +106,8 @@ const batchRoute = (options: {
     roster: Roster["Service"],
     slug: string,
     clientId: string,
-    body: unknown,
-  ) => Effect.Effect<{ readonly results: ReadonlyArray<unknown>; readonly meta: unknown }, BatchRejected>
+    items: ReadonlyArray<unknown>,
+  ) => Effect.Effect<{ readonly results: ReadonlyArray<unknown>; readonly meta: unknown }>
 }): Route<Roster> => ({
   method: "POST",
   path: options.path,
@@ -113,11 +128,16 @@ const batchRoute = (options: {
   },
   handle: (request) =>
     Effect.gen(function* () {
-      const body = yield* request.json
+      const items = yield* request.json.pipe(
+        Effect.flatMap((body) => Effect.mapError(batchOf(body), rejectBatch)),
+      )
       const roster = yield* Roster
-      const { results, meta } = yield* options
-        .run(roster, request.params.owner_slug!, callerOf(request), body)
-        .pipe(Effect.mapError(rejectBatch))
+      const { results, meta } = yield* options.run(
+        roster,
+        request.params.owner_slug!,
+        callerOf(request),
+        items,
+      )
       return json(200, { status_code: 200, results, meta })
     }),
 })
@@ -134,7 +154,7 @@ export const rosterRoutes: ReadonlyArray<Route<Roster>> = [
     item: BankAccountItem,
     result: BankAccountResult,
     responseName: "BankAccountBatchResponse",
-    run: (roster, slug, _clientId, body) => roster.upsertBankAccounts(slug, body),
+    run: (roster, slug, _clientId, items) => roster.upsertBankAccounts(slug, items),
   }),
   batchRoute({
     path: "/partners/:owner_slug/properties",
@@ -145,7 +165,7 @@ export const rosterRoutes: ReadonlyArray<Route<Roster>> = [
     item: PropertyItem,
     result: PropertyResult,
     responseName: "PropertyBatchResponse",
-    run: (roster, slug, clientId, body) => roster.upsertProperties(slug, clientId, body),
+    run: (roster, slug, clientId, items) => roster.upsertProperties(slug, clientId, items),
   }),
   batchRoute({
     path: "/partners/:owner_slug/units",
@@ -156,6 +176,6 @@ export const rosterRoutes: ReadonlyArray<Route<Roster>> = [
     item: UnitItem,
     result: UnitResult,
     responseName: "UnitBatchResponse",
-    run: (roster, slug, clientId, body) => roster.upsertUnits(slug, clientId, body),
+    run: (roster, slug, clientId, items) => roster.upsertUnits(slug, clientId, items),
   }),
 ]

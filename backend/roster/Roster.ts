@@ -4,25 +4,12 @@ import { Db } from "../platform/Db.ts"
 import { Outbox } from "../platform/Outbox.ts"
 import { makeAddressCorrections } from "./AddressCorrections.ts"
 import { applyBankAccounts } from "./BankAccounts.ts"
-import { BatchRejected, type BatchRules, type ItemResult, MAX_BATCH } from "./Domain.ts"
+import type { BatchRules, ItemResult } from "./Domain.ts"
 import { type Kind, rosterEvents } from "./Events.ts"
 import { makeOwners } from "./Owners.ts"
 import { applyProperties } from "./Properties.ts"
 import { RosterRepo } from "./Repo.ts"
 import { applyUnits } from "./Units.ts"
-
-const batchOf = (body: unknown) =>
-  !Array.isArray(body)
-    ? Effect.fail(
-        new BatchRejected({ message: "The body must be a JSON array of items (even for one item)." }),
-      )
-    : body.length > MAX_BATCH
-      ? Effect.fail(
-          new BatchRejected({
-            message: `A batch holds at most ${MAX_BATCH} items; this one has ${body.length}. Nothing was processed.`,
-          }),
-        )
-      : Effect.succeed(body as ReadonlyArray<unknown>)
 
 const meta = (results: ReadonlyArray<ItemResult>) => ({
   created: results.filter((r) => r.action === "created").length,
@@ -51,21 +38,19 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
       })
 
     /**
-     * What every roster batch does around its own rules: refuse a batch that is not an array of at most 500,
-     * apply `items` under the owner's lock in one transaction, publish a `roster.*` message per applied item.
+     * What every roster batch does around its own rules: apply `items` (the route has refused a batch that is not
+     * an array of at most 500) under the owner's lock in one transaction, publish a `roster.*` message per applied
+     * item. Each item is judged by its batch's rules, so a bad one fails alone.
      */
-    const rosterBatch = (slug: string, kind: Kind, body: unknown, apply: BatchRules) =>
-      Effect.gen(function* () {
-        const items = yield* batchOf(body)
-        return yield* db.transaction(
-          Effect.gen(function* () {
-            const owner = yield* lockedOwner(slug)
-            const results = yield* apply(owner, items)
-            yield* outbox.enqueue(rosterEvents(owner.slug, kind, results))
-            return { results, meta: meta(results) }
-          }),
-        )
-      })
+    const rosterBatch = (slug: string, kind: Kind, items: ReadonlyArray<unknown>, apply: BatchRules) =>
+      db.transaction(
+        Effect.gen(function* () {
+          const owner = yield* lockedOwner(slug)
+          const results = yield* apply(owner, items)
+          yield* outbox.enqueue(rosterEvents(owner.slug, kind, results))
+          return { results, meta: meta(results) }
+        }),
+      )
 
     /**
      * `POST /partners/{owner_slug}/bank_accounts`. An item writes only the fields it carries: creating an account
@@ -73,27 +58,27 @@ export class Roster extends Context.Service<Roster>()("partner-service/roster/Ro
      */
     const upsertBankAccounts = Effect.fn("Roster.upsertBankAccounts")(function* (
       slug: string,
-      body: unknown,
+      items: ReadonlyArray<unknown>,
     ) {
-      return yield* rosterBatch(slug, "bank_account", body, applyBankAccounts(repo, crypto))
+      return yield* rosterBatch(slug, "bank_account", items, applyBankAccounts(repo, crypto))
     })
 
     /** `POST /partners/{owner_slug}/properties`: each item matched and applied in order (see the spec's rules). */
     const upsertProperties = Effect.fn("Roster.upsertProperties")(function* (
       slug: string,
       clientId: string,
-      body: unknown,
+      items: ReadonlyArray<unknown>,
     ) {
-      return yield* rosterBatch(slug, "property", body, applyProperties(repo, clientId))
+      return yield* rosterBatch(slug, "property", items, applyProperties(repo, clientId))
     })
 
     /** `POST /partners/{owner_slug}/units`: buildings' streets derived first, then each item in order. */
     const upsertUnits = Effect.fn("Roster.upsertUnits")(function* (
       slug: string,
       clientId: string,
-      body: unknown,
+      items: ReadonlyArray<unknown>,
     ) {
-      return yield* rosterBatch(slug, "unit", body, applyUnits(repo, clientId))
+      return yield* rosterBatch(slug, "unit", items, applyUnits(repo, clientId))
     })
     const { upsertOwner, createManagedOwner } = yield* makeOwners
     const { correctAddress } = yield* makeAddressCorrections(lockedOwner)

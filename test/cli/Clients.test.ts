@@ -61,7 +61,7 @@ const issue = (clientId: string, clientSecret: string) =>
       grant_type: "client_credentials",
       client_id: clientId,
       client_secret: clientSecret,
-      audience: env.PARTNER_API_AUDIENCE,
+      audience: env.PARTNER_API_AUDIENCE!,
     }),
   )
 

@@ -335,7 +335,11 @@ describe("npm run cli -- secrets", () => {
       it.effect(`webhooks headers set refuses ${name} and keeps the stored headers`, () =>
         Effect.gen(function* () {
           yield* Secrets.use((secrets) =>
-            secrets.setHeaders({ kind: "owner", slug: "hdr-a" }, { "X-Kept": "1" }, "test"),
+            secrets.setHeaders(
+              { kind: "owner", slug: "hdr-a" },
+              { headers: { "X-Kept": "1" }, problems: [] },
+              "test",
+            ),
           ).pipe(Effect.orDie)
           const path = file(`${name.replace(/\W+/g, "-")}.json`, content)
           const run = yield* cli("webhooks", "headers", "set", "--owner", "hdr-a", "--file", path)

@@ -2,6 +2,7 @@ import { Clock, Effect } from "effect"
 import { json } from "../../platform/Http.ts"
 import { hasControlCharacter } from "../../platform/Text.ts"
 import { type EndpointStatus, EndpointStatuses } from "../../webhooks/Domain.ts"
+import { readCustomHeaders } from "../../webhooks/endpoints/CustomHeaders.ts"
 import { EndpointOperations } from "../../webhooks/endpoints/Operations.ts"
 import { Health } from "../Health.ts"
 import { encodeCursor } from "./Cursor.ts"
@@ -79,7 +80,7 @@ export const endpointRoutes = [
     Effect.gen(function* () {
       const body = yield* objectBody(request, "endpoint")
       const endpoint = yield* (yield* EndpointOperations)
-        .setHeaders(request.params.id ?? "", body.custom_headers, actorOf(request))
+        .setHeaders(request.params.id ?? "", readCustomHeaders(body.custom_headers, true), actorOf(request))
         .pipe(
           Effect.catchTag("WebhookCommandRejected", (error) =>
             Effect.fail(invalid("Invalid custom headers.", "endpoint", { custom_headers: error.message })),

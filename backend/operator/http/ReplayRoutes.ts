@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { json } from "../../platform/Http.ts"
+import { readReplay } from "../../webhooks/replays/Domain.ts"
 import { Replays } from "../../webhooks/replays/Replays.ts"
 import { actorOf, objectBody, route } from "./Route.ts"
 
@@ -17,14 +18,18 @@ export const replayRoutes = [
   route("POST", "/api/endpoints/:id/replays/preview", "operator", (request) =>
     Effect.gen(function* () {
       const body = yield* objectBody(request, "replay")
-      const count = yield* (yield* Replays).preview(request.params.id ?? "", body)
+      const count = yield* (yield* Replays).preview(request.params.id ?? "", readReplay(body))
       return json(200, { count })
     }),
   ),
   route("POST", "/api/endpoints/:id/replays", "operator", (request) =>
     Effect.gen(function* () {
       const body = yield* objectBody(request, "replay")
-      const replay = yield* (yield* Replays).startFor(request.params.id ?? "", body, actorOf(request))
+      const replay = yield* (yield* Replays).startFor(
+        request.params.id ?? "",
+        readReplay(body),
+        actorOf(request),
+      )
       return json(202, { replay })
     }),
   ),

@@ -23,32 +23,31 @@ const TRANSPORT_HEADERS = new Set([
   "proxy-connection",
 ])
 
-const NO_VALUE = Symbol("no value")
-
 /**
- * Every problem of an operator's custom headers file, or the headers to store. With `stored`, a null value keeps
- * the stored value of that name: the console shows values masked, so a form saved unchanged sends nulls.
+ * Custom headers as a route or command read them: each name with its value, and every problem of the names and
+ * values, in the order they are named. A null value (`keepHidden`: the console shows values masked, so a form
+ * saved unchanged sends nulls) keeps the stored value, which passed these checks when it was set.
  */
-export const validateCustomHeaders = (
-  input: unknown,
-  stored?: Readonly<Record<string, string>>,
-): { readonly headers: Record<string, string> } | { readonly problems: ReadonlyArray<string> } => {
-  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+export interface CustomHeadersBody {
+  readonly headers: Readonly<Record<string, string | null>>
+  readonly problems: ReadonlyArray<string>
+}
+
+/** The custom headers `parsed` names; with `keepHidden`, a null value keeps the stored one. */
+export const readCustomHeaders = (parsed: unknown, keepHidden: boolean): CustomHeadersBody => {
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     return {
+      headers: {},
       problems: [
         'the headers file must hold a JSON object of header names to values, e.g. {"X-Api-Key": "..."}',
       ],
     }
   }
   const problems: Array<string> = []
-  const entries = Object.entries(input).map(([name, value]): [string, unknown] => {
-    if (value !== null || stored === undefined) return [name, value]
-    if (Object.hasOwn(stored, name)) return [name, stored[name]]
-    problems.push(`${JSON.stringify(name)} has no stored value to keep: give its value`)
-    return [name, NO_VALUE]
-  })
+  const entries = Object.entries(parsed)
   if (entries.length > MAX_HEADERS) problems.push(`at most ${MAX_HEADERS} headers, not ${entries.length}`)
   const seen = new Set<string>()
+  const headers: Array<[string, string | null]> = []
   for (const [name, value] of entries) {
     const lower = name.toLowerCase()
     const shown = JSON.stringify(name)
@@ -61,7 +60,10 @@ export const validateCustomHeaders = (
       problems.push(`${name} cannot be set: the HTTP client sets it for each request`)
     } else if (seen.has(lower)) problems.push(`${name} is given twice (header names ignore case)`)
     seen.add(lower)
-    if (value === NO_VALUE) continue
+    if (value === null && keepHidden) {
+      headers.push([name, null])
+      continue
+    }
     if (typeof value !== "string") problems.push(`the value of ${shown} must be a string`)
     else if (value.length > MAX_HEADER_VALUE) {
       problems.push(`the value of ${shown} is longer than ${MAX_HEADER_VALUE} characters`)
@@ -70,10 +72,36 @@ export const validateCustomHeaders = (
         `the value of ${shown} must be non-empty visible ASCII without line breaks or surrounding spaces`,
       )
     }
+    if (typeof value === "string") headers.push([name, value])
   }
-  return problems.length > 0
-    ? { problems }
-    : { headers: Object.fromEntries(entries) as Record<string, string> }
+  return { headers: Object.fromEntries(headers), problems }
+}
+
+/** Every problem of an operator's custom headers file, or the headers to store: every value given. */
+export const validateCustomHeaders = (
+  parsed: unknown,
+): { readonly headers: Record<string, string> } | { readonly problems: ReadonlyArray<string> } => {
+  const read = readCustomHeaders(parsed, false)
+  return read.problems.length > 0
+    ? { problems: read.problems }
+    : { headers: read.headers as Record<string, string> }
+}
+
+/** The headers to store, a null value taking the stored one, or every problem (those of nulls first). */
+const withStored = (
+  body: CustomHeadersBody,
+  stored: Readonly<Record<string, string>>,
+): { readonly headers: Record<string, string> } | { readonly problems: ReadonlyArray<string> } => {
+  const unkept = Object.entries(body.headers)
+    .filter(([name, value]) => value === null && !Object.hasOwn(stored, name))
+    .map(([name]) => `${JSON.stringify(name)} has no stored value to keep: give its value`)
+  const problems = [...unkept, ...body.problems]
+  if (problems.length > 0) return { problems }
+  return {
+    headers: Object.fromEntries(
+      Object.entries(body.headers).map(([name, value]) => [name, value ?? stored[name]!]),
+    ),
+  }
 }
 
 /**
@@ -106,23 +134,23 @@ export const makeCustomHeaders = <E>(
 
     /**
      * Replaces the static headers sent with every delivery of the subscriber. Audited (names only). With
-     * `keepHidden`, a null value keeps the stored one (the console's form, which never holds the values).
+     * `keepHidden`, a null value keeps the stored one (the console's form, which never holds the values), so its
+     * problems are told once the stored headers are read.
      */
     const setHeaders = Effect.fn("Secrets.setHeaders")(function* (
       ref: SubscriberRef,
-      input: unknown,
+      body: CustomHeadersBody,
       actor: string,
       keepHidden = false,
     ) {
-      const early = keepHidden ? undefined : validateCustomHeaders(input)
-      if (early !== undefined && "problems" in early) {
-        return yield* new WebhookCommandRejected({ message: early.problems.join("; ") })
+      if (!keepHidden && body.problems.length > 0) {
+        return yield* new WebhookCommandRejected({ message: body.problems.join("; ") })
       }
       return yield* db.transaction(
         Effect.gen(function* () {
           const subscriberId = (yield* subscriber(ref, true))!
           const previous = yield* repo.customHeaders(subscriberId)
-          const checked = early ?? validateCustomHeaders(input, previous)
+          const checked = withStored(body, previous)
           if ("problems" in checked) {
             return yield* new WebhookCommandRejected({ message: checked.problems.join("; ") })
           }

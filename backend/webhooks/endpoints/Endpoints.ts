@@ -1,7 +1,6 @@
 import { isIP } from "node:net"
 import { Context, Effect, Layer } from "effect"
 import { WebhookConfig } from "../Config.ts"
-import { decodeFields, isJsonObject } from "../../platform/Validation.ts"
 import { iso, isoOrNull } from "../../platform/Dates.ts"
 import { Db } from "../../platform/Db.ts"
 import {
@@ -10,10 +9,8 @@ import {
   DeliveryQueryInvalid,
   type DeliveryStatus,
   DeliveryStatuses,
-  EndpointCreateFields,
   EndpointInvalid,
   EndpointNotFound,
-  EndpointUpdateFields,
   MAX_PER_PAGE,
   type SubscriberRef,
   type WebhookDelivery,
@@ -41,32 +38,26 @@ const isPrivateHost = (hostname: string) => {
   return isLocalhostName(host) || (isIP(host) !== 0 && isForbiddenAddress(host))
 }
 
-const ENDPOINT_REQUIRED = "Endpoint must be an object with name, destination_url and events"
 const PRIVATE_DESTINATION = "Destination url must be a publicly reachable host"
 
-const decodeCreate = decodeFields(EndpointCreateFields)
-const decodeUpdate = decodeFields(EndpointUpdateFields)
-
 /**
- * The changes an endpoint body asks for: on creation every field but `status` is required, on update any
- * subset. Unknown keys are ignored, as the published API does; every failing field is reported, with its first
- * message. Whether a private destination is allowed is the deployment's choice, checked after the schema.
+ * An endpoint body as its route decoded it: the changes it asks for, or each failing field's message with the
+ * destination sent when the schema took it. A refusal is handed over rather than answered by the route: a missing
+ * endpoint or provider is a 404 whatever the body says, and the private-destination rule adds its message to the
+ * schema's.
  */
-const readEndpoint = (body: unknown, creating: boolean, allowPrivate: boolean) => {
-  const endpoint = isJsonObject(body) ? body.endpoint : undefined
-  if (!isJsonObject(endpoint)) return { fields: { base: ENDPOINT_REQUIRED } as Fields }
-  const decoded = creating ? decodeCreate(endpoint) : decodeUpdate(endpoint)
-  const fields: Fields = {}
-  if ("errors" in decoded) {
-    for (const [path, messages] of Object.entries(decoded.errors))
-      fields[path.split(".")[0]!] ??= messages[0]!
-  }
-  const url = endpoint.destination_url
-  if (!allowPrivate && fields.destination_url === undefined && typeof url === "string" && URL.canParse(url)) {
+export type EndpointBody =
+  { readonly changes: EndpointChanges } | { readonly fields: Fields; readonly destinationUrl?: string }
+
+/** The changes of `body`, or every failing field; whether a private destination is allowed is the deployment's choice. */
+const checkEndpoint = (body: EndpointBody, allowPrivate: boolean) => {
+  const fields: Fields = "fields" in body ? { ...body.fields } : {}
+  const url = "fields" in body ? body.destinationUrl : body.changes.destination_url
+  if (!allowPrivate && fields.destination_url === undefined && url !== undefined && URL.canParse(url)) {
     if (isPrivateHost(new URL(url).hostname)) fields.destination_url = PRIVATE_DESTINATION
   }
-  if ("errors" in decoded || Object.keys(fields).length > 0) return { fields }
-  return { changes: decoded.value as EndpointChanges }
+  if ("fields" in body || Object.keys(fields).length > 0) return { fields }
+  return { changes: body.changes }
 }
 
 export const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
@@ -162,10 +153,10 @@ export class Endpoints extends Context.Service<Endpoints>()("partner-service/web
         return row
       })
 
-    const create = Effect.fn("Endpoints.create")(function* (ref: SubscriberRef, body: unknown) {
+    const create = Effect.fn("Endpoints.create")(function* (ref: SubscriberRef, body: EndpointBody) {
       // A provider not provisioned is a 404 whatever the body says.
       if (ref.kind === "provider") yield* secrets.subscriber(ref, false)
-      const read = readEndpoint(body, true, allowPrivate)
+      const read = checkEndpoint(body, allowPrivate)
       if ("fields" in read) return yield* new EndpointInvalid({ fields: read.fields })
       const { name, destination_url, events } = read.changes
       return yield* db.transaction(
@@ -191,11 +182,15 @@ export class Endpoints extends Context.Service<Endpoints>()("partner-service/web
       return toEndpoint(yield* endpointOf(ref, id))
     })
 
-    const update = Effect.fn("Endpoints.update")(function* (ref: SubscriberRef, id: string, body: unknown) {
+    const update = Effect.fn("Endpoints.update")(function* (
+      ref: SubscriberRef,
+      id: string,
+      body: EndpointBody,
+    ) {
       return yield* db.transaction(
         Effect.gen(function* () {
           const current = yield* endpointOf(ref, id, true)
-          const read = readEndpoint(body, false, allowPrivate)
+          const read = checkEndpoint(body, allowPrivate)
           if ("fields" in read) return yield* new EndpointInvalid({ fields: read.fields })
           if (Object.keys(read.changes).length === 0) return toEndpoint(current)
           const status = read.changes.status

@@ -10,6 +10,7 @@ import {
   WebhookCommandRejected,
 } from "../Domain.ts"
 import { type EndpointListFilter, type OperatorEndpointRow, OperationsRepo } from "./OperationsRepo.ts"
+import type { CustomHeadersBody } from "./CustomHeaders.ts"
 import { Secrets } from "./Secrets.ts"
 
 /** The event name of the console's test deliveries: outside the catalog, so no partner event is mistaken for one. */
@@ -159,7 +160,7 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
        */
       const setHeaders = Effect.fn("EndpointOperations.setHeaders")(function* (
         id: string,
-        headers: unknown,
+        headers: CustomHeadersBody,
         actor: string,
       ) {
         const endpoint = yield* endpointRow(id)

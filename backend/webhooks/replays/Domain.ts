@@ -1,5 +1,7 @@
 import { Schema } from "effect"
 import { EventNames } from "../../events/Catalog.ts"
+import { instantProblemMessage, readInstant } from "../../platform/Dates.ts"
+import { isJsonObject } from "../../platform/Validation.ts"
 import { ReplayStatuses } from "../Statuses.ts"
 
 /**
@@ -32,6 +34,59 @@ export const ReplayRequest = Schema.Struct({
     }),
   ),
 }).annotate({ identifier: "WebhookReplayRequest" })
+
+/** RFC 3339's date-time: a full date and time with seconds and an offset. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})$/
+
+/**
+ * A replay body as its route read it: the times and event names it gives, and each field it gets wrong with its
+ * message. A refusal is handed over rather than answered by the route: a missing endpoint is a 404 whatever the
+ * body says, and the service adds what needs the endpoint's subscriptions or the time now.
+ */
+export interface ReplayBody {
+  /** Absent when missing or unreadable (`fields` says which). */
+  readonly since?: Date
+  /** Absent when omitted (now) or unreadable (`fields` says which). */
+  readonly until?: Date
+  /** As sent, repeats included; absent when omitted (every subscribed event) or not names (`fields` says which). */
+  readonly events?: ReadonlyArray<string>
+  readonly fields: Readonly<Record<string, string>>
+}
+
+const time = (value: unknown, label: string, fields: Record<string, string>, key: string) => {
+  const read =
+    typeof value === "string" && RFC3339.test(value) ? readInstant(value) : { problem: "form" as const }
+  if ("at" in read) return read.at
+  fields[key] =
+    `${label} ${instantProblemMessage(read.problem, "must be an RFC 3339 time, e.g. 2026-11-20T08:00:00Z")}`
+  return undefined
+}
+
+/** What a replay body gives, field by field, so every failing field is named. */
+export const readReplay = (parsed: unknown): ReplayBody => {
+  if (!isJsonObject(parsed)) return { fields: { base: "Replay must be an object with since" } }
+  const fields: Record<string, string> = {}
+  const since = parsed.since === undefined ? undefined : time(parsed.since, "Since", fields, "since")
+  if (parsed.since === undefined) fields.since = "Since can't be blank"
+  const until =
+    parsed.until === undefined || parsed.until === null
+      ? undefined
+      : time(parsed.until, "Until", fields, "until")
+  let events: ReadonlyArray<string> | undefined
+  if (parsed.events !== undefined && parsed.events !== null) {
+    if (!Array.isArray(parsed.events) || !parsed.events.every((e): e is string => typeof e === "string")) {
+      fields.events = "Events must be an array of event names"
+    } else if (parsed.events.length === 0) {
+      fields.events = "Events can't be blank"
+    } else events = parsed.events
+  }
+  return {
+    ...(since === undefined ? {} : { since }),
+    ...(until === undefined ? {} : { until }),
+    ...(events === undefined ? {} : { events }),
+    fields,
+  }
+}
 
 export const WebhookReplay = Schema.Struct({
   id: Schema.Int,

@@ -6,6 +6,7 @@ import {
   ReplayCreatedResponse,
   type ReplayInvalid,
   type ReplayNotFound,
+  readReplay,
   ReplayRequest,
   ReplayResponse,
 } from "./Domain.ts"
@@ -105,7 +106,7 @@ const replayRoutesOf = (kind: Kind): ReadonlyArray<Route<Replays>> => {
         Effect.gen(function* () {
           const input = yield* body(request)
           const replay = yield* Replays.use((replays) =>
-            replays.start(refOf(kind, request), request.params.endpoint_id ?? "", input),
+            replays.start(refOf(kind, request), request.params.endpoint_id ?? "", readReplay(input)),
           )
           return json(202, { status_code: 202, replay })
         }),

@@ -3,20 +3,22 @@ import { isEventName } from "../../events/Catalog.ts"
 import { EVENT_PROPERTY_HEADER } from "../../events/Envelope.ts"
 import { recordAudit } from "../../audit/Audit.ts"
 import { Db } from "../../platform/Db.ts"
-import { instantProblemMessage, iso, readInstant } from "../../platform/Dates.ts"
+import { iso } from "../../platform/Dates.ts"
 import { Nats } from "../../platform/Nats.ts"
-import { isJsonObject } from "../../platform/Validation.ts"
 import { EndpointNotFound, type SubscriberRef } from "../Domain.ts"
 import { WebhooksRepo } from "../endpoints/Repo.ts"
 import { Secrets } from "../endpoints/Secrets.ts"
-import { ReplayBeyondRetention, ReplayInvalid, ReplayNotFound, type WebhookReplay } from "./Domain.ts"
+import {
+  ReplayBeyondRetention,
+  type ReplayBody,
+  ReplayInvalid,
+  ReplayNotFound,
+  type WebhookReplay,
+} from "./Domain.ts"
 import { type Coverage, type ReplayEventInput, type ReplayRow, ReplaysRepo } from "./Repo.ts"
 
 /** Ids are positive integers that JSON carries exactly; anything else names no record (404). */
 const ID = /^[1-9]\d{0,14}$/
-
-/** RFC 3339's date-time: a full date and time with seconds and an offset. */
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})$/
 
 type Fields = Record<string, string>
 
@@ -26,27 +28,19 @@ export interface ReplayRange {
   readonly events: ReadonlyArray<string>
 }
 
-const time = (value: unknown, label: string, fields: Fields, key: string) => {
-  const read =
-    typeof value === "string" && RFC3339.test(value) ? readInstant(value) : { problem: "form" as const }
-  if ("at" in read) return read.at
-  fields[key] =
-    `${label} ${instantProblemMessage(read.problem, "must be an RFC 3339 time, e.g. 2026-11-20T08:00:00Z")}`
-  return undefined
-}
-
 /** The range a replay body asks for, checked against the endpoint's subscriptions and the time now. */
-export const readReplay = (
-  body: unknown,
+const checkReplay = (
+  body: ReplayBody,
   subscribed: ReadonlyArray<string>,
   now: Date,
 ): { readonly range: ReplayRange } | { readonly fields: Fields } => {
-  if (!isJsonObject(body)) return { fields: { base: "Replay must be an object with since" } }
+  if (body.fields.base !== undefined) return { fields: { ...body.fields } }
+  // Each field's messages in the order a partner has always read them: the schema's, then those of the time now.
   const fields: Fields = {}
-  const since = body.since === undefined ? undefined : time(body.since, "Since", fields, "since")
-  if (body.since === undefined) fields.since = "Since can't be blank"
-  const until =
-    body.until === undefined || body.until === null ? now : time(body.until, "Until", fields, "until")
+  if (body.fields.since !== undefined) fields.since = body.fields.since
+  if (body.fields.until !== undefined) fields.until = body.fields.until
+  const since = body.since
+  const until = body.fields.until === undefined ? (body.until ?? now) : undefined
   if (since !== undefined && since.getTime() > now.getTime()) fields.since = "Since must not be in the future"
   if (
     fields.since === undefined &&
@@ -56,18 +50,13 @@ export const readReplay = (
   )
     fields.until = "Until must not be before since"
   let events = subscribed
-  if (body.events !== undefined && body.events !== null) {
-    if (!Array.isArray(body.events) || !body.events.every((e): e is string => typeof e === "string")) {
-      fields.events = "Events must be an array of event names"
-    } else if (body.events.length === 0) {
-      fields.events = "Events can't be blank"
-    } else {
-      const other = body.events.filter((e) => !subscribed.includes(e))
-      if (other.length > 0) {
-        const named = other.slice(0, 10).map((e) => (e.length > 80 ? `${e.slice(0, 80)}…` : e))
-        fields.events = `Events must be events the endpoint subscribes to, not ${named.join(", ")}`
-      } else events = [...new Set(body.events)]
-    }
+  if (body.fields.events !== undefined) fields.events = body.fields.events
+  else if (body.events !== undefined) {
+    const other = body.events.filter((e) => !subscribed.includes(e))
+    if (other.length > 0) {
+      const named = other.slice(0, 10).map((e) => (e.length > 80 ? `${e.slice(0, 80)}…` : e))
+      fields.events = `Events must be events the endpoint subscribes to, not ${named.join(", ")}`
+    } else events = [...new Set(body.events)]
   }
   if (Object.keys(fields).length > 0 || since === undefined || until === undefined) return { fields }
   return { range: { since, until: until.getTime() > now.getTime() ? now : until, events } }
@@ -155,9 +144,9 @@ export class Replays extends Context.Service<Replays>()("partner-service/webhook
       )
 
     /** What a replay of the range would send now, without starting it (the console's preview). */
-    const preview = Effect.fn("Replays.preview")(function* (endpointId: string, body: unknown) {
+    const preview = Effect.fn("Replays.preview")(function* (endpointId: string, body: ReplayBody) {
       const coverage = yield* coverageOf(endpointId)
-      const read = readReplay(body, coverage.events, new Date(yield* Clock.currentTimeMillis))
+      const read = checkReplay(body, coverage.events, new Date(yield* Clock.currentTimeMillis))
       if ("fields" in read) return yield* new ReplayInvalid({ fields: read.fields })
       return (yield* eventsFor(endpointId, coverage, read.range)).length
     })
@@ -165,11 +154,11 @@ export class Replays extends Context.Service<Replays>()("partner-service/webhook
     /** Starts a replay of an endpoint (by id, whoever's it is); audited when an operator asks for it. */
     const startFor = Effect.fn("Replays.startFor")(function* (
       endpointId: string,
-      body: unknown,
+      body: ReplayBody,
       actor?: string,
     ) {
       const coverage = yield* coverageOf(endpointId)
-      const read = readReplay(body, coverage.events, new Date(yield* Clock.currentTimeMillis))
+      const read = checkReplay(body, coverage.events, new Date(yield* Clock.currentTimeMillis))
       if ("fields" in read) return yield* new ReplayInvalid({ fields: read.fields })
       const events = yield* eventsFor(endpointId, coverage, read.range)
       return yield* db.transaction(
@@ -233,7 +222,7 @@ export class Replays extends Context.Service<Replays>()("partner-service/webhook
     const start = Effect.fn("Replays.start")(function* (
       ref: SubscriberRef,
       endpointId: string,
-      body: unknown,
+      body: ReplayBody,
     ) {
       const endpoint = yield* endpointOf(ref, endpointId)
       return yield* startFor(endpoint.id, body)
