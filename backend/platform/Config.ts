@@ -195,8 +195,6 @@ export interface AppConfigShape {
     /** Seconds between two sweeps of what is past its retention (in the workers role). */
     readonly sweepSeconds: number
   }
-  /** The byte limit of each JetStream stream (its age limit is a week), by the stream's base name. */
-  readonly streamMaxBytes: Readonly<Record<StreamLimitName, number>>
   readonly logLevel: "trace" | "debug" | "info" | "warn" | "error"
   readonly dataDir: string
   /** Where traces go over OTLP/HTTP (the standard `OTEL_*` variables); none, and nothing is exported. */
@@ -284,33 +282,8 @@ const traceExport = Effect.gen(function* () {
 
 const LogLevels = ["trace", "debug", "info", "warn", "error"] as const
 
-/** Streams with a byte limit of their own: the six of `docs/architecture.md` and the policy documents' bucket. */
-export const StreamLimitNames = [
-  "INGEST",
-  "ROSTER",
-  "ELIGIBILITY",
-  "EVENTS",
-  "WEBHOOKS",
-  "DOCUMENTS",
-  "POLICY_DOCUMENTS",
-] as const
-export type StreamLimitName = (typeof StreamLimitNames)[number]
-
 const MIB = 1024 * 1024
 const GIB = 1024 * MIB
-/**
- * JetStream reserves a stream's byte limit out of the server's storage when the stream is created (a server
- * refuses streams whose limits add up to more than it may store), so the defaults stay within a small disk.
- */
-const STREAM_MAX_BYTES_DEFAULTS: Readonly<Record<StreamLimitName, number>> = {
-  INGEST: 1 * GIB,
-  ROSTER: 256 * MIB,
-  ELIGIBILITY: 512 * MIB,
-  EVENTS: 1 * GIB,
-  WEBHOOKS: 1 * GIB,
-  DOCUMENTS: 128 * MIB,
-  POLICY_DOCUMENTS: 4 * GIB,
-}
 
 /** A byte count, plain or with a 1024-based unit: `1073741824`, `512MB`, `2GB`, `1TB`. */
 const bytes = (min: number, max: number) => (value: string) => {
@@ -320,6 +293,29 @@ const bytes = (min: number, max: number) => (value: string) => {
   const n = Number(match[1]) * unit
   return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined
 }
+
+/**
+ * The byte limit of the stream or object store bucket `name` (its base name): `NATS_MAX_BYTES_<NAME>`, else
+ * `fallback`. Read where the streams and buckets are given to the platform, so it names none of them.
+ */
+export const byteLimit = (name: string, fallback: number) =>
+  setting(
+    `NATS_MAX_BYTES_${name}`,
+    "a number of bytes from 1MB to 1024TB, plain or with a unit (512MB, 2GB, 1TB)",
+    bytes(MIB, 1024 * 1024 * GIB),
+    () => fallback,
+  )
+
+/** `table` with each entry's `maxBytes` the limit in force: its `NATS_MAX_BYTES_<NAME>`, else the table's own. */
+export const withByteLimits = <T extends { readonly maxBytes: number }>(
+  table: Readonly<Record<string, T>>,
+): Effect.Effect<Readonly<Record<string, T>>, ConfigInvalid | Config.ConfigError> =>
+  Effect.map(
+    Effect.forEach(Object.entries(table), ([name, entry]) =>
+      Effect.map(byteLimit(name, entry.maxBytes), (maxBytes) => [name, { ...entry, maxBytes }] as const),
+    ),
+    Object.fromEntries,
+  )
 
 /** Settings of one area of `AppConfigShape`, read by their own reader. */
 type Settings<K extends keyof AppConfigShape> = Effect.Effect<
@@ -463,9 +459,12 @@ const storageSettings: Settings<"databaseUrl" | "dataDir"> = Effect.gen(function
   }
 })
 
-/** The NATS servers, the deployment's subject prefix, the streams' replicas and byte limits. */
-const natsSettings: Settings<"natsUrl" | "natsSubjectPrefix" | "natsStreamReplicas" | "streamMaxBytes"> =
-  Effect.gen(function* () {
+/**
+ * The NATS servers, the deployment's subject prefix and the streams' replicas. The streams' byte limits are read
+ * with their table (`withByteLimits`).
+ */
+const natsSettings: Settings<"natsUrl" | "natsSubjectPrefix" | "natsStreamReplicas"> = Effect.gen(
+  function* () {
     return {
       natsUrl: yield* setting(
         "NATS_URL",
@@ -485,21 +484,9 @@ const natsSettings: Settings<"natsUrl" | "natsSubjectPrefix" | "natsStreamReplic
         integer(1, 5),
         () => 1,
       ),
-      streamMaxBytes: Object.fromEntries(
-        yield* Effect.forEach(StreamLimitNames, (name) =>
-          Effect.map(
-            setting(
-              `NATS_MAX_BYTES_${name}`,
-              "a number of bytes from 1MB to 1024TB, plain or with a unit (512MB, 2GB, 1TB)",
-              bytes(MIB, 1024 * 1024 * GIB),
-              () => STREAM_MAX_BYTES_DEFAULTS[name],
-            ),
-            (limit) => [name, limit] as const,
-          ),
-        ),
-      ) as Record<StreamLimitName, number>,
     }
-  })
+  },
+)
 
 /** The port and token of `/metrics`, neither set by default. */
 const metricsSettings: Settings<"metricsPort" | "metricsToken"> = Effect.gen(function* () {

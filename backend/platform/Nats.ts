@@ -179,7 +179,6 @@ export class Nats extends Context.Service<Nats, NatsShape>()("partner-service/pl
     }),
   ).pipe(Layer.provideMerge(NatsClient.layer))
 
-  /** `layer` on `streams`. */
-  static readonly layerOn = (streams: Streams) =>
-    Nats.layer.pipe(Layer.provide(Layer.succeed(StreamTable, streams)))
+  /** `layer` on `streams`, their byte limits read from the settings. */
+  static readonly layerOn = (streams: Streams) => Nats.layer.pipe(Layer.provide(StreamTable.layerOn(streams)))
 }

@@ -62,7 +62,7 @@ export const makeProvisioning = ({ subject, streamName, streamSubjects }: Stream
         streamName(base),
         [subject(streamSubjects(base))],
         config.natsStreamReplicas,
-        (config.streamMaxBytes as Readonly<Record<string, number | undefined>>)[base] ?? -1,
+        streams[base]?.maxBytes ?? -1,
         streams[base]?.discard === "old" ? DiscardPolicy.Old : DiscardPolicy.New,
       )
       const have = yield* Effect.promise(() =>
