@@ -18,9 +18,9 @@ export const MODULES = {
     "backend/webhooks/endpoints/Repo.ts:220:1-232:74",
   ],
   "rate limit": [
-    "backend/webhooks/delivery/Delivery.ts:254:1-254:88",
-    "backend/webhooks/delivery/Delivery.ts:270:1-271:51",
-    "backend/webhooks/delivery/Delivery.ts:356:1-362:12",
+    "backend/webhooks/delivery/Claims.ts:86:1-86:87",
+    "backend/webhooks/delivery/Claims.ts:102:1-103:50",
+    "backend/webhooks/delivery/Delivery.ts:80:1-86:12",
   ],
   "token issuer": ["backend/auth/Tokens.ts:51:1-136:7", "backend/auth/Verification.ts:80:1-124:9"],
 }

@@ -195,8 +195,6 @@ export interface AppConfigShape {
     /** Seconds between two sweeps of what is past its retention (in the workers role). */
     readonly sweepSeconds: number
   }
-  /** The byte limit of each JetStream stream (its age limit is a week), by the stream's base name. */
-  readonly streamMaxBytes: Readonly<Record<StreamLimitName, number>>
   readonly logLevel: "trace" | "debug" | "info" | "warn" | "error"
   readonly dataDir: string
   /** Where traces go over OTLP/HTTP (the standard `OTEL_*` variables); none, and nothing is exported. */
@@ -284,33 +282,8 @@ const traceExport = Effect.gen(function* () {
 
 const LogLevels = ["trace", "debug", "info", "warn", "error"] as const
 
-/** Streams with a byte limit of their own: the six of `docs/architecture.md` and the policy documents' bucket. */
-export const StreamLimitNames = [
-  "INGEST",
-  "ROSTER",
-  "ELIGIBILITY",
-  "EVENTS",
-  "WEBHOOKS",
-  "DOCUMENTS",
-  "POLICY_DOCUMENTS",
-] as const
-export type StreamLimitName = (typeof StreamLimitNames)[number]
-
 const MIB = 1024 * 1024
 const GIB = 1024 * MIB
-/**
- * JetStream reserves a stream's byte limit out of the server's storage when the stream is created (a server
- * refuses streams whose limits add up to more than it may store), so the defaults stay within a small disk.
- */
-const STREAM_MAX_BYTES_DEFAULTS: Readonly<Record<StreamLimitName, number>> = {
-  INGEST: 1 * GIB,
-  ROSTER: 256 * MIB,
-  ELIGIBILITY: 512 * MIB,
-  EVENTS: 1 * GIB,
-  WEBHOOKS: 1 * GIB,
-  DOCUMENTS: 128 * MIB,
-  POLICY_DOCUMENTS: 4 * GIB,
-}
 
 /** A byte count, plain or with a 1024-based unit: `1073741824`, `512MB`, `2GB`, `1TB`. */
 const bytes = (min: number, max: number) => (value: string) => {
@@ -321,21 +294,113 @@ const bytes = (min: number, max: number) => (value: string) => {
   return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined
 }
 
-export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config.ConfigError> = Effect.gen(
-  function* () {
-    const serviceEnv = yield* setting(
-      "SERVICE_ENV",
-      "one of development, staging, production",
-      oneOf(ServiceEnvs),
-      () => "development" as const,
+/**
+ * The byte limit of the stream or object store bucket `name` (its base name): `NATS_MAX_BYTES_<NAME>`, else
+ * `fallback`. Read where the streams and buckets are given to the platform, so it names none of them.
+ */
+export const byteLimit = (name: string, fallback: number) =>
+  setting(
+    `NATS_MAX_BYTES_${name}`,
+    "a number of bytes from 1MB to 1024TB, plain or with a unit (512MB, 2GB, 1TB)",
+    bytes(MIB, 1024 * 1024 * GIB),
+    () => fallback,
+  )
+
+/** `table` with each entry's `maxBytes` the limit in force: its `NATS_MAX_BYTES_<NAME>`, else the table's own. */
+export const withByteLimits = <T extends { readonly maxBytes: number }>(
+  table: Readonly<Record<string, T>>,
+): Effect.Effect<Readonly<Record<string, T>>, ConfigInvalid | Config.ConfigError> =>
+  Effect.map(
+    Effect.forEach(Object.entries(table), ([name, entry]) =>
+      Effect.map(byteLimit(name, entry.maxBytes), (maxBytes) => [name, { ...entry, maxBytes }] as const),
+    ),
+    Object.fromEntries,
+  )
+
+/** Settings of one area of `AppConfigShape`, read by their own reader. */
+type Settings<K extends keyof AppConfigShape> = Effect.Effect<
+  Pick<AppConfigShape, K>,
+  ConfigInvalid | Config.ConfigError
+>
+
+/** What the process runs as: its roles and its environment. */
+const serviceSettings: Settings<"roles" | "serviceEnv"> = Effect.gen(function* () {
+  const serviceEnv = yield* setting(
+    "SERVICE_ENV",
+    "one of development, staging, production",
+    oneOf(ServiceEnvs),
+    () => "development" as const,
+  )
+  const roleList = yield* setting("ROLES", `a comma-separated list of ${Roles.join(", ")}`, roles, () => [
+    ...Roles,
+  ])
+  return { roles: roleList, serviceEnv }
+})
+
+/** The gateways' ports and public URLs (each defaulting to its local port), audiences, body size and proxies. */
+const gatewaySettings: Settings<
+  | "ports"
+  | "publicBaseUrl"
+  | "ingestBaseUrl"
+  | "enrollmentHost"
+  | "consoleBaseUrl"
+  | "audiences"
+  | "httpMaxBodyBytes"
+  | "trustedProxies"
+> = Effect.gen(function* () {
+  const ports = {
+    "partner-api": yield* port("PARTNER_API_PORT", 8080),
+    "ingest-api": yield* port("INGEST_API_PORT", 8081),
+    enrollment: yield* port("ENROLLMENT_PORT", 8082),
+    console: yield* port("CONSOLE_PORT", 8083),
+  }
+  const localUrl = (p: number) => `http://127.0.0.1:${p === 0 ? 80 : p}`
+  const httpUrl = (name: string, fallback: number) =>
+    setting(name, "an http(s) URL", url(["http:", "https:"]), () => localUrl(fallback))
+  const publicBaseUrl = yield* httpUrl("PUBLIC_BASE_URL", ports["partner-api"])
+  const ingestBaseUrl = yield* httpUrl("INGEST_BASE_URL", ports["ingest-api"])
+  const audience = (name: string, fallback: string) =>
+    setting(
+      name,
+      "a non-empty audience string without spaces (usually a URL)",
+      (v) => (/\s/.test(v) ? undefined : v),
+      () => fallback,
     )
-    const ports = {
-      "partner-api": yield* port("PARTNER_API_PORT", 8080),
-      "ingest-api": yield* port("INGEST_API_PORT", 8081),
-      enrollment: yield* port("ENROLLMENT_PORT", 8082),
-      console: yield* port("CONSOLE_PORT", 8083),
-    }
-    const localUrl = (p: number) => `http://127.0.0.1:${p === 0 ? 80 : p}`
+  return {
+    ports,
+    publicBaseUrl,
+    ingestBaseUrl,
+    enrollmentHost: yield* httpUrl("ENROLLMENT_HOST", ports.enrollment),
+    consoleBaseUrl: yield* httpUrl("CONSOLE_BASE_URL", ports.console),
+    audiences: {
+      partner: yield* audience("PARTNER_API_AUDIENCE", publicBaseUrl),
+      ingest: yield* audience("INGEST_API_AUDIENCE", ingestBaseUrl),
+    },
+    httpMaxBodyBytes: yield* setting(
+      "HTTP_MAX_BODY_BYTES",
+      "a whole number of bytes from 1024 to 104857600",
+      integer(1024, 100 * 1024 * 1024),
+      () => 2 * 1024 * 1024,
+    ),
+    trustedProxies: yield* setting(
+      "TRUSTED_PROXIES",
+      "comma-separated IP addresses or CIDRs such as 10.0.0.0/8,fd00::/8",
+      cidrList,
+      () => [],
+    ),
+  }
+})
+
+/**
+ * The master key (required outside development), tokens, and the hashing of client secrets and passwords (a
+ * cheaper hash only outside production).
+ */
+const secretSettings = (
+  serviceEnv: ServiceEnv,
+): Settings<
+  "masterKey" | "tokenTtlSeconds" | "tokenHashConcurrency" | "secretChecksPerSource" | "secretHashCost"
+> =>
+  Effect.gen(function* () {
     const masterKeyValue = Option.fromUndefinedOr(
       yield* setting(
         "MASTER_KEY",
@@ -350,56 +415,8 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         expected: `set outside development (SERVICE_ENV=${serviceEnv}): the base64 encoding of 32 random bytes`,
       })
     }
-    const publicBaseUrl = yield* setting("PUBLIC_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
-      localUrl(ports["partner-api"]),
-    )
-    const ingestBaseUrl = yield* setting("INGEST_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
-      localUrl(ports["ingest-api"]),
-    )
-    const audience = (name: string, fallback: string) =>
-      setting(
-        name,
-        "a non-empty audience string without spaces (usually a URL)",
-        (v) => (/\s/.test(v) ? undefined : v),
-        () => fallback,
-      )
     return {
-      roles: yield* setting("ROLES", `a comma-separated list of ${Roles.join(", ")}`, roles, () => [
-        ...Roles,
-      ]),
-      serviceEnv,
-      databaseUrl: Redacted.make(yield* databaseUrlSetting),
-      natsUrl: yield* setting(
-        "NATS_URL",
-        "a nats:// URL (several may be separated by commas)",
-        (v) => (v.split(",").every((u) => url(["nats:", "tls:"])(u.trim()) !== undefined) ? v : undefined),
-        () => "nats://127.0.0.1:4222",
-      ),
-      natsSubjectPrefix: yield* setting(
-        "NATS_SUBJECT_PREFIX",
-        "dot-separated tokens of letters, digits, '-' or '_' (for example `staging` or `test.a1`)",
-        subjectPrefix,
-        () => "",
-      ),
-      natsStreamReplicas: yield* setting(
-        "NATS_STREAM_REPLICAS",
-        "a whole number from 1 to 5 (at most the number of JetStream servers in the cluster)",
-        integer(1, 5),
-        () => 1,
-      ),
-      ports,
-      publicBaseUrl,
-      ingestBaseUrl,
-      enrollmentHost: yield* setting("ENROLLMENT_HOST", "an http(s) URL", url(["http:", "https:"]), () =>
-        localUrl(ports.enrollment),
-      ),
-      consoleBaseUrl: yield* setting("CONSOLE_BASE_URL", "an http(s) URL", url(["http:", "https:"]), () =>
-        localUrl(ports.console),
-      ),
-      audiences: {
-        partner: yield* audience("PARTNER_API_AUDIENCE", publicBaseUrl),
-        ingest: yield* audience("INGEST_API_AUDIENCE", ingestBaseUrl),
-      },
+      masterKey: masterKeyValue,
       tokenTtlSeconds: yield* setting(
         "TOKEN_TTL_SECONDS",
         "a whole number of seconds from 60 to 86400",
@@ -426,75 +443,119 @@ export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config
         integer(serviceEnv === "production" ? 15 : 10, 17),
         () => 15,
       ),
-      masterKey: masterKeyValue,
-      httpMaxBodyBytes: yield* setting(
-        "HTTP_MAX_BODY_BYTES",
-        "a whole number of bytes from 1024 to 104857600",
-        integer(1024, 100 * 1024 * 1024),
-        () => 2 * 1024 * 1024,
+    }
+  })
+
+/** Where Postgres is, and where the process keeps its local files. */
+const storageSettings: Settings<"databaseUrl" | "dataDir"> = Effect.gen(function* () {
+  return {
+    databaseUrl: Redacted.make(yield* databaseUrlSetting),
+    dataDir: yield* setting(
+      "PARTNER_DATA_DIR",
+      "a directory path",
+      (v) => v,
+      () => `${process.cwd()}/.data`,
+    ),
+  }
+})
+
+/**
+ * The NATS servers, the deployment's subject prefix and the streams' replicas. The streams' byte limits are read
+ * with their table (`withByteLimits`).
+ */
+const natsSettings: Settings<"natsUrl" | "natsSubjectPrefix" | "natsStreamReplicas"> = Effect.gen(
+  function* () {
+    return {
+      natsUrl: yield* setting(
+        "NATS_URL",
+        "a nats:// URL (several may be separated by commas)",
+        (v) => (v.split(",").every((u) => url(["nats:", "tls:"])(u.trim()) !== undefined) ? v : undefined),
+        () => "nats://127.0.0.1:4222",
       ),
-      trustedProxies: yield* setting(
-        "TRUSTED_PROXIES",
-        "comma-separated IP addresses or CIDRs such as 10.0.0.0/8,fd00::/8",
-        cidrList,
-        () => [],
+      natsSubjectPrefix: yield* setting(
+        "NATS_SUBJECT_PREFIX",
+        "dot-separated tokens of letters, digits, '-' or '_' (for example `staging` or `test.a1`)",
+        subjectPrefix,
+        () => "",
       ),
-      metricsPort: Option.fromUndefinedOr(
-        yield* setting(
-          "METRICS_PORT",
-          "a port number from 0 to 65535 (0 picks a free port)",
-          integer(0, 65535),
-          () => undefined,
-        ),
+      natsStreamReplicas: yield* setting(
+        "NATS_STREAM_REPLICAS",
+        "a whole number from 1 to 5 (at most the number of JetStream servers in the cluster)",
+        integer(1, 5),
+        () => 1,
       ),
-      metricsToken: Option.fromUndefinedOr(
-        yield* setting(
-          "METRICS_TOKEN",
-          "a token of 16 to 256 visible ASCII characters",
-          (v) => (/^[\x21-\x7e]{16,256}$/.test(v) ? Redacted.make(v) : undefined),
-          () => undefined,
-        ),
+    }
+  },
+)
+
+/** The port and token of `/metrics`, neither set by default. */
+const metricsSettings: Settings<"metricsPort" | "metricsToken"> = Effect.gen(function* () {
+  return {
+    metricsPort: Option.fromUndefinedOr(
+      yield* setting(
+        "METRICS_PORT",
+        "a port number from 0 to 65535 (0 picks a free port)",
+        integer(0, 65535),
+        () => undefined,
       ),
-      retention: {
-        deadLetterDays: yield* setting(
-          "DEAD_LETTER_RETENTION_DAYS",
-          "a whole number of days from 1 to 3650",
-          integer(1, 3650),
-          () => 30,
-        ),
-        sweepSeconds: yield* setting(
-          "RETENTION_SWEEP_SECONDS",
-          "a whole number of seconds from 1 to 86400",
-          integer(1, 86_400),
-          () => 300,
-        ),
-      },
-      streamMaxBytes: Object.fromEntries(
-        yield* Effect.forEach(StreamLimitNames, (name) =>
-          Effect.map(
-            setting(
-              `NATS_MAX_BYTES_${name}`,
-              "a number of bytes from 1MB to 1024TB, plain or with a unit (512MB, 2GB, 1TB)",
-              bytes(MIB, 1024 * 1024 * GIB),
-              () => STREAM_MAX_BYTES_DEFAULTS[name],
-            ),
-            (limit) => [name, limit] as const,
-          ),
-        ),
-      ) as Record<StreamLimitName, number>,
-      logLevel: yield* setting(
-        "LOG_LEVEL",
-        `one of ${LogLevels.join(", ")}`,
-        oneOf(LogLevels),
-        () => "info" as const,
+    ),
+    metricsToken: Option.fromUndefinedOr(
+      yield* setting(
+        "METRICS_TOKEN",
+        "a token of 16 to 256 visible ASCII characters",
+        (v) => (/^[\x21-\x7e]{16,256}$/.test(v) ? Redacted.make(v) : undefined),
+        () => undefined,
       ),
-      dataDir: yield* setting(
-        "PARTNER_DATA_DIR",
-        "a directory path",
-        (v) => v,
-        () => `${process.cwd()}/.data`,
+    ),
+  }
+})
+
+/** How long dead letters are kept, and how often what is past its retention is swept. */
+const retentionSettings: Settings<"retention"> = Effect.gen(function* () {
+  return {
+    retention: {
+      deadLetterDays: yield* setting(
+        "DEAD_LETTER_RETENTION_DAYS",
+        "a whole number of days from 1 to 3650",
+        integer(1, 3650),
+        () => 30,
       ),
-      traceExport: yield* traceExport,
+      sweepSeconds: yield* setting(
+        "RETENTION_SWEEP_SECONDS",
+        "a whole number of seconds from 1 to 86400",
+        integer(1, 86_400),
+        () => 300,
+      ),
+    },
+  }
+})
+
+/** What the process logs, and where its traces go. */
+const observabilitySettings: Settings<"logLevel" | "traceExport"> = Effect.gen(function* () {
+  return {
+    logLevel: yield* setting(
+      "LOG_LEVEL",
+      `one of ${LogLevels.join(", ")}`,
+      oneOf(LogLevels),
+      () => "info" as const,
+    ),
+    traceExport: yield* traceExport,
+  }
+})
+
+/** The service's own settings, area by area. */
+export const loadAppConfig: Effect.Effect<AppConfigShape, ConfigInvalid | Config.ConfigError> = Effect.gen(
+  function* () {
+    const service = yield* serviceSettings
+    return {
+      ...service,
+      ...(yield* gatewaySettings),
+      ...(yield* secretSettings(service.serviceEnv)),
+      ...(yield* storageSettings),
+      ...(yield* natsSettings),
+      ...(yield* metricsSettings),
+      ...(yield* retentionSettings),
+      ...(yield* observabilitySettings),
     }
   },
 )

@@ -1,14 +1,15 @@
 import { Objm, type ObjectStore as Bucket } from "@nats-io/obj"
 import { StorageType } from "@nats-io/jetstream"
 import { Context, Effect, Layer } from "effect"
-import { AppConfig } from "./Config.ts"
+import { AppConfig, withByteLimits } from "./Config.ts"
 import { NatsClient } from "./nats/Client.ts"
 
 /**
  * Blobs in JetStream object store buckets, written once: a name is never written twice, so what a link named
  * stays what it was. Buckets keep objects for ever (no TTL) and carry the deployment's prefix in their name
- * (`<PREFIX>_<BUCKET>`, stream `OBJ_<PREFIX>_<BUCKET>`). A bucket named in `NATS_MAX_BYTES_<BUCKET>` stops at that
- * many bytes: a full bucket refuses new objects (JetStream's `discard new` for object stores) and keeps the old.
+ * (`<PREFIX>_<BUCKET>`, stream `OBJ_<PREFIX>_<BUCKET>`). A bucket of its table (`BucketTable`) stops at its
+ * byte limit (`NATS_MAX_BYTES_<BUCKET>`, else the table's): a full bucket refuses new objects (JetStream's
+ * `discard new` for object stores) and keeps the old.
  */
 export interface ObjectStoreShape {
   /**
@@ -25,6 +26,17 @@ export interface ObjectStoreShape {
   readonly get: (bucket: string, name: string) => Effect.Effect<Uint8Array | undefined>
 }
 
+/** Buckets by base name, each with its byte limit unless `NATS_MAX_BYTES_<BUCKET>` sets another. */
+export type Buckets = Readonly<Record<string, { readonly maxBytes: number }>>
+
+/** The buckets the deployment's object store holds, each with the byte limit in force. */
+export class BucketTable extends Context.Service<BucketTable, Buckets>()(
+  "partner-service/platform/BucketTable",
+) {
+  /** `buckets` with their byte limits read from the settings. */
+  static readonly layerOn = (buckets: Buckets) => Layer.effect(BucketTable, withByteLimits(buckets))
+}
+
 export class ObjectStore extends Context.Service<ObjectStore, ObjectStoreShape>()(
   "partner-service/platform/ObjectStore",
 ) {
@@ -33,6 +45,7 @@ export class ObjectStore extends Context.Service<ObjectStore, ObjectStoreShape>(
     Effect.gen(function* () {
       const { connection, jsm } = yield* NatsClient
       const config = yield* AppConfig
+      const limits = yield* BucketTable
       const objm = new Objm(connection)
       const prefix = config.natsSubjectPrefix
       /** As stream names carry the prefix: `staging` makes `STAGING_POLICY_DOCUMENTS`. */
@@ -43,7 +56,7 @@ export class ObjectStore extends Context.Service<ObjectStore, ObjectStoreShape>(
       const bucketOf = (base: string) => {
         let bucket = opened.get(base)
         if (bucket === undefined) {
-          const maxBytes = (config.streamMaxBytes as Readonly<Record<string, number | undefined>>)[base] ?? -1
+          const maxBytes = limits[base]?.maxBytes ?? -1
           const stream = `OBJ_${bucketName(base)}`
           // Opening an existing bucket leaves its stream as it is, so a changed limit is applied here.
           bucket = objm

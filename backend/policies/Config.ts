@@ -177,3 +177,12 @@ export class StagingConfig extends Context.Service<StagingConfig, StagingConfigS
   /** Read from the settings `AppConfig` was read from (its layer brings their provider). */
   static readonly layer = Layer.effect(StagingConfig, loadStagingConfig)
 }
+
+/** The object store bucket of policy archives (`<PREFIX>_POLICY_DOCUMENTS`); nothing in it is ever deleted. */
+export const DOCUMENTS_BUCKET = "POLICY_DOCUMENTS"
+
+/**
+ * The object store buckets of policies, each with its byte limit unless `NATS_MAX_BYTES_<BUCKET>` sets another
+ * (JetStream reserves it out of the server's storage, as for a stream).
+ */
+export const DocumentBuckets = { [DOCUMENTS_BUCKET]: { maxBytes: 4 * 1024 * 1024 * 1024 } } as const

@@ -1,5 +1,4 @@
 import { Context, Effect, Layer } from "effect"
-import { ObjectStore } from "../platform/ObjectStore.ts"
 import type { EnrollmentFacts } from "../prospects/Domain.ts"
 import { decideEligibility } from "../prospects/Eligibility.ts"
 import { IssuerConfig } from "./Config.ts"
@@ -60,7 +59,6 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
       Layer.mergeAll(
         PoliciesRepo.layer,
         PaymentProvider.layer,
-        ObjectStore.layer,
         IssuerConfig.layer,
         TestClocks.layer.pipe(Layer.provide(LifecycleRepo.layer)),
       ),

@@ -5,15 +5,12 @@ import { Db } from "../platform/Db.ts"
 import { ObjectStore } from "../platform/ObjectStore.ts"
 import { Outbox } from "../platform/Outbox.ts"
 import { Enrollments } from "../prospects/Enrollments.ts"
-import { IssuerConfig } from "./Config.ts"
+import { DOCUMENTS_BUCKET, IssuerConfig } from "./Config.ts"
 import type { PolicyRow } from "./Domain.ts"
 import { archiveEntry, documentArchive } from "./Documents.ts"
 import { documentsRequested, documentsUpdated, type DocumentsRequested } from "./Events.ts"
 import { PoliciesRepo } from "./Repo.ts"
 import { TestClocks } from "./TestClocks.ts"
-
-/** The object store bucket of policy archives (`<PREFIX>_POLICY_DOCUMENTS`); nothing in it is ever deleted. */
-export const DOCUMENTS_BUCKET = "POLICY_DOCUMENTS"
 
 /** An archive's object name: 32 random bytes, so its link cannot be guessed; the link is not access-controlled. */
 export const ARCHIVE_NAME = /^[A-Za-z0-9_-]{43}\.zip$/

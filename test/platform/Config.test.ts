@@ -4,8 +4,10 @@ import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
-import { AppConfig, ConfigInvalid } from "../../backend/platform/Config.ts"
+import { Streams } from "../../backend/contract/Streams.ts"
+import { AppConfig, ConfigInvalid, withByteLimits } from "../../backend/platform/Config.ts"
 import { databaseUrl } from "../../backend/platform/DatabaseUrl.ts"
+import { DocumentBuckets } from "../../backend/policies/Config.ts"
 import { spawnProcess } from "../support/ChildProcess.ts"
 import { dropIsolated, isolatedEnv, natsUrl } from "../support/TestPlatform.ts"
 import { adminConnection } from "../support/TemplateDatabase.ts"
@@ -73,9 +75,22 @@ const badValues: ReadonlyArray<{
   },
 ]
 
-/** AppConfig as the service reads it from `env`, and nothing else: no process environment leaks in. */
+/**
+ * AppConfig as the service reads it from `env`, and nothing else: no process environment leaks in. With it, the
+ * byte limits of the contract's streams and the policy documents' bucket, read from `env` as `Nats` and
+ * `ObjectStore` read them with their tables.
+ */
 const configFrom = (env: Record<string, string>) =>
-  Effect.provide(Effect.service(AppConfig), AppConfig.layerFrom(env))
+  Effect.provide(
+    Effect.gen(function* () {
+      const limits = yield* withByteLimits({ ...Streams, ...DocumentBuckets })
+      const streamMaxBytes = Object.fromEntries(
+        Object.entries(limits).map(([name, { maxBytes }]) => [name, maxBytes]),
+      )
+      return { ...(yield* AppConfig), streamMaxBytes }
+    }),
+    AppConfig.layerFrom(env),
+  )
 
 const configInvalid = (env: Record<string, string>) =>
   configFrom(env).pipe(

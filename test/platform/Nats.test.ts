@@ -4,7 +4,7 @@ import os from "node:os"
 import path from "node:path"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { type Duration, Effect, Fiber, Layer, Logger } from "effect"
-import { AppConfig } from "../../backend/platform/Config.ts"
+import { AppConfig, byteLimit } from "../../backend/platform/Config.ts"
 import { type StreamBase, Streams } from "../../backend/contract/Streams.ts"
 import { NatsLayer } from "../../backend/Infrastructure.ts"
 import { unavailableIn } from "../../backend/platform/Unavailable.ts"
@@ -45,11 +45,10 @@ describe("Nats", () => {
         Effect.gen(function* () {
           const nats = yield* Nats
           const client = yield* NatsClient
-          const config = yield* AppConfig
           const discards: Record<string, string> = {}
           for (const base of Object.keys(Streams) as Array<StreamBase>) {
             const info = yield* Effect.promise(() => client.jsm.streams.info(nats.streamName(base)))
-            assert.strictEqual(info.config.max_bytes, config.streamMaxBytes[base], base)
+            assert.strictEqual(info.config.max_bytes, yield* byteLimit(base, Streams[base].maxBytes), base)
             assert.strictEqual(info.config.max_bytes, 128 * 1024 * 1024, base)
             assert.strictEqual(info.config.max_age, 7 * 86_400 * 1_000_000_000, base)
             discards[base] = info.config.discard

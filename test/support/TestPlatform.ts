@@ -3,8 +3,10 @@ import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import { Effect, Layer, References } from "effect"
 import { PlatformLayer } from "../../backend/Infrastructure.ts"
-import { AppConfig, StreamLimitNames } from "../../backend/platform/Config.ts"
+import { Streams } from "../../backend/contract/Streams.ts"
+import { AppConfig } from "../../backend/platform/Config.ts"
 import { databaseUrl, withDatabase } from "../../backend/platform/DatabaseUrl.ts"
+import { DocumentBuckets } from "../../backend/policies/Config.ts"
 import { adminConnection, createFromTemplate } from "./TemplateDatabase.ts"
 
 export const baseDatabaseUrl =
@@ -37,7 +39,12 @@ export const isolatedEnv = (overrides: Record<string, string> = {}) => {
     // scrypt's cheapest allowed cost: the same code at a 32nd of the work a production hash takes.
     SECRET_HASH_COST: "10",
     // JetStream reserves each stream's byte limit out of the shared server's storage while the stream exists.
-    ...Object.fromEntries(StreamLimitNames.map((name) => [`NATS_MAX_BYTES_${name}`, "128MB"])),
+    ...Object.fromEntries(
+      [...Object.keys(Streams), ...Object.keys(DocumentBuckets)].map((name) => [
+        `NATS_MAX_BYTES_${name}`,
+        "128MB",
+      ]),
+    ),
     ...overrides,
   } as Record<string, string>
 }

@@ -130,3 +130,12 @@ export interface StreamReport {
   }
   readonly consumers: ReadonlyArray<ConsumerReport>
 }
+
+export interface StreamState {
+  readonly lastSeq: number
+  /**
+   * When its oldest message kept was stored, once it dropped older ones (age or size limits, a purge); when it
+   * dropped them all, when its last message was stored. Undefined while it has every message it was given.
+   */
+  readonly keptSince: Date | undefined
+}

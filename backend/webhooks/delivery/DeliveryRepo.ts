@@ -1,111 +1,30 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../../platform/Db.ts"
-import type { DeliveryStatus } from "../Domain.ts"
-import { healthBuckets } from "./HealthBuckets.ts"
+import { type ClaimedAttempt, type ClaimKey, type ClaimTimes, makeClaimsRepo } from "./ClaimsRepo.ts"
+import { makeOutcomesRepo, type OutcomeInput } from "./OutcomesRepo.ts"
+
+export {
+  type AttemptKey,
+  type ClaimDecision,
+  type ClaimedAttempt,
+  type ClaimKey,
+  type ClaimTimes,
+  ENDPOINT_FAILURE_REASONS,
+  UNKNOWN_OUTCOME_REASON,
+} from "./ClaimsRepo.ts"
+export { GONE_REASON, type OutcomeInput } from "./OutcomesRepo.ts"
 
 /**
- * The delivery actor's SQL: one statement claims a batch of attempts (with the endpoint check, the rate limit and
- * the record of an attempt its previous claimer may have made before it stopped), one records their outcomes; and
- * the subscriber's signing secrets, and an endpoint's end on 410 Gone.
+ * The delivery actor's SQL, in parts by use: one statement claims a batch of attempts (`ClaimsRepo.ts`), one
+ * records their outcomes, and an endpoint ends on 410 Gone (`OutcomesRepo.ts`); here, the subscriber's signing
+ * secrets and the claiming processes' presence.
  */
-
-/**
- * What a claim decided: make the attempt, postpone it (rate limit), hold it (endpoint suspended), or fail it
- * (endpoint disabled or deleted, or the attempt its previous claimer may have made was the last one).
- */
-export type ClaimDecision =
-  "delivering" | "rate_limited" | "deferred" | "held" | "disabled" | "deleted" | "exhausted"
-
-export interface ClaimedAttempt {
-  readonly decision: ClaimDecision
-  readonly id: number
-  readonly endpoint_id: number
-  readonly event: string
-  readonly payload: Buffer
-  readonly series: number
-  readonly attempt_number: number
-  readonly destination_url: string
-  readonly subscriber_id: number
-  readonly custom_headers: unknown
-  /**
-   * The subscriber's newest secret id and count of active secrets: a cached set of secrets with another version
-   * is stale (a rotation added one, or one expired).
-   */
-  readonly secrets_version: string | null
-}
-
-/** The attempt a message names. */
-export interface AttemptKey {
-  readonly deliveryId: number
-  readonly series: number
-  readonly attempt: number
-}
-
-/**
- * A claim to make: `deferUntil` set when the attempt would go over its endpoint's in-flight cap; it is then not
- * made, not counted (neither as an attempt nor against the rate limit) and due again at that time.
- */
-export interface ClaimKey extends AttemptKey {
-  readonly deferUntil: Date | null
-}
-
-/** When a batch of claims is made, and the policy they apply. */
-export interface ClaimTimes {
-  readonly now: Date
-  /** A due attempt whose message arrives this early is still taken (the scheduler publishes when due). */
-  readonly dueBy: Date
-  /**
-   * The rate limit's slot, one backoff unit long (epoch seconds in production; the table's columns still say
-   * second), and its attempts per 60 slots.
-   */
-  readonly slot: number
-  readonly rateLimit: number
-  readonly leaseUntil: Date
-  /** How long a claim's lease lasts: a lease that ran out started that long before it ended. */
-  readonly leaseMs: number
-  /** The claiming process (`webhook_claimers`): a lease whose process is no longer alive has run out. */
-  readonly claimer: string
-  readonly rateLimitedUntil: Date
-  readonly maxAttempts: number
-}
-
-export interface OutcomeInput extends AttemptKey {
-  /** The delivery's endpoint, whose health aggregates count the attempt. */
-  readonly endpointId: number
-  readonly status: Extract<DeliveryStatus, "delivered" | "retrying" | "failed">
-  /** The attempt due next (retrying) or this one. */
-  readonly attemptNumber: number
-  readonly nextRetryAt: Date | null
-  readonly startedAt: Date
-  readonly durationMs: number
-  readonly statusCode: number | null
-  readonly failureReason: string | null
-  readonly responseBody: string | null
-  /**
-   * The endpoint's attempts timed out in a row after this one, as this process counts them (0 after an answer);
-   * null when this outcome leaves the count as it was.
-   */
-  readonly timeoutsInRow: number | null
-}
 
 export interface SecretRow {
   readonly id: number
   readonly secret_sealed: Buffer
   readonly expires_at: Date | null
 }
-
-export const ENDPOINT_FAILURE_REASONS = {
-  deleted: "Endpoint deleted; delivery canceled",
-  disabled: "Endpoint is disabled",
-} as const
-
-/**
- * The attempt of a claim whose lease ran out with no outcome: its process stopped after the claim, perhaps after
- * the request reached the receiver, so it is recorded (and counted) as an attempt whose outcome is unknown.
- */
-export const UNKNOWN_OUTCOME_REASON = "The process stopped during the attempt; its outcome is unknown"
-
-export const GONE_REASON = "Destination answered 410 Gone"
 
 const int = (value: unknown) => Number(value)
 
@@ -135,244 +54,8 @@ export class DeliveryRepo extends Context.Service<
     DeliveryRepo,
     Effect.gen(function* () {
       const db = yield* Db
-
-      const claim = Effect.fn("DeliveryRepo.claim")(function* (
-        keys: ReadonlyArray<ClaimKey>,
-        times: ClaimTimes,
-      ) {
-        if (keys.length === 0) return []
-        // Rows locked in id order and rate counters upserted in endpoint order, so concurrent batches cannot deadlock.
-        // A row still holding a lease that ran out was claimed by a process that stopped before recording an
-        // outcome (`abandoned`): that attempt is recorded with an unknown outcome, and this claim is the next one.
-        // Only attempts to be made are counted against the endpoint's window; each endpoint's are granted in id
-        // order.
-        const rows = yield* db.query(
-          (sql) => sql`
-            with input as (
-              select * from unnest(${keys.map((k) => k.deliveryId)}::bigint[], ${keys.map((k) => k.series)}::int[],
-                                   ${keys.map((k) => k.attempt)}::int[],
-                                   ${keys.map((k) => k.deferUntil?.toISOString() ?? null)}::timestamptz[])
-                as i(id, series, attempt, defer_until)
-            ),
-            target as (
-              select d.id, d.endpoint_id, d.event, d.payload, d.series, d.attempt_number, d.lease_until, i.defer_until,
-                     e.destination_url, e.subscriber_id, e.status as endpoint_status,
-                     e.deleted_at is not null as endpoint_deleted
-              from webhook_deliveries d
-              join input i on i.id = d.id and i.series = d.series and i.attempt = d.attempt_number
-              join webhook_endpoints e on e.id = d.endpoint_id
-              where d.status in ('pending', 'retrying', 'rate_limited')
-                and (d.next_retry_at is null or d.next_retry_at <= ${times.dueBy})
-                and (d.lease_until is null or d.lease_until <= ${times.now}
-                     or d.claimed_by is not null and not exists (
-                       select 1 from webhook_claimers c
-                       where c.id = d.claimed_by and c.alive_until > ${times.now}))
-              order by d.id
-              for update of d
-            ),
-            screened as (
-              select t.*, t.lease_until is not null as abandoned, case
-                when t.endpoint_deleted then 'deleted'
-                when t.endpoint_status = 'disabled' then 'disabled'
-                when t.lease_until is not null and t.attempt_number >= ${times.maxAttempts} then 'exhausted'
-                when t.endpoint_status <> 'active' then 'held'
-                end as settled
-              from target t
-            ),
-            usable as (
-              select endpoint_id, count(*)::int as n from screened
-              where settled is null and defer_until is null group by endpoint_id
-            ),
-            counted as (
-              -- A new endpoint's row: only this slot counted (the conflict path takes from the window).
-              insert into webhook_rate_limits as r (endpoint_id, latest_second, counts, total, granted)
-              select u.endpoint_id, ${times.slot}::bigint,
-                     array_fill(0, array[${times.slot % 61}::int]) || least(u.n, ${times.rateLimit})
-                       || array_fill(0, array[${60 - (times.slot % 61)}::int]),
-                     least(u.n, ${times.rateLimit}), least(u.n, ${times.rateLimit})
-              from usable u
-              order by u.endpoint_id
-              on conflict (endpoint_id) do update set (latest_second, counts, total, granted) = (
-                select t.new_latest, t.new_counts, t.new_total, t.granted
-                from webhook_rate_take(r.counts, r.total, r.latest_second, excluded.latest_second,
-                                       excluded.granted, ${times.rateLimit}) t)
-              returning endpoint_id, granted
-            ),
-            decided as (
-              select s.*, coalesce(s.settled, case
-                when s.defer_until is not null then 'deferred'
-                when row_number() over (partition by s.endpoint_id, s.settled is null and s.defer_until is null
-                                        order by s.id) <= c.granted
-                  then 'delivering'
-                else 'rate_limited' end) as decision
-              from screened s
-              left join counted c on c.endpoint_id = s.endpoint_id
-            ),
-            placed as (
-              select dc.*, case when dc.abandoned and dc.decision in ('delivering', 'rate_limited', 'deferred', 'held')
-                                then dc.attempt_number + 1 else dc.attempt_number end as next_attempt,
-                     dc.lease_until - ${times.leaseMs} * interval '1 millisecond' as abandoned_at
-              from decided dc
-            ),
-            updated as (
-              update webhook_deliveries d set
-                status = case p.decision when 'delivering' then d.status when 'held' then d.status
-                  when 'deferred' then d.status
-                  when 'rate_limited' then 'rate_limited' else 'failed' end,
-                attempt_number = p.next_attempt,
-                next_retry_at = case p.decision
-                  when 'delivering' then d.next_retry_at
-                  when 'rate_limited' then ${times.rateLimitedUntil}::timestamptz
-                  when 'deferred' then p.defer_until
-                  else null end,
-                lease_until = case p.decision when 'delivering' then ${times.leaseUntil}::timestamptz end,
-                claimed_by = case p.decision when 'delivering' then ${times.claimer}::uuid end,
-                held_since = case p.decision when 'held' then coalesce(d.held_since, ${times.now}::timestamptz) end,
-                last_attempted_at = case when p.abandoned then p.abandoned_at else d.last_attempted_at end,
-                duration_ms = case when p.abandoned then null else d.duration_ms end,
-                last_attempt_failure_reason = case p.decision
-                  when 'deleted' then ${ENDPOINT_FAILURE_REASONS.deleted}
-                  when 'disabled' then ${ENDPOINT_FAILURE_REASONS.disabled}
-                  when 'exhausted' then ${UNKNOWN_OUTCOME_REASON}
-                  else case when p.abandoned then ${UNKNOWN_OUTCOME_REASON} else d.last_attempt_failure_reason end
-                  end,
-                updated_at = now()
-              from placed p where d.id = p.id
-              returning d.id
-            ),
-            unknown as (
-              insert into webhook_attempts (delivery_id, series, attempt_number, started_at, failure_reason)
-              select id, series, attempt_number, abandoned_at, ${UNKNOWN_OUTCOME_REASON} from placed
-              where abandoned order by id
-              on conflict do nothing
-            )
-            select p.decision, p.id, p.endpoint_id, p.event, p.payload, p.series, p.attempt_number as named_attempt,
-                   p.next_attempt as attempt_number,
-                   p.destination_url, p.subscriber_id, s.custom_headers,
-                   (select max(ws.id) || '/' || count(*) filter (where ws.expires_at is null
-                                                                    or ws.expires_at > ${times.now})
-                    from webhook_secrets ws where ws.subscriber_id = p.subscriber_id) as secrets_version
-            from placed p
-            join webhook_subscribers s on s.id = p.subscriber_id`,
-        )
-        // By the attempt the message named: after an abandoned claim, the attempt to make is the next one.
-        const byKey = new Map(
-          rows.map((row) => [
-            `${int(row.id)}/${int(row.series)}/${int(row.named_attempt)}`,
-            {
-              decision: row.decision as ClaimDecision,
-              id: int(row.id),
-              endpoint_id: int(row.endpoint_id),
-              event: row.event as string,
-              payload: row.payload as Buffer,
-              series: int(row.series),
-              attempt_number: int(row.attempt_number),
-              destination_url: row.destination_url as string,
-              subscriber_id: int(row.subscriber_id),
-              custom_headers: row.custom_headers as unknown,
-              secrets_version: (row.secrets_version as string | null) ?? null,
-            } satisfies ClaimedAttempt,
-          ]),
-        )
-        return keys.map((key) => byKey.get(`${key.deliveryId}/${key.series}/${key.attempt}`))
-      })
-
-      const recordOutcomes = Effect.fn("DeliveryRepo.recordOutcomes")(function* (
-        outcomes: ReadonlyArray<OutcomeInput>,
-      ) {
-        if (outcomes.length === 0) return []
-        const column = <A>(pick: (o: OutcomeInput) => A) => outcomes.map(pick)
-        const health = healthBuckets(outcomes)
-        const rows = yield* db.query(
-          (sql) => sql`
-            with input as (
-              select * from unnest(
-                ${column((o) => o.deliveryId)}::bigint[], ${column((o) => o.series)}::int[],
-                ${column((o) => o.attempt)}::int[], ${column((o) => o.status)}::text[],
-                ${column((o) => o.attemptNumber)}::int[],
-                ${column((o) => o.nextRetryAt?.toISOString() ?? null)}::timestamptz[],
-                ${column((o) => o.startedAt.toISOString())}::timestamptz[], ${column((o) => o.durationMs)}::int[],
-                ${column((o) => o.statusCode)}::int[], ${column((o) => o.failureReason)}::text[],
-                ${column((o) => o.responseBody)}::text[])
-                as i(id, series, attempt, status, attempt_number, next_retry_at, started_at, duration_ms, status_code,
-                     failure_reason, response_body)
-            ),
-            updated as (
-              update webhook_deliveries d set
-                status = i.status,
-                attempt_number = i.attempt_number,
-                last_attempted_at = i.started_at,
-                next_retry_at = i.next_retry_at,
-                duration_ms = i.duration_ms,
-                last_attempt_failure_reason = i.failure_reason,
-                delivered_at = case when i.status = 'delivered' then now() else d.delivered_at end,
-                lease_until = null,
-                updated_at = now()
-              from input i
-              where d.id = i.id and d.series = i.series and d.attempt_number = i.attempt
-                and d.lease_until is not null and d.status in ('pending', 'retrying', 'rate_limited')
-              returning d.id
-            ),
-            recorded as (
-              insert into webhook_attempts
-                (delivery_id, series, attempt_number, started_at, status_code, duration_ms, failure_reason,
-                 response_body)
-              select id, series, attempt, started_at, status_code, duration_ms, failure_reason, response_body
-              from input order by id
-              -- An attempt recorded with an unknown outcome (another process took its lease over) learns it.
-              on conflict (delivery_id, series, attempt_number) do update set
-                started_at = excluded.started_at, status_code = excluded.status_code,
-                duration_ms = excluded.duration_ms, failure_reason = excluded.failure_reason,
-                response_body = excluded.response_body
-              where webhook_attempts.duration_ms is null
-                and webhook_attempts.failure_reason = ${UNKNOWN_OUTCOME_REASON}
-            ),
-            -- The endpoints' health buckets, in key order so concurrent batches lock them in turn.
-            health as (
-              insert into webhook_endpoint_health as h (endpoint_id, bucket_start, attempts, succeeded, failed,
-                                                        latency, timeouts_in_row)
-              select endpoint_id, bucket_start, attempts, succeeded, failed, latency::int[], timeouts_in_row
-              from unnest(${health.map((b) => b.endpointId)}::bigint[],
-                          ${health.map((b) => new Date(b.bucketStart).toISOString())}::timestamptz[],
-                          ${health.map((b) => b.attempts)}::int[], ${health.map((b) => b.succeeded)}::int[],
-                          ${health.map((b) => b.failed)}::int[], ${health.map((b) => `{${b.latency.join(",")}}`)}::text[],
-                          ${health.map((b) => b.timeoutsInRow)}::int[])
-                as b(endpoint_id, bucket_start, attempts, succeeded, failed, latency, timeouts_in_row)
-              order by endpoint_id, bucket_start
-              on conflict (endpoint_id, bucket_start) do update set
-                -- The last count any process recorded: each process counts the endpoint's timeouts on its own.
-                timeouts_in_row = coalesce(excluded.timeouts_in_row, h.timeouts_in_row),
-                attempts = h.attempts + excluded.attempts,
-                succeeded = h.succeeded + excluded.succeeded,
-                failed = h.failed + excluded.failed,
-                latency = (select array_agg(x.a + x.b order by x.n)
-                           from unnest(h.latency, excluded.latency) with ordinality as x(a, b, n))
-            )
-            select id from updated`,
-        )
-        const updated = new Set(rows.map((r) => int(r.id)))
-        return outcomes.map((o) => updated.has(o.deliveryId))
-      })
-
-      const disableGone = Effect.fn("DeliveryRepo.disableGone")(function* (
-        endpointId: number,
-        exceptDelivery: number,
-      ) {
-        const rows = yield* db.query(
-          (sql) => sql`
-            with endpoint as (
-              update webhook_endpoints set status = 'disabled', suspension_reason = ${GONE_REASON},
-                updated_at = now()
-              where id = ${endpointId} and deleted_at is null
-            )
-            update webhook_deliveries set status = 'failed', next_retry_at = null, lease_until = null,
-              held_since = null, last_attempt_failure_reason = ${GONE_REASON}, updated_at = now()
-            where endpoint_id = ${endpointId} and id <> ${exceptDelivery}
-              and status in ('pending', 'retrying', 'rate_limited')
-            returning id`,
-        )
-        return rows.map((r) => int(r.id))
-      })
+      const claims = yield* makeClaimsRepo
+      const outcomes = yield* makeOutcomesRepo
 
       const secrets = Effect.fn("DeliveryRepo.secrets")(function* (subscriberId: number, now: Date) {
         const rows = yield* db.query(
@@ -403,7 +86,7 @@ export class DeliveryRepo extends Context.Service<
         yield* db.query((sql) => sql`delete from webhook_claimers where id = ${claimer}`)
       })
 
-      return DeliveryRepo.of({ claim, recordOutcomes, disableGone, secrets, keepAlive, leave })
+      return DeliveryRepo.of({ ...claims, ...outcomes, secrets, keepAlive, leave })
     }),
   )
 }
