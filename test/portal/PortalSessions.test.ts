@@ -98,6 +98,24 @@ describe("portal sessions", () => {
           /provider has no embedded_frame_ancestors/,
         )
         assert.strictEqual(yield* sessionCount, count, "nothing stored")
+
+        const removed = yield* api(partner, "DELETE", providerSessions("portal-co"))
+        assert.strictEqual(removed.status, 204, removed.text)
+        assert.strictEqual((yield* portal("/portal/api/session", cookie)).status, 401)
+      }),
+    )
+
+    it.effect("answers 404 for a provider the service has not provisioned", () =>
+      Effect.gen(function* () {
+        const partner = yield* webhookPartner({ provider: "portal-unready" })
+        for (const method of ["POST", "DELETE"]) {
+          const answer = yield* api(partner, method, providerSessions("portal-unready"))
+          assert.strictEqual(answer.status, 404, `${method}: ${answer.text}`)
+          assert.deepStrictEqual(answer.body, {
+            status_code: 404,
+            error: "Provider not found: its webhooks have not been provisioned by the service.",
+          })
+        }
       }),
     )
 
@@ -148,6 +166,8 @@ describe("portal sessions", () => {
           )
           assert.deepStrictEqual(Object.keys(answer.body!.errors as object), [field])
         }
+        const malformed = yield* api(partner, "POST", ownerSessions("portal-checks"), "{not json")
+        assert.strictEqual(malformed.status, 400, malformed.text)
         assert.strictEqual(yield* sessionCount, before)
       }),
     )
