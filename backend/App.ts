@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { Auth } from "./auth/Auth.ts"
 import { authGuard, authRoutes } from "./auth/Http.ts"
 import { ingestWorkersLayer } from "./ingest/Consumer.ts"
@@ -47,6 +47,10 @@ import type { PolicyList } from "./policies/PolicyList.ts"
 import type { Revisions } from "./policies/Revisions.ts"
 import type { TestClocks } from "./policies/TestClocks.ts"
 import { testClockRoutes } from "./policies/TestClocksHttp.ts"
+import { PortalConfig } from "./portal/Config.ts"
+import { portalRoutes } from "./portal/Http.ts"
+import { portalSessionRoutes } from "./portal/PartnerHttp.ts"
+import { PortalSessions } from "./portal/PortalSessions.ts"
 import { eligibilityActor, staleProspectsLayer } from "./prospects/Consumer.ts"
 import { EligibilityDecisions } from "./prospects/EligibilityDecisions.ts"
 import { Enrollments } from "./prospects/Enrollments.ts"
@@ -77,6 +81,8 @@ type AppServices =
   | PaymentsConfig
   | IssuerConfig
   | WebhookConfig
+  | PortalConfig
+  | PortalSessions
   | Roster
   | Sources
   | Prospects
@@ -122,6 +128,7 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
         ...rosterRoutes,
         ...prospectRoutes,
         ...webhookRoutes,
+        ...portalSessionRoutes,
         ...replayRoutes,
         ...moveOutRoutes,
         ...(serviceEnv === "staging" ? stagingRoutes : []),
@@ -136,6 +143,8 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
       return [...authRoutes("ingest"), ...ingestRoutes, ...prospectRoutes]
     case "enrollment":
       return enrollmentRoutes
+    case "portal":
+      return portalRoutes
     case "console":
       // The operator API's routes go before the site, whose catch-all answers every other GET with the app.
       return [...policyRoutes, ...operatorApiRoutes, ...consoleSiteRoutes(CONSOLE_DIST)]
@@ -149,13 +158,28 @@ const guards: Partial<Record<HttpRole, Guard<AppServices>>> = {
   console: operatorGuard,
 }
 
-const httpRoles: ReadonlyArray<HttpRole> = ["partner-api", "ingest-api", "enrollment", "console"]
+/** The gateways on the platform's ports; the portal's port is a setting of its own context. */
+const httpRoles: ReadonlyArray<Exclude<HttpRole, "portal">> = [
+  "partner-api",
+  "ingest-api",
+  "enrollment",
+  "console",
+]
+
+/** The portal's face: public routes only (its cookie is checked by the routes), on `PORTAL_PORT`. */
+const portalGatewayLayer = (config: AppConfigShape) =>
+  Layer.unwrap(
+    Effect.map(Effect.service(PortalConfig), (portal) =>
+      gatewayLayer("portal", routesFor("portal", config.serviceEnv), undefined, portal.port),
+    ),
+  )
 
 /** Every role of `config.roles` on the platform; `ListeningPorts` tells which ports the gateways bound. */
 export const appLayer = (config: AppConfigShape) => {
   const gateways = httpRoles
     .filter((role) => config.roles.includes(role))
     .map((role) => gatewayLayer(role, routesFor(role, config.serviceEnv), guards[role]))
+  if (config.roles.includes("portal")) gateways.push(portalGatewayLayer(config))
   const workers = config.roles.includes("workers")
     ? [
         relayLayer(),
@@ -190,7 +214,7 @@ export const appLayer = (config: AppConfigShape) => {
       ),
     ),
     Layer.provideMerge(Ingest.layer),
-    Layer.provideMerge(Layer.mergeAll(Endpoints.layer, Replays.layer)),
+    Layer.provideMerge(Layer.mergeAll(Endpoints.layer, Replays.layer, PortalSessions.layer)),
     Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
     Layer.provideMerge(Layer.mergeAll(Journey.layer, LinkThrottle.layer)),
     Layer.provideMerge(lifecycleLayer),
@@ -217,6 +241,7 @@ export const appLayer = (config: AppConfigShape) => {
         StagingConfig.layer,
         IngestConfig.layer,
         EnrollmentConfig.layer,
+        PortalConfig.layer,
       ),
     ),
     // Spans go out from the first layer on: every layer above is built, and its fibers run, with this tracer.

@@ -3,7 +3,7 @@ import ipaddr from "ipaddr.js"
 import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { parseDatabaseUrl } from "./DatabaseUrl.ts"
 
-export const Roles = ["partner-api", "ingest-api", "enrollment", "console", "workers"] as const
+export const Roles = ["partner-api", "ingest-api", "enrollment", "console", "portal", "workers"] as const
 export type Role = (typeof Roles)[number]
 export type HttpRole = Exclude<Role, "workers">
 
@@ -149,7 +149,7 @@ export interface AppConfigShape {
   readonly natsUrl: string
   readonly natsSubjectPrefix: string
   readonly natsStreamReplicas: number
-  readonly ports: Readonly<Record<HttpRole, number>>
+  readonly ports: Readonly<Record<Exclude<HttpRole, "portal">, number>>
   readonly publicBaseUrl: string
   readonly ingestBaseUrl: string
   readonly enrollmentHost: string

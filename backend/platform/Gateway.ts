@@ -287,12 +287,14 @@ const serverSpan = <R>(
  * gateway), then `routes`, then a JSON 404. A non-public
  * route runs only after `guard` accepted the caller (without a guard it is refused). Every response carries
  * `X-Request-Id`, every log line of the request is annotated with it, bad input never becomes a 500, and a
- * defect becomes a logged 500 in the contract's shape. The server closes when the layer's scope does.
+ * defect becomes a logged 500 in the contract's shape. The server closes when the layer's scope does. A role
+ * whose port is a setting of its own context (the portal's) passes it as `givenPort`.
  */
 export const gatewayLayer = <R, G = never>(
   role: HttpRole,
   routes: ReadonlyArray<Route<R>>,
   guard?: Guard<G>,
+  givenPort?: number,
 ) =>
   Layer.effectDiscard(
     Effect.gen(function* () {
@@ -396,13 +398,16 @@ export const gatewayLayer = <R, G = never>(
       }
       app.all("/**", (event) => run(notFound, event))
 
+      const listenPort = givenPort ?? (role === "portal" ? undefined : config.ports[role])
+      if (listenPort === undefined)
+        return yield* Effect.die(new Error(`no port given for the ${role} gateway`))
       const server = yield* Effect.acquireRelease(
         Effect.callback<Server>((resume) => {
           const server = createServer(toNodeHandler(app))
           server.keepAliveTimeout = 65_000
           server.on("clientError", answerClientError)
           server.once("error", (error) => resume(Effect.die(error)))
-          server.listen(config.ports[role], "0.0.0.0", () => resume(Effect.succeed(server)))
+          server.listen(listenPort, "0.0.0.0", () => resume(Effect.succeed(server)))
         }),
         (server) =>
           Effect.callback<void>((resume) => {

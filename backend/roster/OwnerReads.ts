@@ -26,6 +26,13 @@ export interface OwnerRecordRow {
   readonly updated_at: Date
 }
 
+export interface OwnerFramingRow {
+  readonly id: string
+  readonly slug: string
+  readonly name: string
+  readonly embedded_frame_ancestors: ReadonlyArray<string>
+}
+
 export interface BuildingRow {
   readonly id: string
   readonly external_system_id: string | null
@@ -86,6 +93,15 @@ export class OwnerReads extends Context.Service<OwnerReads>()("partner-service/r
           select id::text, slug, name, external_org_id, managed_by_service, purchase_flow_enabled,
             max_coverage_amount_cents::text, created_at, updated_at
           from owners where slug = ${slug}`,
+          )
+          .pipe(Effect.map(([row]) => row)),
+      /** The owner a portal session is for: its slug, name and the origins that may frame its pages. */
+      ownerFraming: (owner: { readonly slug: string } | { readonly id: string }) =>
+        db
+          .query(
+            (sql) => sql<Array<OwnerFramingRow>>`
+          select id::text, slug, name, embedded_frame_ancestors from owners
+          where ${"slug" in owner ? sql`slug = ${owner.slug}` : sql`id = ${owner.id}::bigint`}`,
           )
           .pipe(Effect.map(([row]) => row)),
       bankAccounts: (ownerId: string) =>

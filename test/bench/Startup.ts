@@ -75,6 +75,7 @@ export const startupLatencies = Effect.gen(function* () {
     INGEST_API_PORT: "0",
     ENROLLMENT_PORT: "0",
     CONSOLE_PORT: "0",
+    PORTAL_PORT: "0",
     LOG_LEVEL: "info",
   })
   yield* Effect.addFinalizer(() => Effect.promise(() => dropIsolated(env)))

@@ -27,6 +27,7 @@ const npmStart = Effect.gen(function* () {
     INGEST_API_PORT: "0",
     ENROLLMENT_PORT: "0",
     CONSOLE_PORT: "0",
+    PORTAL_PORT: "0",
     LOG_LEVEL: "info",
   })
   yield* Effect.addFinalizer(() => Effect.promise(() => dropIsolated(env)))
@@ -54,7 +55,7 @@ const groupMembers = (npm: RunningProcess, script: string) =>
       }
     })
 
-/** Every process of the tree gone and none of the four ports answering. */
+/** Every process of the tree gone and none of the five ports answering. */
 const assertStopped = (npm: RunningProcess, ports: ReadonlyArray<number>) =>
   Effect.gen(function* () {
     yield* eventually(npm.groupRunning, (running) => !running)
@@ -63,12 +64,18 @@ const assertStopped = (npm: RunningProcess, ports: ReadonlyArray<number>) =>
 
 describe("npm start", () => {
   it.live(
-    "runs on the pinned Node, and SIGTERM to the npm process stops the whole tree and frees the four ports",
+    "runs on the pinned Node, and SIGTERM to the npm process stops the whole tree and frees the five ports",
     () =>
       Effect.gen(function* () {
         const { npm, started } = yield* npmStart
         const ports = started.annotations.ports
-        assert.sameMembers(Object.keys(ports), ["partner-api", "ingest-api", "enrollment", "console"])
+        assert.sameMembers(Object.keys(ports), [
+          "partner-api",
+          "ingest-api",
+          "enrollment",
+          "console",
+          "portal",
+        ])
         assert.strictEqual(started.annotations.node, pinnedNode)
         const metrics = yield* Effect.promise(() =>
           fetch(`http://127.0.0.1:${ports.console}/metrics`).then((response) => response.text()),

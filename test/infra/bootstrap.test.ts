@@ -240,6 +240,7 @@ describe("npm start", { timeout: TIMEOUT_MS }, () => {
       INGEST_API_PORT: "0",
       ENROLLMENT_PORT: "0",
       CONSOLE_PORT: "0",
+      PORTAL_PORT: "0",
     }
     // What `npm start` runs; spawned directly so the service's own exit code comes back.
     child = spawn(process.execPath, [BOOTSTRAP, "start"], {

@@ -31,7 +31,7 @@ const badValues: ReadonlyArray<{
   {
     variable: "ROLES",
     value: "partner-api,bogus",
-    expected: "a comma-separated list of partner-api, ingest-api, enrollment, console, workers",
+    expected: "a comma-separated list of partner-api, ingest-api, enrollment, console, portal, workers",
   },
   {
     variable: "DATABASE_URL",
@@ -124,7 +124,14 @@ describe("AppConfig", () => {
   it.effect("uses the documented defaults when the environment is empty", () =>
     Effect.gen(function* () {
       const config = yield* configFrom({})
-      assert.deepStrictEqual(config.roles, ["partner-api", "ingest-api", "enrollment", "console", "workers"])
+      assert.deepStrictEqual(config.roles, [
+        "partner-api",
+        "ingest-api",
+        "enrollment",
+        "console",
+        "portal",
+        "workers",
+      ])
       assert.strictEqual(config.serviceEnv, "development")
       assert.strictEqual(
         Redacted.value(config.databaseUrl),

@@ -109,6 +109,7 @@ const serviceEnv = isolatedEnv({
   INGEST_API_PORT: "0",
   ENROLLMENT_PORT: "0",
   CONSOLE_PORT: "0",
+  PORTAL_PORT: "0",
   // Empty counts as unset: every role, whatever the shell running the tests exports.
   ROLES: "",
 })
@@ -119,12 +120,12 @@ const service = Layer.unwrap(Effect.map(Effect.service(AppConfig), appLayer)).pi
 
 describe("gateways of the service", () => {
   layer(service, { excludeTestServices: true })((it) => {
-    it.effect("runs a gateway for each of the four HTTP roles", () =>
+    it.effect("runs a gateway for each of the five HTTP roles", () =>
       Effect.gen(function* () {
         const ports = yield* gatewayPorts
         assert.sameMembers(
           ports.map(([role]) => role),
-          ["partner-api", "ingest-api", "enrollment", "console"],
+          ["partner-api", "ingest-api", "enrollment", "console", "portal"],
         )
         for (const [role, port] of ports) assert.isAbove(port, 0, role)
       }),

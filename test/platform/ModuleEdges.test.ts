@@ -78,6 +78,7 @@ const LAYERS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
     ],
   ],
   ["reference", ["platform", "contract", "events", "auth", "webhooks"]],
+  ["portal", ["platform", "contract", "events", "audit", "auth", "roster", "webhooks"]],
 ]
 const ALLOWED = new Map(LAYERS)
 

@@ -43,6 +43,7 @@ describe("the README's quick start", () => {
           INGEST_API_PORT: "0",
           ENROLLMENT_PORT: "0",
           CONSOLE_PORT: "0",
+          PORTAL_PORT: "0",
           LOG_LEVEL: "info",
         })
         yield* Effect.addFinalizer(() =>

@@ -3,8 +3,8 @@ import type { FoundRow } from "../../contract/Search.ts"
 import { Db } from "../../platform/Db.ts"
 
 /**
- * What the webhooks context lets the console read of its subscribers: the providers covering an owner, the
- * endpoints an owner's page lists, an endpoint found by id, and the providers' names. The rows are this
+ * What the webhooks context lets the console and the portal read of its subscribers: the providers covering an
+ * owner, the endpoints an owner's page lists, an endpoint found by id, a provider, and the providers' names. The rows are this
  * context's; readers take these types as they are.
  */
 export class EndpointReads extends Context.Service<EndpointReads>()(
@@ -54,6 +54,16 @@ export class EndpointReads extends Context.Service<EndpointReads>()(
           concat_ws(' · ', destination_url, status) as detail
         from webhook_endpoints where id = ${id}::bigint and deleted_at is null`,
           ),
+        /** A provider by name or id, and whether the service has provisioned its subscriber. */
+        provider: (provider: { readonly name: string } | { readonly id: string }) =>
+          db
+            .query(
+              (sql) => sql<Array<{ id: string; name: string; provisioned: boolean }>>`
+          select p.id::text, p.name, s.id is not null as provisioned
+          from providers p left join webhook_subscribers s on s.provider_id = p.id
+          where ${"name" in provider ? sql`p.name = ${provider.name}` : sql`p.id = ${provider.id}::bigint`}`,
+            )
+            .pipe(Effect.map(([row]) => row)),
         /** Every provider's name, for the console's filters. */
         providerNames: db.query(
           (sql) => sql<Array<{ name: string }>>`select name from providers order by name`,

@@ -1,0 +1,45 @@
+import type { PortalSession } from "./Domain.ts"
+
+const escapeHtml = (text: string) =>
+  text.replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!,
+  )
+
+const page = (title: string, body: string) =>
+  `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title></head>
+<body><main>
+${body}
+</main></body>
+</html>
+`
+
+/** What a link that cannot open a session shows, whatever the reason: nothing about why. */
+export const linkNoLongerValidPage = () =>
+  page(
+    "Link no longer valid",
+    `<h1>This link is no longer valid</h1>
+<p>Open the webhooks portal again from your partner's app.</p>`,
+  )
+
+const holderName = (session: PortalSession) =>
+  "owner" in session.holder ? session.holder.owner.name : session.holder.provider.name
+
+/** The portal's page until its app replaces it: whose webhooks it is for. */
+export const portalPlaceholderPage = (session: PortalSession) =>
+  page(
+    "Webhooks portal",
+    `<h1>Webhooks portal</h1>
+<p>Webhooks of ${escapeHtml(holderName(session))}${session.readOnly ? " (read only)" : ""}.</p>`,
+  )
+
+/** The portal's page without a session: how to open it. */
+export const noSessionPage = () =>
+  page(
+    "Webhooks portal",
+    `<h1>Webhooks portal</h1>
+<p>Your session has ended. Open the webhooks portal again from your partner's app.</p>`,
+  )
