@@ -230,7 +230,7 @@ describe("npm start", { timeout: TIMEOUT_MS }, () => {
     rmSync(dataDir, { recursive: true, force: true })
   }, TIMEOUT_MS)
 
-  it("brings up its own Postgres and NATS when none answer, serves /readyz on all four ports and the console's pages, and stops on SIGTERM", async () => {
+  it("brings up its own Postgres and NATS when none answer, serves /readyz on every gateway's port and the console's pages, and stops on SIGTERM", async () => {
     const [pgPort, natsPort] = [await freePort(), await freePort()]
     env = {
       ...env,
@@ -250,7 +250,7 @@ describe("npm start", { timeout: TIMEOUT_MS }, () => {
     })
     const started = await waitForLog(child, (line) => line.message === "started")
     const ports = (started.annotations as { ports: Record<string, number> }).ports
-    expect(Object.keys(ports).sort()).toEqual(["console", "enrollment", "ingest-api", "partner-api"])
+    expect(Object.keys(ports).sort()).toEqual(["console", "enrollment", "ingest-api", "partner-api", "portal"])
     for (const port of Object.values(ports)) {
       const response = await fetch(`http://127.0.0.1:${port}/readyz`)
       expect(response.status).toBe(200)
