@@ -20,3 +20,5 @@ create table portal_sessions (
 -- Ending every live session of an owner or a provider at once.
 create index portal_sessions_owner on portal_sessions (owner_id) where ended_at is null;
 create index portal_sessions_provider on portal_sessions (provider_id) where ended_at is null;
+-- The retention sweep's pick: sessions expired a while ago.
+create index portal_sessions_expires on portal_sessions (expires_at);

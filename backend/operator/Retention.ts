@@ -3,6 +3,7 @@ import { AppConfig } from "../platform/Config.ts"
 import { Db } from "../platform/Db.ts"
 import { pruneDeadLetters } from "../platform/DeadLetters.ts"
 import { WebhookConfig } from "../webhooks/Config.ts"
+import { PortalRetention } from "../portal/Retention.ts"
 import { WebhookRetention } from "../webhooks/Retention.ts"
 import { RetentionRepo } from "./RetentionRepo.ts"
 import { ABSOLUTE_TIMEOUT_MS, FAILURE_WINDOW_MS } from "./Sessions.ts"
@@ -18,6 +19,9 @@ const REST_PER_WORK = 3
 
 const DAY_MS = 86_400_000
 
+/** Portal sessions are kept a day past their expiry, for support to see a partner's recent sessions. */
+const PORTAL_SESSION_KEPT_MS = DAY_MS
+
 /** What one sweep deleted, by kind. */
 export interface Pruned {
   readonly deliveries: number
@@ -26,13 +30,14 @@ export interface Pruned {
   readonly dead_letters: number
   readonly operator_sessions: number
   readonly sign_in_failures: number
+  readonly portal_sessions: number
 }
 
 /**
  * Deletes what is past its retention: finished webhook deliveries with their attempts, finished bulk retries and
  * ended replays (`WEBHOOK_DELIVERY_RETENTION_DAYS` after creation, or after finishing for a job), dead letters
- * (`DEAD_LETTER_RETENTION_DAYS`), console sessions past their 12 hours and failed sign-ins outside the throttle's
- * window, in batches with a rest after each (`REST_PER_WORK`). Each table's rows are deleted by the context that
+ * (`DEAD_LETTER_RETENTION_DAYS`), console sessions past their 12 hours, failed sign-ins outside the throttle's
+ * window and portal sessions a day past their expiry, in batches with a rest after each (`REST_PER_WORK`). Each table's rows are deleted by the context that
  * owns it; the sweep says when. Deliveries still under way are kept until they end;
  * the audit log and policy documents are never deleted. Every process with the workers role sweeps; concurrent sweeps skip each other's rows.
  */
@@ -40,6 +45,7 @@ export class Retention extends Context.Service<Retention>()("partner-service/ope
   make: Effect.gen(function* () {
     const repo = yield* RetentionRepo
     const owned = yield* WebhookRetention
+    const portal = yield* PortalRetention
     const db = yield* Db
     const config = yield* AppConfig
     const webhooks = yield* WebhookConfig
@@ -74,6 +80,9 @@ export class Retention extends Context.Service<Retention>()("partner-service/ope
         sign_in_failures: yield* drain(batch, (limit) =>
           repo.pruneSignInFailures(new Date(now - FAILURE_WINDOW_MS), limit),
         ),
+        portal_sessions: yield* drain(batch, (limit) =>
+          portal.pruneSessions(new Date(now - PORTAL_SESSION_KEPT_MS), limit),
+        ),
       } satisfies Pruned
     })
 
@@ -81,7 +90,7 @@ export class Retention extends Context.Service<Retention>()("partner-service/ope
   }),
 }) {
   static readonly layer = Layer.effect(Retention, Retention.make).pipe(
-    Layer.provide([RetentionRepo.layer, WebhookRetention.layer]),
+    Layer.provide([RetentionRepo.layer, WebhookRetention.layer, PortalRetention.layer]),
     Layer.provide(WebhookConfig.layer),
   )
 

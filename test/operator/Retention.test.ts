@@ -261,6 +261,34 @@ describe("the retention sweep", () => {
         }),
     )
 
+    it.effect("deletes portal sessions a day past their expiry, ended or not, and keeps the others", () =>
+      Effect.gen(function* () {
+        const holder = yield* owner("portal-retention")
+        const session = (label: string, expiredHoursAgo: number, ended: boolean) =>
+          query(
+            (sql) => sql`
+              insert into portal_sessions (owner_id, read_only, parent_origin, code_hash, created_at, expires_at,
+                                           ended_at)
+              values (${holder.id}, false, ${label}, ${Buffer.from(label)}, now() - interval '2 days',
+                      now() - make_interval(hours => ${expiredHoursAgo}), ${ended ? new Date() : null})`,
+          )
+        yield* session("https://gone.example", 25, false)
+        yield* session("https://ended.example", 30, true)
+        yield* session("https://recent.example", 23, false)
+        yield* session("https://live.example", -1, true)
+        const pruned = yield* sweep()
+        assert.strictEqual(pruned.portal_sessions, 2)
+        const left = yield* query(
+          (sql) => sql<Array<{ parent_origin: string }>>`
+            select parent_origin from portal_sessions where owner_id = ${holder.id} order by parent_origin`,
+        )
+        assert.deepStrictEqual(
+          left.map((row) => row.parent_origin),
+          ["https://live.example", "https://recent.example"],
+        )
+      }),
+    )
+
     it.effect("keeps the audit log and policy documents, however old", () =>
       Effect.gen(function* () {
         yield* query(

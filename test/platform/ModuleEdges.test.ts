@@ -61,6 +61,7 @@ const LAYERS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
   ["webhooks", ["platform", "contract", "events", "audit", "roster"]],
   ["policies", ["platform", "contract", "events", "audit", "roster", "prospects"]],
   ["enrollment", ["platform", "contract", "roster", "prospects", "policies"]],
+  ["portal", ["platform", "contract", "events", "audit", "auth", "roster", "webhooks"]],
   [
     "operator",
     [
@@ -75,10 +76,10 @@ const LAYERS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
       "webhooks",
       "policies",
       "enrollment",
+      "portal",
     ],
   ],
   ["reference", ["platform", "contract", "events", "auth", "webhooks"]],
-  ["portal", ["platform", "contract", "events", "audit", "auth", "roster", "webhooks"]],
 ]
 const ALLOWED = new Map(LAYERS)
 
