@@ -250,7 +250,13 @@ describe("npm start", { timeout: TIMEOUT_MS }, () => {
     })
     const started = await waitForLog(child, (line) => line.message === "started")
     const ports = (started.annotations as { ports: Record<string, number> }).ports
-    expect(Object.keys(ports).sort()).toEqual(["console", "enrollment", "ingest-api", "partner-api", "portal"])
+    expect(Object.keys(ports).sort()).toEqual([
+      "console",
+      "enrollment",
+      "ingest-api",
+      "partner-api",
+      "portal",
+    ])
     for (const port of Object.values(ports)) {
       const response = await fetch(`http://127.0.0.1:${port}/readyz`)
       expect(response.status).toBe(200)
