@@ -143,7 +143,11 @@ describe("webhook endpoints: refusals", () => {
         const routes = routesFor("partner-api", "development").filter((route) =>
           route.path.includes("/webhooks/"),
         )
-        assert.strictEqual(routes.length, 22, "eleven routes on the owner path, eleven on the provider path")
+        assert.strictEqual(
+          routes.length,
+          26,
+          "thirteen routes on the owner path, thirteen on the provider path",
+        )
         const deep = (depth: number): unknown => (depth === 0 ? "x" : { endpoint: [deep(depth - 1)] })
         const hostileValues: ReadonlyArray<unknown> = [
           null,

@@ -178,7 +178,9 @@ describe("webhook responses validate against the published partner API", () => {
           )
         assert.deepStrictEqual(operations.map(({ method, path }) => `${method} ${path}`).sort(), [
           "delete /partners/providers/{provider}/webhooks/endpoints/{id}",
+          "delete /partners/providers/{provider}/webhooks/portal_sessions",
           "delete /partners/{owner_slug}/webhooks/endpoints/{id}",
+          "delete /partners/{owner_slug}/webhooks/portal_sessions",
           "get /partners/providers/{provider}/webhooks/endpoints",
           "get /partners/providers/{provider}/webhooks/endpoints/{endpoint_id}/deliveries",
           "get /partners/providers/{provider}/webhooks/endpoints/{endpoint_id}/deliveries/{id}",
@@ -193,10 +195,12 @@ describe("webhook responses validate against the published partner API", () => {
           "post /partners/providers/{provider}/webhooks/endpoints/{endpoint_id}/deliveries/{id}/retry",
           "post /partners/providers/{provider}/webhooks/endpoints/{endpoint_id}/replay",
           "post /partners/providers/{provider}/webhooks/endpoints/{endpoint_id}/replays/{id}/cancel",
+          "post /partners/providers/{provider}/webhooks/portal_sessions",
           "post /partners/{owner_slug}/webhooks/endpoints",
           "post /partners/{owner_slug}/webhooks/endpoints/{endpoint_id}/deliveries/{id}/retry",
           "post /partners/{owner_slug}/webhooks/endpoints/{endpoint_id}/replay",
           "post /partners/{owner_slug}/webhooks/endpoints/{endpoint_id}/replays/{id}/cancel",
+          "post /partners/{owner_slug}/webhooks/portal_sessions",
           "put /partners/providers/{provider}/webhooks/endpoints/{id}",
           "put /partners/{owner_slug}/webhooks/endpoints/{id}",
         ])
