@@ -50,6 +50,7 @@ import { testClockRoutes } from "./policies/TestClocksHttp.ts"
 import { PortalConfig } from "./portal/Config.ts"
 import { portalRoutes } from "./portal/Http.ts"
 import { portalSessionRoutes } from "./portal/PartnerHttp.ts"
+import { PortalReads } from "./portal/PortalReads.ts"
 import { PortalSessions } from "./portal/PortalSessions.ts"
 import { eligibilityActor, staleProspectsLayer } from "./prospects/Consumer.ts"
 import { EligibilityDecisions } from "./prospects/EligibilityDecisions.ts"
@@ -83,6 +84,7 @@ type AppServices =
   | WebhookConfig
   | PortalConfig
   | PortalSessions
+  | PortalReads
   | Roster
   | Sources
   | Prospects
@@ -214,7 +216,9 @@ export const appLayer = (config: AppConfigShape) => {
       ),
     ),
     Layer.provideMerge(Ingest.layer),
-    Layer.provideMerge(Layer.mergeAll(Endpoints.layer, Replays.layer, PortalSessions.layer)),
+    Layer.provideMerge(
+      Layer.mergeAll(Endpoints.layer, Replays.layer, PortalSessions.layer, PortalReads.layer),
+    ),
     Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
     Layer.provideMerge(Layer.mergeAll(Journey.layer, LinkThrottle.layer)),
     Layer.provideMerge(lifecycleLayer),

@@ -1,10 +1,16 @@
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { WebhookConfig } from "../webhooks/Config.ts"
 import { SLOW_AFTER_TIMEOUTS, slowedCap } from "../webhooks/delivery/EndpointPlaces.ts"
-import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../webhooks/delivery/HealthBuckets.ts"
-import { DeliveryReads, type HealthBucketRow } from "../webhooks/endpoints/DeliveryReads.ts"
+import { BUCKET_MS } from "../webhooks/delivery/HealthBuckets.ts"
+import { DeliveryReads } from "../webhooks/endpoints/DeliveryReads.ts"
+import {
+  HOUR_BUCKETS,
+  healthWindow,
+  lastHourSince,
+  lastHourSummaries,
+} from "../webhooks/endpoints/HealthWindows.ts"
 import { WebhookRetention } from "../webhooks/Retention.ts"
-import type { EndpointHealth, HealthBucket, HealthSummary, HealthWindow } from "./Api.ts"
+import type { EndpointHealth, HealthBucket } from "./Api.ts"
 
 /**
  * An endpoint's health for the console: attempts, successes, failures and p50/p95 latency over the last hour
@@ -20,58 +26,6 @@ export type HealthBucketShown = HealthBucket
 const HOUR_MS = 3_600_000
 /** Buckets older than this are no longer shown and are deleted. */
 const KEEP_MS = 25 * HOUR_MS
-
-type Row = HealthBucketRow
-
-const sum = (a: ReadonlyArray<number>, b: ReadonlyArray<number>) =>
-  Array.from({ length: LATENCY_SLOTS }, (_, i) => (a[i] ?? 0) + (b[i] ?? 0))
-
-/** `count` buckets of `width` ms ending with the one holding `now`, each the sum of the rows inside it. */
-const window = (rows: ReadonlyArray<Row>, now: number, width: number, count: number): HealthWindow => {
-  const last = Math.floor(now / width) * width
-  const first = last - (count - 1) * width
-  const buckets = Array.from({ length: count }, (_, i) => ({
-    start: first + i * width,
-    attempts: 0,
-    succeeded: 0,
-    failed: 0,
-    latency: [] as ReadonlyArray<number>,
-  }))
-  for (const row of rows) {
-    const at = row.bucket_start.getTime()
-    if (at < first || at > now) continue
-    const bucket = buckets[Math.floor((at - first) / width)]!
-    bucket.attempts += row.attempts
-    bucket.succeeded += row.succeeded
-    bucket.failed += row.failed
-    bucket.latency = sum(bucket.latency, row.latency)
-  }
-  const total = buckets.reduce(
-    (all, b) => ({
-      attempts: all.attempts + b.attempts,
-      succeeded: all.succeeded + b.succeeded,
-      failed: all.failed + b.failed,
-      latency: sum(all.latency, b.latency),
-    }),
-    { attempts: 0, succeeded: 0, failed: 0, latency: [] as ReadonlyArray<number> },
-  )
-  return {
-    attempts: total.attempts,
-    succeeded: total.succeeded,
-    failed: total.failed,
-    success_rate: total.attempts === 0 ? null : total.succeeded / total.attempts,
-    p50_ms: latencyQuantile(total.latency, 0.5),
-    p95_ms: latencyQuantile(total.latency, 0.95),
-    buckets: buckets.map((b) => ({
-      start: new Date(b.start).toISOString(),
-      attempts: b.attempts,
-      succeeded: b.succeeded,
-      failed: b.failed,
-      p50_ms: latencyQuantile(b.latency, 0.5),
-      p95_ms: latencyQuantile(b.latency, 0.95),
-    })),
-  }
-}
 
 export class Health extends Context.Service<Health>()("partner-service/operator/Health", {
   make: Effect.gen(function* () {
@@ -90,27 +44,15 @@ export class Health extends Context.Service<Health>()("partner-service/operator/
           streak >= SLOW_AFTER_TIMEOUTS
             ? { timeouts_in_row: streak, max_in_flight: slowedCap(config.maxInFlightPerEndpoint) }
             : null,
-        hour: window(rows, now.getTime(), BUCKET_MS, 12),
-        day: window(rows, now.getTime(), HOUR_MS, 24),
+        hour: healthWindow(rows, now.getTime(), BUCKET_MS, HOUR_BUCKETS),
+        day: healthWindow(rows, now.getTime(), HOUR_MS, 24),
       } satisfies EndpointHealth
     })
 
     /** The last hour of each endpoint in `endpointIds` (a list's page), read at once. */
     const lastHour = Effect.fn("Health.lastHour")(function* (endpointIds: ReadonlyArray<number>, now: Date) {
-      const since = Math.floor(now.getTime() / BUCKET_MS) * BUCKET_MS - 11 * BUCKET_MS
-      const rows = yield* reads.healthBucketsOf(endpointIds, new Date(since))
-      return new Map(
-        endpointIds.map((id): [number, HealthSummary] => {
-          const hour = window(
-            rows.filter((row) => Number(row.endpoint_id) === id),
-            now.getTime(),
-            BUCKET_MS,
-            12,
-          )
-          const { attempts, succeeded, failed, success_rate, p95_ms } = hour
-          return [id, { attempts, succeeded, failed, success_rate, p95_ms }]
-        }),
-      )
+      const rows = yield* reads.healthBucketsOf(endpointIds, lastHourSince(now))
+      return lastHourSummaries(rows, endpointIds, now)
     })
 
     /** Has the webhooks context delete the buckets no window shows any more. */

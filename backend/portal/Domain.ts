@@ -67,9 +67,13 @@ export type SessionHolder =
   | { readonly owner: { readonly slug: string; readonly name: string } }
   | { readonly provider: { readonly name: string } }
 
+/** The session's holder by the owner's or the provider's id: what its reads are scoped by. */
+export type HolderId = { readonly ownerId: string } | { readonly providerId: string }
+
 /** A live portal session, as its cookie opens it. */
 export interface PortalSession {
   readonly holder: SessionHolder
+  readonly holderId: HolderId
   readonly readOnly: boolean
   readonly parentOrigin: string | null
   readonly expiresAt: Date
@@ -80,3 +84,14 @@ export interface ExchangedCode {
   readonly token: string
   readonly session: PortalSession
 }
+
+/** Filter, cursor or limit values of a portal list that mean nothing: each field with its message (a 422). */
+export class PortalFilterInvalid extends Schema.TaggedError<PortalFilterInvalid>()("PortalFilterInvalid", {
+  fields: Schema.Record(Schema.String, Schema.String),
+}) {}
+
+/** A delivery the session may not see: unknown, or another holder's, alike (a 404). */
+export class PortalDeliveryNotFound extends Schema.TaggedError<PortalDeliveryNotFound>()(
+  "PortalDeliveryNotFound",
+  {},
+) {}

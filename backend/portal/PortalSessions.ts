@@ -92,6 +92,7 @@ export class PortalSessions extends Context.Service<PortalSessions>()(
         if (holder === undefined) return undefined
         return {
           holder,
+          holderId: row.owner_id !== null ? { ownerId: row.owner_id } : { providerId: row.provider_id! },
           readOnly: row.read_only,
           parentOrigin: row.parent_origin,
           expiresAt: row.expires_at,

@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto"
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
+import type { HolderId } from "./Domain.ts"
 
 /** Only the hash of a one-time code or of a cookie's token is stored or looked up. */
 export const secretHash = (secret: string) => createHash("sha256").update(secret).digest()
 
 /** Whose sessions a statement touches, by the owner's or the provider's id. */
-export type HolderId = { readonly ownerId: string } | { readonly providerId: string }
+export type { HolderId }
 
 export interface PortalSessionRow {
   readonly owner_id: string | null

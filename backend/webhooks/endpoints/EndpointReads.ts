@@ -4,7 +4,7 @@ import { Db } from "../../platform/Db.ts"
 
 /**
  * What the webhooks context lets the console and the portal read of its subscribers: the providers covering an
- * owner, the endpoints an owner's page lists, an endpoint found by id, a provider, and the providers' names. The rows are this
+ * owner, the endpoints an owner's page lists, a subscriber's endpoints for the portal, an endpoint found by id, a provider, and the providers' names. The rows are this
  * context's; readers take these types as they are.
  */
 export class EndpointReads extends Context.Service<EndpointReads>()(
@@ -53,6 +53,27 @@ export class EndpointReads extends Context.Service<EndpointReads>()(
         select id::text, 'Endpoint ' || id || ' ' || name as label,
           concat_ws(' · ', destination_url, status) as detail
         from webhook_endpoints where id = ${id}::bigint and deleted_at is null`,
+          ),
+        /**
+         * Every endpoint of one subscriber's, the owner's own or the provider's, deleted ones too (their deliveries
+         * are still listed), with whether each is deleted.
+         */
+        subscriberEndpoints: (holder: { readonly ownerId: string } | { readonly providerId: string }) =>
+          db.query(
+            (sql) => sql<
+              Array<{
+                id: number
+                name: string
+                destination_url: string
+                status: "active" | "suspended" | "disabled"
+                events: Array<string>
+                deleted: boolean
+              }>
+            >`
+        select e.id::int, e.name, e.destination_url, e.status, e.events, e.deleted_at is not null as deleted
+        from webhook_endpoints e join webhook_subscribers s on s.id = e.subscriber_id
+        where ${"ownerId" in holder ? sql`s.owner_id = ${holder.ownerId}::bigint` : sql`s.provider_id = ${holder.providerId}::bigint`}
+        order by e.id`,
           ),
         /** A provider by name or id, and whether the service has provisioned its subscriber. */
         provider: (provider: { readonly name: string } | { readonly id: string }) =>
