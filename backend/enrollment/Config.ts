@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { integer, setting } from "../platform/Config.ts"
+import { integer, setting } from "../platform/Settings.ts"
 
 /** The renter pages' settings (`docs/settings.md`: `ENROLLMENT_LINK_*`). */
 export interface EnrollmentConfigShape {

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { integer, setting } from "../platform/Config.ts"
+import { integer, setting } from "../platform/Settings.ts"
 
 /** The ingestion side's settings (README: `INGEST_LOG_RETENTION_DAYS`). */
 export interface IngestConfigShape {

@@ -1,7 +1,8 @@
 import { Objm, type ObjectStore as Bucket } from "@nats-io/obj"
 import { StorageType } from "@nats-io/jetstream"
 import { Context, Effect, Layer } from "effect"
-import { AppConfig, withByteLimits } from "./Config.ts"
+import { AppConfig } from "./Config.ts"
+import { withByteLimits } from "./Settings.ts"
 import { NatsClient } from "./nats/Client.ts"
 
 /**

@@ -1,13 +1,6 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
-import {
-  AppConfig,
-  ConfigInvalid,
-  integer,
-  oneOf,
-  type ServiceEnv,
-  setting,
-  url,
-} from "../platform/Config.ts"
+import { AppConfig, type ServiceEnv } from "../platform/Config.ts"
+import { ConfigInvalid, integer, oneOf, setting, url } from "../platform/Settings.ts"
 import { hasControlCharacter } from "../platform/Text.ts"
 
 /**

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { integer, setting, url } from "../platform/Config.ts"
+import { integer, setting, url } from "../platform/Settings.ts"
 
 /** The partner portal's settings (`docs/settings.md`: `PORTAL_*`). */
 export interface PortalConfigShape {

@@ -1,5 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { AppConfig, boolean, decimal, integer, setting, type ServiceEnv } from "../platform/Config.ts"
+import { AppConfig, type ServiceEnv } from "../platform/Config.ts"
+import { boolean, decimal, integer, setting } from "../platform/Settings.ts"
 
 /** The webhook engine's settings (README: `WEBHOOK_*`). */
 export interface WebhookConfigShape {

@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { EnrollmentConfig } from "../../backend/enrollment/Config.ts"
-import { AppConfig, ConfigInvalid } from "../../backend/platform/Config.ts"
+import { AppConfig } from "../../backend/platform/Config.ts"
+import { ConfigInvalid } from "../../backend/platform/Settings.ts"
 
 /** The renter pages' settings as the service reads them from `env`, and nothing else. */
 const configFrom = (env: Record<string, string>) =>

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { AppConfig, ConfigInvalid } from "../../backend/platform/Config.ts"
+import { AppConfig } from "../../backend/platform/Config.ts"
+import { ConfigInvalid } from "../../backend/platform/Settings.ts"
 import { PortalConfig } from "../../backend/portal/Config.ts"
 
 /** The portal's settings as the service reads them from `env`, and nothing else. */

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import { AppConfig, ConfigInvalid } from "../../backend/platform/Config.ts"
+import { AppConfig } from "../../backend/platform/Config.ts"
+import { ConfigInvalid } from "../../backend/platform/Settings.ts"
 import { WebhookConfig } from "../../backend/webhooks/Config.ts"
 
 const masterKey = randomBytes(32).toString("base64")

@@ -1,5 +1,5 @@
 import { Context, Layer } from "effect"
-import { withByteLimits } from "../Config.ts"
+import { withByteLimits } from "../Settings.ts"
 
 /** A stream the deployment provisions: the first token of every subject it holds, and what it does when full. */
 export interface StreamSpec {
