@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Crypto } from "../platform/Crypto.ts"
 import { iso, isoOrNull } from "../platform/Dates.ts"
+import { jsonOrText } from "../platform/Validation.ts"
 import { DeliveryNotFound } from "../webhooks/Domain.ts"
 import { Endpoints } from "../webhooks/endpoints/Endpoints.ts"
 import { customHeaders, deliveryHeaders } from "../webhooks/delivery/Signer.ts"
@@ -75,15 +76,6 @@ const toAttempt = (row: AttemptRow): DeliveryAttemptShown => ({
   failure_reason: row.failure_reason,
   response_excerpt: row.response_body === null ? null : row.response_body.slice(0, RESPONSE_EXCERPT),
 })
-
-/** The stored bytes are JSON; should they not be, they are shown as the text they are. */
-const parsed = (text: string): unknown => {
-  try {
-    return JSON.parse(text) as unknown
-  } catch {
-    return text
-  }
-}
 
 /**
  * Every delivery across owners and providers, for operators: the list under a filter (newest first, by cursor,
@@ -194,7 +186,7 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
       return {
         ...toDelivery(row),
         payload_raw: raw,
-        payload: parsed(raw),
+        payload: jsonOrText(raw),
         request_headers: yield* requestHeaders(row, attempts),
         attempts: attempts.map(toAttempt),
         timeline: deliveryTimeline({

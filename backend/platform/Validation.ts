@@ -4,6 +4,15 @@ import { Schema } from "effect"
 export const isJsonObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
+/** `text` parsed as JSON, or the text itself when it is not JSON (a stored payload shown as it was sent). */
+export const jsonOrText = (text: string): unknown => {
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return text
+  }
+}
+
 /** Field-level errors as the contract writes them: `{ "address.zip": ["is not a valid ZIP code"] }`. */
 export type FieldErrors = Record<string, Array<string>>
 

@@ -2,6 +2,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { resolveDescription } from "effect/SchemaAST"
 import { EventCatalog, EventNames } from "../events/Catalog.ts"
 import { iso, isoOrNull } from "../platform/Dates.ts"
+import { jsonOrText } from "../platform/Validation.ts"
 import {
   encodeCursor,
   type FilterInput,
@@ -71,15 +72,6 @@ const toAttempt = (row: AttemptRow): PortalAttempt => ({
   response_excerpt: responseExcerpt(row.response_body),
   failure_reason: row.failure_reason,
 })
-
-/** The stored bytes are JSON; should they not be, they are shown as the text they are. */
-const parsed = (text: string): unknown => {
-  try {
-    return JSON.parse(text) as unknown
-  } catch {
-    return text
-  }
-}
 
 /**
  * What a portal session reads: its holder's endpoints with their last hour, their deliveries and attempts, and
@@ -169,7 +161,7 @@ export class PortalReads extends Context.Service<PortalReads>()("partner-service
         delivery: {
           ...toDelivery(row),
           payload_raw: raw,
-          payload: parsed(raw),
+          payload: jsonOrText(raw),
           attempts: attempts.map(toAttempt),
         },
       } satisfies DeliveryDetailAnswer
