@@ -22,7 +22,7 @@ export const MODULES = {
     "backend/webhooks/delivery/Claims.ts:102:1-103:50",
     "backend/webhooks/delivery/Delivery.ts:80:1-86:12",
   ],
-  "token issuer": ["backend/auth/Tokens.ts:51:1-136:7", "backend/auth/Verification.ts:80:1-124:9"],
+  "token issuer": ["backend/auth/Tokens.ts:49:1-125:7", "backend/auth/Verification.ts:80:1-124:9"],
 }
 
 /**
