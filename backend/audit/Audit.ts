@@ -7,8 +7,11 @@ import type { DbShape } from "../platform/Db.ts"
  * records its actions without importing `operator/`, which reads the log back for the console.
  */
 
-/** Where an operator action came from: the console, the CLI, or a script calling the operator API. */
-export const AuditChannels = ["console", "cli", "api"] as const
+/**
+ * Where an action came from: the console, the CLI, a script calling the operator API, or a partner's developer in
+ * the partner portal (whose actor is the portal session).
+ */
+export const AuditChannels = ["console", "cli", "api", "portal"] as const
 export type AuditChannelName = (typeof AuditChannels)[number]
 
 /**

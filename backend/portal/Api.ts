@@ -126,3 +126,128 @@ export type CatalogEvent = typeof CatalogEvent.Type
 /** `GET /portal/api/events`: every event an endpoint may subscribe to. */
 export const EventsAnswer = Schema.Struct({ events: Schema.Array(CatalogEvent) })
 export type EventsAnswer = typeof EventsAnswer.Type
+
+// The session.
+
+/** The owner's look in the portal's header; a provider's session has none. */
+export const PortalBrand = Schema.Struct({
+  /** The owner's brand name, or its name when it set none. */
+  name: Schema.String,
+  /** An https image URL, or null. */
+  logo_url: Schema.NullOr(Schema.String),
+  /** `#rrggbb` with at least 4.5:1 contrast against white text, or null for the portal's own colour. */
+  accent_color: Schema.NullOr(Schema.String),
+})
+export type PortalBrand = typeof PortalBrand.Type
+
+/** The headers every delivery carries, by name, for the "verify signatures" snippets. */
+export const SigningHeaders = Schema.Struct({
+  signature: Schema.String,
+  timestamp: Schema.String,
+  event: Schema.String,
+  delivery: Schema.String,
+})
+export type SigningHeaders = typeof SigningHeaders.Type
+
+/** `GET /portal/api/session`: whose webhooks, what the session may do, and how the page frames itself. */
+export const SessionAnswer = Schema.Struct({
+  owner: Schema.optionalKey(Schema.Struct({ slug: Schema.String, name: Schema.String })),
+  provider: Schema.optionalKey(Schema.Struct({ name: Schema.String })),
+  read_only: Schema.Boolean,
+  expires_at: Timestamp,
+  /** The origin framing the portal, which `portal.resize` messages go to; null when it opens on its own. */
+  parent_origin: Schema.NullOr(Schema.String),
+  /** Sent back in `x-portal-csrf` on every change; a change without it is refused (403). */
+  csrf_token: Schema.String,
+  brand: Schema.NullOr(PortalBrand),
+  signing_headers: SigningHeaders,
+})
+export type SessionAnswer = typeof SessionAnswer.Type
+
+/** The header a change carries its session's `csrf_token` in. */
+export const CSRF_HEADER = "x-portal-csrf"
+
+// Changes. Every one answers 403 on a read-only session or without the CSRF header, 401 without a session,
+// 422 (PortalError with `errors`) on a bad body, 404 on anything not the holder's.
+
+/** `POST /portal/api/endpoints` (201) and `PUT /portal/api/endpoints/{id}` (200, any subset). */
+export const EndpointBody = Schema.Struct({
+  name: Schema.optionalKey(Schema.String),
+  destination_url: Schema.optionalKey(Schema.String),
+  events: Schema.optionalKey(Schema.Array(Schema.String)),
+})
+export type EndpointBody = typeof EndpointBody.Type
+
+/**
+ * The answer of create, edit, `POST /portal/api/endpoints/{id}/pause` and `.../resume` (no body): the endpoint
+ * as the list shows it. `DELETE /portal/api/endpoints/{id}` answers 204.
+ */
+export const EndpointAnswer = Schema.Struct({ endpoint: PortalEndpoint })
+export type EndpointAnswer = typeof EndpointAnswer.Type
+
+/**
+ * `GET /portal/api/endpoints/{id}/headers`: the names of the custom headers the endpoint is sent with (values
+ * never shown). `PUT` of the same path with `{"custom_headers": {name: value | null}}` sets them (null keeps a
+ * value); an endpoint without custom headers answers 422 to the PUT (the operator sets the first ones).
+ */
+export const CustomHeadersAnswer = Schema.Struct({ names: Schema.Array(Schema.String) })
+export type CustomHeadersAnswer = typeof CustomHeadersAnswer.Type
+
+/** `POST /portal/api/endpoints/{id}/test` with `{"event": name}`: 202, the delivery made with its example. */
+export const TestBody = Schema.Struct({ event: Schema.String })
+export const TestAnswer = Schema.Struct({ delivery: PortalDelivery })
+export type TestAnswer = typeof TestAnswer.Type
+
+/** `POST /portal/api/deliveries/{id}/retry` (no body): 202, the delivery as it now is. */
+export const RetryAnswer = Schema.Struct({ delivery: PortalDelivery })
+export type RetryAnswer = typeof RetryAnswer.Type
+
+/** `GET /portal/api/secret`: the current secret's age and any overlap; never the secret. */
+export const SecretAnswer = Schema.Struct({
+  created_at: NullableTimestamp,
+  /** While a rotation's overlap lasts, the previous secret still signs until then. */
+  previous_expires_at: NullableTimestamp,
+  max_overlap_hours: Schema.Number,
+})
+export type SecretAnswer = typeof SecretAnswer.Type
+
+/** `POST /portal/api/secret/rotate` with `{"overlap_hours": n}`: 201, the new secret shown this once. */
+export const RotateBody = Schema.Struct({ overlap_hours: Schema.Number })
+export const RotateAnswer = Schema.Struct({
+  secret: Schema.String,
+  created_at: Timestamp,
+  previous_expires_at: NullableTimestamp,
+})
+export type RotateAnswer = typeof RotateAnswer.Type
+
+// Recover: every failed delivery of one endpoint since a time, sent again at the bulk retry's capped rate.
+
+export const RecoveryStatus = Schema.Literals(["previewed", "running", "completed", "cancelled"])
+
+export const Recovery = Schema.Struct({
+  id: Schema.Number,
+  endpoint_id: Schema.Number,
+  since: Timestamp,
+  status: RecoveryStatus,
+  /** Deliveries it sends again: fixed by the preview, so what runs is what the preview counted. */
+  total: Schema.Number,
+  done: Schema.Number,
+  created_at: Timestamp,
+  finished_at: NullableTimestamp,
+})
+export type Recovery = typeof Recovery.Type
+
+/**
+ * `POST /portal/api/endpoints/{id}/recoveries` with `{"since": iso}`: 201, a preview (status `previewed`).
+ * `POST /portal/api/recoveries/{id}/start`: 200, running. `GET /portal/api/recoveries/{id}`: its progress.
+ */
+export const RecoverBody = Schema.Struct({ since: Schema.String })
+export const RecoveryAnswer = Schema.Struct({ recovery: Recovery })
+export type RecoveryAnswer = typeof RecoveryAnswer.Type
+
+/*
+ * `GET /portal/api/live`: Server-Sent Events of the holder's own deliveries, endpoints and recoveries, shaped as
+ * the console's: `ready` first, then `delivery` (the console's LiveDelivery), `endpoint` ({id}), `recovery`
+ * (Recovery), and `session_ended` last when the session ends or expires.
+ */
+export const PortalLiveEventNames = ["ready", "delivery", "endpoint", "recovery", "session_ended"] as const

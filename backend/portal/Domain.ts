@@ -72,6 +72,8 @@ export type HolderId = { readonly ownerId: string } | { readonly providerId: str
 
 /** A live portal session, as its cookie opens it. */
 export interface PortalSession {
+  /** The session's row id: the audit log's actor is `portal:<id>`. */
+  readonly id: string
   readonly holder: SessionHolder
   readonly holderId: HolderId
   readonly readOnly: boolean

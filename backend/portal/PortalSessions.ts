@@ -91,6 +91,7 @@ export class PortalSessions extends Context.Service<PortalSessions>()(
               )
         if (holder === undefined) return undefined
         return {
+          id: row.id,
           holder,
           holderId: row.owner_id !== null ? { ownerId: row.owner_id } : { providerId: row.provider_id! },
           readOnly: row.read_only,

@@ -10,6 +10,7 @@ export const secretHash = (secret: string) => createHash("sha256").update(secret
 export type { HolderId }
 
 export interface PortalSessionRow {
+  readonly id: string
   readonly owner_id: string | null
   readonly provider_id: string | null
   readonly read_only: boolean
@@ -17,7 +18,7 @@ export interface PortalSessionRow {
   readonly expires_at: Date
 }
 
-const COLUMNS = "owner_id::text, provider_id::text, read_only, parent_origin, expires_at"
+const COLUMNS = "id::text, owner_id::text, provider_id::text, read_only, parent_origin, expires_at"
 
 export class PortalRepo extends Context.Service<PortalRepo>()("partner-service/portal/PortalRepo", {
   make: Effect.gen(function* () {

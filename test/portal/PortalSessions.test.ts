@@ -204,11 +204,21 @@ describe("portal sessions", () => {
 
         const session = yield* portal("/portal/api/session", cookie)
         assert.strictEqual(session.status, 200, session.text)
-        assert.deepStrictEqual(JSON.parse(session.text), {
+        const { csrf_token, ...rest } = JSON.parse(session.text) as Record<string, unknown>
+        assert.deepStrictEqual(rest, {
           owner: { slug: "portal-start", name: "Owner portal-start" },
           read_only: false,
           expires_at: link.expiresAt,
+          parent_origin: PARENT,
+          brand: null,
+          signing_headers: {
+            signature: "X-Webhook-Signature",
+            timestamp: "X-Webhook-Timestamp",
+            event: "X-Webhook-Event",
+            delivery: "X-Webhook-Delivery",
+          },
         })
+        assert.match(csrf_token as string, /^[\w-]{43}$/, "a CSRF token derived from the cookie's")
         assert.include(session.headers.get("content-security-policy")!, `frame-ancestors ${PARENT}`)
         assert.isNull(session.headers.get("x-frame-options"))
         assert.strictEqual(session.headers.get("cache-control"), "no-store")
