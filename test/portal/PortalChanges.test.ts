@@ -276,6 +276,21 @@ describe("portal changes", () => {
           404,
         )
 
+        const gone = yield* createEndpoint(a.partner, ownerEndpoints("chg-test"), ENDPOINT)
+        const ofGone = yield* insertDelivery(gone.id, { status: "failed" })
+        const removed = yield* api(a.partner, "DELETE", `${ownerEndpoints("chg-test")}/${gone.id}`)
+        assert.strictEqual(removed.status, 204, removed.text)
+        const refusedRetry = yield* call(session, "POST", `/portal/api/deliveries/${ofGone}/retry`)
+        assert.strictEqual(refusedRetry.status, 422, refusedRetry.text)
+        assert.match(refusedRetry.body.error as string, /endpoint was deleted/)
+        assert.strictEqual(
+          (yield* call(session, "POST", `/portal/api/endpoints/${gone.id}/test`, {
+            body: { event: "policy.created" },
+          })).status,
+          404,
+          "a deleted endpoint is tested no more",
+        )
+
         const entries = yield* auditOf(session)
         assert.deepStrictEqual(
           entries.map((entry) => [entry.action, entry.target]),
