@@ -50,6 +50,7 @@ import { testClockRoutes } from "./policies/TestClocksHttp.ts"
 import { PortalConfig } from "./portal/Config.ts"
 import { portalRoutes } from "./portal/Http.ts"
 import { portalSessionRoutes } from "./portal/PartnerHttp.ts"
+import { PortalChanges } from "./portal/PortalChanges.ts"
 import { PortalReads } from "./portal/PortalReads.ts"
 import { PortalSessions } from "./portal/PortalSessions.ts"
 import { eligibilityActor, staleProspectsLayer } from "./prospects/Consumer.ts"
@@ -85,6 +86,7 @@ type AppServices =
   | PortalConfig
   | PortalSessions
   | PortalReads
+  | PortalChanges
   | Roster
   | Sources
   | Prospects
@@ -217,7 +219,13 @@ export const appLayer = (config: AppConfigShape) => {
     ),
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(
-      Layer.mergeAll(Endpoints.layer, Replays.layer, PortalSessions.layer, PortalReads.layer),
+      Layer.mergeAll(
+        Endpoints.layer,
+        Replays.layer,
+        PortalSessions.layer,
+        PortalReads.layer,
+        PortalChanges.layer,
+      ),
     ),
     Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
     Layer.provideMerge(Layer.mergeAll(Journey.layer, LinkThrottle.layer)),

@@ -9,21 +9,15 @@ import {
   SessionAnswer,
   type SigningHeaders,
 } from "./Api.ts"
+import { changeRoutes } from "./ChangeRoutes.ts"
 import { PortalConfig } from "./Config.ts"
 import type { PortalDeliveryNotFound, PortalFilterInvalid, PortalSession } from "./Domain.ts"
 import { portalCookie, portalToken } from "./Cookie.ts"
 import { linkNoLongerValidPage, noSessionPage, portalPlaceholderPage } from "./Pages.ts"
+import type { PortalChanges } from "./PortalChanges.ts"
 import { PortalReads } from "./PortalReads.ts"
 import { PortalSessions } from "./PortalSessions.ts"
-import {
-  csrfToken,
-  encoded,
-  headersFor,
-  invalidFields,
-  JSON_TYPE,
-  notFound,
-  portalRoute,
-} from "./Routes.ts"
+import { csrfToken, encoded, headersFor, invalidFields, JSON_TYPE, notFound, portalRoute } from "./Routes.ts"
 
 /** A link that opens no session: the same page and status whatever the reason, so it tells nothing of why. */
 export const LINK_GONE_STATUS = 410
@@ -159,11 +153,9 @@ const unknownRoute: Route<PortalSessions | PortalConfig> = {
     ),
 }
 
-/** The portal gateway's routes: the one-time link's exchange, the session, its holder's reads and the page. */
-export const portalRoutes: ReadonlyArray<Route<PortalSessions | PortalConfig | PortalReads>> = [
-  startRoute,
-  sessionRoute,
-  ...readRoutes,
-  homeRoute,
-  unknownRoute,
-]
+/**
+ * The portal gateway's routes: the one-time link's exchange, the session, its holder's reads and changes, and
+ * the page.
+ */
+export const portalRoutes: ReadonlyArray<Route<PortalSessions | PortalConfig | PortalReads | PortalChanges>> =
+  [startRoute, sessionRoute, ...readRoutes, ...changeRoutes, homeRoute, unknownRoute]
