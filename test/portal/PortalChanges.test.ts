@@ -1,7 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import {
-  CSRF_HEADER,
   CustomHeadersAnswer,
   EndpointAnswer,
   EndpointsAnswer,
@@ -13,7 +12,16 @@ import {
 } from "../../backend/portal/Api.ts"
 import { Secrets } from "../../backend/webhooks/endpoints/Secrets.ts"
 import type { SubscriberRef } from "../../backend/webhooks/Domain.ts"
-import { authEnv, authService, createOwner, gatewayPort, httpRequest } from "../support/Auth.ts"
+import { authEnv, authService } from "../support/Auth.ts"
+import {
+  call,
+  decode,
+  openSession,
+  ownerSessions,
+  ownerWithEndpoint,
+  providerSessions,
+  type Session,
+} from "../support/Portal.ts"
 import {
   api,
   createEndpoint,
@@ -23,96 +31,10 @@ import {
   providerEndpoints,
   query,
   webhookPartner,
-  type WebhookPartner,
 } from "../support/Webhooks.ts"
 
 const env = authEnv({ ROLES: "partner-api,portal", PORTAL_PORT: "0", PORTAL_BASE_URL: "https://portal.test" })
 const service = authService({ env })
-
-const ownerSessions = (slug: string) => `/partners/${slug}/webhooks/portal_sessions`
-const providerSessions = (name: string) => `/partners/providers/${name}/webhooks/portal_sessions`
-
-interface Answer {
-  readonly status: number
-  readonly text: string
-  readonly headers: Headers
-  readonly body: Record<string, unknown>
-}
-
-/** A portal session as a developer's browser holds it: the cookie, the CSRF token and the session's row id. */
-interface Session {
-  readonly cookie: string
-  readonly csrf: string
-  readonly id: string
-}
-
-/** A request on the portal's port with the session's cookie; `csrf` is sent in the CSRF header unless null. */
-const call = (
-  session: Session,
-  method: string,
-  path: string,
-  options: { readonly body?: unknown; readonly csrf?: string | null } = {},
-) =>
-  Effect.gen(function* () {
-    const csrf = options.csrf === undefined ? session.csrf : options.csrf
-    const answer = yield* httpRequest(yield* gatewayPort("portal"), path, {
-      method,
-      redirect: "manual",
-      headers: {
-        cookie: session.cookie,
-        "content-type": "application/json",
-        ...(csrf === null ? {} : { [CSRF_HEADER]: csrf }),
-      },
-      ...(options.body === undefined
-        ? {}
-        : { body: typeof options.body === "string" ? options.body : JSON.stringify(options.body) }),
-    })
-    return {
-      status: answer.status,
-      text: answer.text,
-      headers: answer.headers,
-      body: answer.text === "" ? {} : (JSON.parse(answer.text) as Record<string, unknown>),
-    } satisfies Answer
-  })
-
-/** Opens a portal session over the Partner API, exchanges its link and reads its CSRF token. */
-const openSession = (partner: WebhookPartner, path: string, request: Record<string, unknown> = {}) =>
-  Effect.gen(function* () {
-    const made = yield* api(partner, "POST", path, request)
-    assert.strictEqual(made.status, 201, made.text)
-    const url = new URL(made.body!.url as string)
-    const started = yield* httpRequest(yield* gatewayPort("portal"), `${url.pathname}${url.search}`, {
-      redirect: "manual",
-    })
-    assert.strictEqual(started.status, 303, started.text)
-    const cookie = started.headers.get("set-cookie")!.split(";")[0]!
-    const shown = yield* call({ cookie, csrf: "", id: "" }, "GET", "/portal/api/session")
-    assert.strictEqual(shown.status, 200, shown.text)
-    // The session just exchanged is its holder's newest.
-    const [row] = yield* query(
-      (sql) => sql<Array<{ id: string }>>`
-        select id::text from portal_sessions where exchanged_at is not null order by id desc limit 1`,
-    )
-    return { cookie, csrf: shown.body.csrf_token as string, id: row!.id } satisfies Session
-  })
-
-/** An owner with a partner granted it and an endpoint of its own. */
-const ownerWithEndpoint = (slug: string) =>
-  Effect.gen(function* () {
-    yield* createOwner(slug)
-    const partner = yield* webhookPartner({ owners: [slug] })
-    const endpoint = yield* createEndpoint(partner, ownerEndpoints(slug), {
-      name: `${slug} hook`,
-      destination_url: `https://hooks.example.com/${slug}`,
-      events: ["policy.created", "prospect.ready"],
-    })
-    return { partner, endpoint }
-  })
-
-const decode = <S extends Schema.Top & Schema.Codec<unknown, unknown, never, never>>(
-  schema: S,
-  answer: Answer,
-) => Schema.decodeUnknownSync(schema)(answer.body)
 
 interface AuditRow {
   readonly actor: string
