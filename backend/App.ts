@@ -9,7 +9,7 @@ import { Journey } from "./enrollment/Journey.ts"
 import { LinkThrottle } from "./enrollment/LinkThrottle.ts"
 import { IngestConfig } from "./ingest/Config.ts"
 import { ingestRoutes } from "./ingest/Http.ts"
-import { BulkRetries } from "./operator/BulkRetries.ts"
+import { BulkRetries } from "./webhooks/bulk/BulkRetries.ts"
 import { Deliveries } from "./operator/DeliveryQueries.ts"
 import { Directory } from "./operator/Directory.ts"
 import { Health } from "./operator/Health.ts"
@@ -52,6 +52,7 @@ import { portalRoutes } from "./portal/Http.ts"
 import { portalSessionRoutes } from "./portal/PartnerHttp.ts"
 import { PortalReads } from "./portal/PortalReads.ts"
 import { PortalSessions } from "./portal/PortalSessions.ts"
+import { PortalRecoveries } from "./portal/Recoveries.ts"
 import { eligibilityActor, staleProspectsLayer } from "./prospects/Consumer.ts"
 import { EligibilityDecisions } from "./prospects/EligibilityDecisions.ts"
 import { Enrollments } from "./prospects/Enrollments.ts"
@@ -85,6 +86,7 @@ type AppServices =
   | PortalConfig
   | PortalSessions
   | PortalReads
+  | PortalRecoveries
   | Roster
   | Sources
   | Prospects
@@ -203,6 +205,7 @@ export const appLayer = (config: AppConfigShape) => {
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, System.gaugesLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
     Layer.provideMerge(LiveFeed.layer),
+    Layer.provideMerge(PortalRecoveries.layer),
     Layer.provideMerge(DeliveryActions.layer),
     Layer.provideMerge(BulkRetries.layer),
     Layer.provideMerge(

@@ -15,6 +15,8 @@ import { portalCookie, portalToken } from "./Cookie.ts"
 import { linkNoLongerValidPage, noSessionPage, portalPlaceholderPage } from "./Pages.ts"
 import { PortalReads } from "./PortalReads.ts"
 import { PortalSessions } from "./PortalSessions.ts"
+import type { PortalRecoveries } from "./Recoveries.ts"
+import { recoverRoutes } from "./RecoverRoutes.ts"
 import {
   csrfToken,
   encoded,
@@ -160,10 +162,13 @@ const unknownRoute: Route<PortalSessions | PortalConfig> = {
 }
 
 /** The portal gateway's routes: the one-time link's exchange, the session, its holder's reads and the page. */
-export const portalRoutes: ReadonlyArray<Route<PortalSessions | PortalConfig | PortalReads>> = [
+export const portalRoutes: ReadonlyArray<
+  Route<PortalSessions | PortalConfig | PortalReads | PortalRecoveries>
+> = [
   startRoute,
   sessionRoute,
   ...readRoutes,
+  ...recoverRoutes,
   homeRoute,
   unknownRoute,
 ]
