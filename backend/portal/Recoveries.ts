@@ -10,7 +10,8 @@ import type { PortalSession } from "./Domain.ts"
 import { holderDetails, invalidFields, notFound, PortalRefusal, portalActor } from "./Routes.ts"
 
 /** Why a start is refused while another recovery of the endpoint runs (a 409). */
-export const RECOVERY_RUNNING = "A recovery of this endpoint is already running: start this one once it has finished."
+export const RECOVERY_RUNNING =
+  "A recovery of this endpoint is already running: start this one once it has finished."
 export const SINCE_FORM = "must be an ISO 8601 date-time such as 2026-03-01T14:30:00Z"
 export const SINCE_FUTURE = "must not be in the future"
 
@@ -30,8 +31,7 @@ export class PortalRecoveries extends Context.Service<PortalRecoveries>()(
       const bulk = yield* BulkRetries
       const endpointReads = yield* EndpointReads
 
-      const holderEndpoints = (session: PortalSession) =>
-        endpointReads.subscriberEndpoints(session.holderId)
+      const holderEndpoints = (session: PortalSession) => endpointReads.subscriberEndpoints(session.holderId)
 
       /** The recovery `id` if its endpoint is the holder's; 404 otherwise. */
       const owned = (session: PortalSession, id: string) =>

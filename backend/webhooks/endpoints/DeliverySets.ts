@@ -70,5 +70,7 @@ export class DeliverySets extends Context.Service<DeliverySets>()("partner-servi
     return { filterSets, none, matchingIds }
   }),
 }) {
-  static readonly layer = Layer.effect(DeliverySets, DeliverySets.make).pipe(Layer.provide(DeliveryReads.layer))
+  static readonly layer = Layer.effect(DeliverySets, DeliverySets.make).pipe(
+    Layer.provide(DeliveryReads.layer),
+  )
 }
