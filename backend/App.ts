@@ -53,6 +53,8 @@ import { portalSessionRoutes } from "./portal/PartnerHttp.ts"
 import { PortalReads } from "./portal/PortalReads.ts"
 import { PortalSessions } from "./portal/PortalSessions.ts"
 import { PortalRecoveries } from "./portal/Recoveries.ts"
+import { PortalLive } from "./portal/PortalLive.ts"
+import { LiveChanges } from "./webhooks/Live.ts"
 import { eligibilityActor, staleProspectsLayer } from "./prospects/Consumer.ts"
 import { EligibilityDecisions } from "./prospects/EligibilityDecisions.ts"
 import { Enrollments } from "./prospects/Enrollments.ts"
@@ -87,6 +89,7 @@ type AppServices =
   | PortalSessions
   | PortalReads
   | PortalRecoveries
+  | PortalLive
   | Roster
   | Sources
   | Prospects
@@ -204,7 +207,8 @@ export const appLayer = (config: AppConfigShape) => {
     : []
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, System.gaugesLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
-    Layer.provideMerge(LiveFeed.layer),
+    Layer.provideMerge(Layer.mergeAll(LiveFeed.layer, PortalLive.layer)),
+    Layer.provideMerge(LiveChanges.layer),
     Layer.provideMerge(PortalRecoveries.layer),
     Layer.provideMerge(DeliveryActions.layer),
     Layer.provideMerge(BulkRetries.layer),

@@ -16,6 +16,8 @@ import { linkNoLongerValidPage, noSessionPage, portalPlaceholderPage } from "./P
 import { PortalReads } from "./PortalReads.ts"
 import { PortalSessions } from "./PortalSessions.ts"
 import type { PortalRecoveries } from "./Recoveries.ts"
+import { liveRoutes } from "./LiveRoutes.ts"
+import type { PortalLive } from "./PortalLive.ts"
 import { recoverRoutes } from "./RecoverRoutes.ts"
 import {
   csrfToken,
@@ -163,12 +165,13 @@ const unknownRoute: Route<PortalSessions | PortalConfig> = {
 
 /** The portal gateway's routes: the one-time link's exchange, the session, its holder's reads and the page. */
 export const portalRoutes: ReadonlyArray<
-  Route<PortalSessions | PortalConfig | PortalReads | PortalRecoveries>
+  Route<PortalSessions | PortalConfig | PortalReads | PortalRecoveries | PortalLive>
 > = [
   startRoute,
   sessionRoute,
   ...readRoutes,
   ...recoverRoutes,
+  ...liveRoutes,
   homeRoute,
   unknownRoute,
 ]
