@@ -33,17 +33,16 @@ export class PortalRecoveries extends Context.Service<PortalRecoveries>()(
 
       const holderEndpoints = (session: PortalSession) => endpointReads.subscriberEndpoints(session.holderId)
 
-      /** The recovery `id` if its endpoint is the holder's; 404 otherwise. */
+      /** The recovery `id` and its endpoint if that endpoint is the holder's; 404 otherwise. */
       const owned = (session: PortalSession, id: string) =>
         Effect.gen(function* () {
           const recovery = yield* bulk
             .recovery(id)
             .pipe(Effect.catchTag("BulkRetryNotFound", () => Effect.fail(notFound("Recovery"))))
           const endpoints = yield* holderEndpoints(session)
-          if (!endpoints.some((endpoint) => endpoint.id === recovery.endpoint_id)) {
-            return yield* notFound("Recovery")
-          }
-          return recovery
+          const endpoint = endpoints.find((e) => e.id === recovery.endpoint_id)
+          if (endpoint === undefined) return yield* notFound("Recovery")
+          return { recovery, endpoint }
         })
 
       const audit = (session: PortalSession, action: string, recovery: RecoveryShown) =>
@@ -93,9 +92,13 @@ export class PortalRecoveries extends Context.Service<PortalRecoveries>()(
         return shown(recovery)
       })
 
-      /** Starts the holder's preview `id`; one recovery of an endpoint runs at a time (409 otherwise). */
+      /**
+       * Starts the holder's preview `id`; one recovery of an endpoint runs at a time (409 otherwise), and a deleted
+       * endpoint's is not started (404, as its endpoint is gone).
+       */
       const start = Effect.fn("PortalRecoveries.start")(function* (session: PortalSession, id: string) {
-        const recovery = yield* owned(session, id)
+        const { recovery, endpoint } = yield* owned(session, id)
+        if (endpoint.deleted) return yield* notFound("Endpoint")
         yield* bulk.start(recovery.id, DEFAULT_RATE, portalActor(session)).pipe(
           Effect.catchTags({
             BulkRetryInvalid: (e) => Effect.fail(invalidFields("Invalid recovery start.", e.fields)),
@@ -110,7 +113,7 @@ export class PortalRecoveries extends Context.Service<PortalRecoveries>()(
 
       /** The holder's recovery `id` with its progress. */
       const get = Effect.fn("PortalRecoveries.get")(function* (session: PortalSession, id: string) {
-        return shown(yield* owned(session, id))
+        return shown((yield* owned(session, id)).recovery)
       })
 
       return { preview, start, get }

@@ -14,7 +14,7 @@ import {
   type PortalAnswer,
 } from "../support/Portal.ts"
 import { eventually } from "../support/Streams.ts"
-import { query } from "../support/Webhooks.ts"
+import { api, ownerEndpoints, query } from "../support/Webhooks.ts"
 
 const env = authEnv({ ROLES: "partner-api,portal", PORTAL_PORT: "0", PORTAL_BASE_URL: "https://portal.test" })
 const service = authService({ env })
@@ -170,6 +170,23 @@ describe("portal recoveries", () => {
         })
         assert.strictEqual(bad.status, 422, bad.text)
         assert.deepStrictEqual(Object.keys(bad.body.errors as object), ["since"])
+      }),
+    )
+
+    it.effect("a recovery of an endpoint deleted since its preview is not started", () =>
+      Effect.gen(function* () {
+        const a = yield* ownerWithEndpoint("recover-gone")
+        const caller = yield* openPortal(a.partner, ownerSessions("recover-gone"))
+        const made = yield* portalCall(caller, "POST", `/portal/api/endpoints/${a.endpoint.id}/recoveries`, {
+          since: hourAgo(),
+        })
+        const id = recoveryOf(made).id
+        const removed = yield* api(a.partner, "DELETE", `${ownerEndpoints("recover-gone")}/${a.endpoint.id}`)
+        assert.strictEqual(removed.status, 204, removed.text)
+        const started = yield* portalCall(caller, "POST", `/portal/api/recoveries/${id}/start`)
+        assert.strictEqual(started.status, 404, started.text)
+        const still = yield* portalCall(caller, "GET", `/portal/api/recoveries/${id}`)
+        assert.strictEqual(recoveryOf(still).status, "previewed")
       }),
     )
 
