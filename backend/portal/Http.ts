@@ -17,6 +17,10 @@ import { linkNoLongerValidPage, noSessionPage, portalPlaceholderPage } from "./P
 import type { PortalChanges } from "./PortalChanges.ts"
 import { PortalReads } from "./PortalReads.ts"
 import { PortalSessions } from "./PortalSessions.ts"
+import type { PortalRecoveries } from "./Recoveries.ts"
+import { liveRoutes } from "./LiveRoutes.ts"
+import type { PortalLive } from "./PortalLive.ts"
+import { recoverRoutes } from "./RecoverRoutes.ts"
 import { csrfToken, encoded, headersFor, invalidFields, JSON_TYPE, notFound, portalRoute } from "./Routes.ts"
 
 /** A link that opens no session: the same page and status whatever the reason, so it tells nothing of why. */
@@ -154,8 +158,18 @@ const unknownRoute: Route<PortalSessions | PortalConfig> = {
 }
 
 /**
- * The portal gateway's routes: the one-time link's exchange, the session, its holder's reads and changes, and
- * the page.
+ * The portal gateway's routes: the one-time link's exchange, the session, its holder's reads, changes, recoveries
+ * and live view, and the page.
  */
-export const portalRoutes: ReadonlyArray<Route<PortalSessions | PortalConfig | PortalReads | PortalChanges>> =
-  [startRoute, sessionRoute, ...readRoutes, ...changeRoutes, homeRoute, unknownRoute]
+export const portalRoutes: ReadonlyArray<
+  Route<PortalSessions | PortalConfig | PortalReads | PortalChanges | PortalRecoveries | PortalLive>
+> = [
+  startRoute,
+  sessionRoute,
+  ...readRoutes,
+  ...changeRoutes,
+  ...recoverRoutes,
+  ...liveRoutes,
+  homeRoute,
+  unknownRoute,
+]

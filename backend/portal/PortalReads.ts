@@ -29,8 +29,8 @@ import { PortalDeliveryNotFound, PortalFilterInvalid, type PortalSession } from 
 const EXAMPLE_OWNER = "acme-properties"
 
 export const NOT_YOUR_ENDPOINT = "must be one of your endpoints"
-export const Q_FORM = "must be a delivery id (a whole number)"
-export const Q_PROSPECT_LATER = "cannot be a prospect id (tpp_) yet: search by delivery id"
+export const Q_FORM = "must be a delivery id (a whole number) or a prospect id (tpp_<n>)"
+const PROSPECT_ID = /^tpp_([1-9]\d{0,18})$/i
 
 /** The filters the portal's list takes from the query, passed on under the shared reader's names. */
 const FILTER_KEYS = ["endpoint", "event_type", "status", "since", "until"] as const
@@ -144,16 +144,19 @@ export class PortalReads extends Context.Service<PortalReads>()("partner-service
       for (const key of FILTER_KEYS) if (input[key] !== undefined) picked[key] = input[key]
       const fields: Record<string, string> = {}
       const q = typeof input.q === "string" ? input.q.trim() : undefined
+      let prospect: string | undefined
       if (q !== undefined && q !== "") {
+        const tpp = PROSPECT_ID.exec(q)
         if (readId(q) !== undefined) picked.id = q
-        else fields.q = /^tpp_\d+$/i.test(q) ? Q_PROSPECT_LATER : Q_FORM
+        else if (tpp !== null) prospect = `tpp_${tpp[1]}`
+        else fields.q = Q_FORM
       }
       const read = readFilter(picked)
       const paging = readPage(input)
       Object.assign(fields, "fields" in read ? read.fields : {}, paging.fields)
       return "fields" in read || Object.keys(fields).length > 0
         ? ({ fields } as const)
-        : ({ filter: read.filter, paging } as const)
+        : ({ filter: prospect === undefined ? read.filter : { ...read.filter, prospect }, paging } as const)
     }
 
     const deliveries = Effect.fn("PortalReads.deliveries")(function* (

@@ -32,20 +32,20 @@ export interface Session {
 
 /** A request on the portal's port with the session's cookie; `csrf` is sent in the CSRF header unless null. */
 export const call = (
-  session: Session,
+  session: Session | undefined,
   method: string,
   path: string,
   options: { readonly body?: unknown; readonly csrf?: string | null } = {},
 ) =>
   Effect.gen(function* () {
-    const csrf = options.csrf === undefined ? session.csrf : options.csrf
+    const csrf = options.csrf === undefined ? session?.csrf : options.csrf
     const answer = yield* httpRequest(yield* gatewayPort("portal"), path, {
       method,
       redirect: "manual",
       headers: {
-        cookie: session.cookie,
         "content-type": "application/json",
-        ...(csrf === null ? {} : { [CSRF_HEADER]: csrf }),
+        ...(session === undefined ? {} : { cookie: session.cookie }),
+        ...(csrf === null || csrf === undefined ? {} : { [CSRF_HEADER]: csrf }),
       },
       ...(options.body === undefined
         ? {}
@@ -81,14 +81,14 @@ export const openSession = (partner: WebhookPartner, path: string, request: Reco
   })
 
 /** An owner with a partner granted it and an endpoint of its own. */
-export const ownerWithEndpoint = (slug: string) =>
+export const ownerWithEndpoint = (slug: string, events = ["policy.created", "prospect.ready"]) =>
   Effect.gen(function* () {
     yield* createOwner(slug)
     const partner = yield* webhookPartner({ owners: [slug] })
     const endpoint = yield* createEndpoint(partner, ownerEndpoints(slug), {
       name: `${slug} hook`,
       destination_url: `https://hooks.example.com/${slug}`,
-      events: ["policy.created", "prospect.ready"],
+      events,
     })
     return { partner, endpoint }
   })
@@ -97,3 +97,30 @@ export const decode = <S extends Schema.Top & Schema.Codec<unknown, unknown, nev
   schema: S,
   answer: Answer,
 ) => Schema.decodeUnknownSync(schema)(answer.body)
+
+/** A delivery of `endpointId` in `status`, created `ageMs` ago, with `payload` when given. */
+export const portalDelivery = (
+  endpointId: number,
+  options: {
+    readonly status?: string
+    readonly ageMs?: number
+    readonly event?: string
+    readonly ownerSlug?: string
+    readonly payload?: unknown
+  } = {},
+) =>
+  Effect.gen(function* () {
+    const [row] = yield* query(
+      (sql) => sql<Array<{ id: string }>>`
+        insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, status,
+                                        last_attempt_failure_reason, created_at)
+        values (${endpointId}, ${`evt-portal-${process.pid}-${Math.random().toString(36).slice(2)}`},
+                ${options.event ?? "policy.created"}, ${options.ownerSlug ?? "acme"},
+                ${Buffer.from(JSON.stringify(options.payload ?? { event: options.event ?? "policy.created" }))},
+                ${options.status ?? "failed"},
+                ${(options.status ?? "failed") === "failed" ? "Destination answered 500" : null},
+                now() - make_interval(secs => ${(options.ageMs ?? 0) / 1000}))
+        returning id`,
+    )
+    return Number(row!.id)
+  })
