@@ -30,6 +30,7 @@ const service = authService({ env })
 interface Theirs {
   readonly endpointId: number
   readonly deliveryId: number
+  readonly recoveryId: number
   readonly marker: string
 }
 
@@ -48,7 +49,7 @@ const aimed = (path: string, theirs: Theirs) =>
   path
     .replace(/^\/portal\/api\/endpoints\/:id/, `/portal/api/endpoints/${theirs.endpointId}`)
     .replace(/^\/portal\/api\/deliveries\/:id/, `/portal/api/deliveries/${theirs.deliveryId}`)
-    .replace(/^\/portal\/api\/recoveries\/:id/, "/portal/api/recoveries/1")
+    .replace(/^\/portal\/api\/recoveries\/:id/, `/portal/api/recoveries/${theirs.recoveryId}`)
 
 /** Every route the portal's page calls, as `METHOD path`. */
 const apiRoutes = portalRoutes.filter(
@@ -67,7 +68,8 @@ const theirState = (theirs: Theirs) =>
                as attempts,
              (select count(*)::int from webhook_secrets s join webhook_endpoints e on e.subscriber_id = s.subscriber_id
               where e.id = ${theirs.endpointId}) as secrets,
-             (select count(*)::int from audit_log where target = ${`endpoint:${theirs.endpointId}`}) as audited`,
+             (select count(*)::int from audit_log where target = ${`endpoint:${theirs.endpointId}`}) as audited,
+             (select status from bulk_retries where id = ${theirs.recoveryId}) as recovery`,
   ).pipe(Effect.map(([row]) => row!))
 
 /** Walks every portal route as `session`, aimed at B's records, and checks nothing of B's is told or changed. */
@@ -105,7 +107,18 @@ describe("portal isolation", () => {
         const b = yield* ownerWithEndpoint("iso-b")
         const marker = "iso-b hook"
         const deliveryId = yield* insertDelivery(b.endpoint.id, { status: "failed" })
-        const theirs = { endpointId: b.endpoint.id, deliveryId, marker }
+        const theirSession = yield* openSession(b.partner, ownerSessions("iso-b"))
+        const recovery = yield* call(
+          theirSession,
+          "POST",
+          `/portal/api/endpoints/${b.endpoint.id}/recoveries`,
+          {
+            body: { since: new Date(Date.now() - 3_600_000).toISOString() },
+          },
+        )
+        assert.strictEqual(recovery.status, 201, recovery.text)
+        const recoveryId = (recovery.body.recovery as { id: number }).id
+        const theirs = { endpointId: b.endpoint.id, deliveryId, recoveryId, marker }
         assert.isAbove(apiRoutes.length, 10, "the portal's API routes are enumerated")
 
         yield* walk(yield* openSession(a.partner, ownerSessions("iso-a")), theirs)
