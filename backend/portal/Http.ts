@@ -21,7 +21,16 @@ import type { PortalRecoveries } from "./Recoveries.ts"
 import { liveRoutes } from "./LiveRoutes.ts"
 import type { PortalLive } from "./PortalLive.ts"
 import { recoverRoutes } from "./RecoverRoutes.ts"
-import { csrfToken, encoded, headersFor, invalidFields, JSON_TYPE, notFound, portalRoute } from "./Routes.ts"
+import {
+  csrfToken,
+  encoded,
+  headersFor,
+  invalidFields,
+  JSON_TYPE,
+  notFound,
+  portalRoute,
+  sessionHeaders,
+} from "./Routes.ts"
 
 /** A link that opens no session: the same page and status whatever the reason, so it tells nothing of why. */
 export const LINK_GONE_STATUS = 410
@@ -36,8 +45,11 @@ export const SIGNING_HEADERS: SigningHeaders = {
   delivery: "X-Webhook-Delivery",
 }
 
-const html = (status: number, body: string, parentOrigin?: string | null) =>
-  Effect.map(headersFor(parentOrigin, HTML), (headers) => new Response(body, { status, headers }))
+const html = (status: number, body: string, session?: PortalSession) =>
+  Effect.map(
+    session === undefined ? headersFor(null, HTML) : sessionHeaders(session, HTML),
+    (headers) => new Response(body, { status, headers }),
+  )
 
 const linkGone = () => html(LINK_GONE_STATUS, linkNoLongerValidPage())
 
@@ -81,7 +93,7 @@ const sessionRoute = portalRoute({
         expires_at: session.expiresAt.toISOString(),
         parent_origin: session.parentOrigin,
         csrf_token: csrfToken(portalToken(request.headers)!),
-        brand: null,
+        brand: session.brand,
         signing_headers: SIGNING_HEADERS,
       }),
     ),
@@ -142,7 +154,7 @@ const homeRoute: Route<PortalSessions | PortalConfig> = {
       const session: PortalSession | undefined = yield* currentSession(request.headers)
       return session === undefined
         ? yield* html(401, noSessionPage())
-        : yield* html(200, portalPlaceholderPage(session), session.parentOrigin)
+        : yield* html(200, portalPlaceholderPage(session), session)
     }),
 }
 
