@@ -129,10 +129,13 @@ export class PortalSessions extends Context.Service<PortalSessions>()(
         return session === undefined ? undefined : ({ token, session } satisfies ExchangedCode)
       })
 
-      /** The live session a cookie's token names; undefined when there is none, it ended or it expired. */
+      /**
+       * The live session a cookie's token names, renewed as used now; undefined when there is none, it ended, it
+       * expired or it went unused for `PORTAL_IDLE_MINUTES`.
+       */
       const current = Effect.fn("PortalSessions.current")(function* (token: string | undefined) {
         if (!plausible(token)) return undefined
-        const row = yield* repo.liveSession(token, yield* now)
+        const row = yield* repo.liveSession(token, yield* now, config.idleMinutes * 60)
         return row === undefined ? undefined : yield* sessionOf(row)
       })
 
