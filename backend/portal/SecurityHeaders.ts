@@ -14,7 +14,11 @@ const logoOrigins = (logoUrl: string | null | undefined) =>
  */
 export const portalHeaders = (
   parentOrigin: string | null | undefined,
-  options: { readonly https: boolean; readonly contentType: string; readonly logoUrl?: string | null | undefined },
+  options: {
+    readonly https: boolean
+    readonly contentType: string
+    readonly logoUrl?: string | null | undefined
+  },
 ): Record<string, string> =>
   pageSecurityHeaders(frameAncestors(parentOrigin), {
     https: options.https,
