@@ -1,4 +1,5 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Exit } from "effect"
+import type { AddressThrottled } from "../platform/AddressThrottle.ts"
 import { json, type Route } from "../platform/Http.ts"
 import { fromSearchParams } from "../webhooks/endpoints/DeliveryFilters.ts"
 import {
@@ -13,7 +14,12 @@ import { changeRoutes } from "./ChangeRoutes.ts"
 import { PortalConfig } from "./Config.ts"
 import type { PortalDeliveryNotFound, PortalFilterInvalid, PortalSession } from "./Domain.ts"
 import { portalCookie, portalToken } from "./Cookie.ts"
-import { linkNoLongerValidPage, noSessionPage, portalPlaceholderPage } from "./Pages.ts"
+import {
+  linkCannotOpenNowPage,
+  linkNoLongerValidPage,
+  noSessionPage,
+  portalPlaceholderPage,
+} from "./Pages.ts"
 import type { PortalChanges } from "./PortalChanges.ts"
 import { PortalReads } from "./PortalReads.ts"
 import { PortalSessions } from "./PortalSessions.ts"
@@ -31,9 +37,13 @@ import {
   portalRoute,
   sessionHeaders,
 } from "./Routes.ts"
+import { StartThrottle } from "./StartThrottle.ts"
 
 /** A link that opens no session: the same page and status whatever the reason, so it tells nothing of why. */
 export const LINK_GONE_STATUS = 410
+
+/** A link from an address that opened too many links that opened no session lately, or too many at once. */
+export const THROTTLED_STATUS = 429
 
 const HTML = "text/html; charset=utf-8"
 
@@ -53,15 +63,32 @@ const html = (status: number, body: string, session?: PortalSession) =>
 
 const linkGone = () => html(LINK_GONE_STATUS, linkNoLongerValidPage())
 
-const startRoute: Route<PortalSessions | PortalConfig> = {
+const throttled = (error: AddressThrottled) =>
+  Effect.map(html(THROTTLED_STATUS, linkCannotOpenNowPage()), (response) => {
+    response.headers.set("retry-after", String(error.retryAfterSeconds))
+    return response
+  })
+
+const openedNothing = <A, E>(exit: Exit.Exit<A | undefined, E>) =>
+  Exit.isSuccess(exit) && exit.value === undefined
+
+/**
+ * `GET /portal/start?code=...`: the one-time link's exchange for the session's cookie, under the throttle of the
+ * request's address (`StartThrottle`), where a code that opens no session counts as a failure.
+ */
+const startRoute: Route<PortalSessions | PortalConfig | StartThrottle> = {
   method: "GET",
   path: "/portal/start",
   access: "public",
   answerRefusedAddress: linkGone,
   handle: (request) =>
     Effect.gen(function* () {
-      const exchanged = yield* PortalSessions.use((sessions) =>
-        sessions.exchange(request.query.get("code") ?? undefined),
+      const exchanged = yield* StartThrottle.use((throttle) =>
+        throttle.guard(
+          request.remoteAddress,
+          PortalSessions.use((sessions) => sessions.exchange(request.query.get("code") ?? undefined)),
+          openedNothing,
+        ),
       )
       if (exchanged === undefined) return yield* linkGone()
       const secondsLeft = Math.floor(
@@ -77,7 +104,7 @@ const startRoute: Route<PortalSessions | PortalConfig> = {
           "set-cookie": portalCookie(exchanged.token, Math.max(0, secondsLeft)),
         },
       })
-    }),
+    }).pipe(Effect.catchTag("AddressThrottled", throttled)),
 }
 
 /** `GET /portal/api/session`: whose webhooks, whether read only, until when, and the CSRF token of changes. */
@@ -174,7 +201,15 @@ const unknownRoute: Route<PortalSessions | PortalConfig> = {
  * and live view, and the page.
  */
 export const portalRoutes: ReadonlyArray<
-  Route<PortalSessions | PortalConfig | PortalReads | PortalChanges | PortalRecoveries | PortalLive>
+  Route<
+    | PortalSessions
+    | PortalConfig
+    | PortalReads
+    | PortalChanges
+    | PortalRecoveries
+    | PortalLive
+    | StartThrottle
+  >
 > = [
   startRoute,
   sessionRoute,
