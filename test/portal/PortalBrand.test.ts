@@ -65,6 +65,18 @@ describe("the portal's brand", () => {
         }),
     )
 
+    it.effect("writes only the logo's origin into the policy, whatever its path holds", () =>
+      Effect.gen(function* () {
+        const partner = yield* portalOwner("brand-odd", {
+          brand_logo_url: "https://cdn.example.com/x.png'; script-src *",
+        })
+        const { cookie } = yield* exchange((yield* createLink(partner, ownerSessions("brand-odd"))).start)
+        const home = yield* portal("/portal/", cookie)
+        assert.strictEqual(imgSrc(home.headers), "img-src 'self' https://cdn.example.com")
+        assert.include(home.headers.get("content-security-policy")!, "script-src 'self';")
+      }),
+    )
+
     it.effect("has no brand on a provider's session", () =>
       Effect.gen(function* () {
         yield* portalOwner("brand-covered")
