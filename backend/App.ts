@@ -56,6 +56,7 @@ import { PortalSessions } from "./portal/PortalSessions.ts"
 import { PortalRecoveries } from "./portal/Recoveries.ts"
 import { PortalLive } from "./portal/PortalLive.ts"
 import { LiveChanges } from "./webhooks/Live.ts"
+import { StartThrottle } from "./portal/StartThrottle.ts"
 import { eligibilityActor, staleProspectsLayer } from "./prospects/Consumer.ts"
 import { EligibilityDecisions } from "./prospects/EligibilityDecisions.ts"
 import { Enrollments } from "./prospects/Enrollments.ts"
@@ -88,6 +89,7 @@ type AppServices =
   | WebhookConfig
   | PortalConfig
   | PortalSessions
+  | StartThrottle
   | PortalReads
   | PortalChanges
   | PortalRecoveries
@@ -235,7 +237,7 @@ export const appLayer = (config: AppConfigShape) => {
       ),
     ),
     Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
-    Layer.provideMerge(Layer.mergeAll(Journey.layer, LinkThrottle.layer)),
+    Layer.provideMerge(Layer.mergeAll(Journey.layer, LinkThrottle.layer, StartThrottle.layer)),
     Layer.provideMerge(lifecycleLayer),
     Layer.provideMerge(Policies.layer),
     Layer.provideMerge(

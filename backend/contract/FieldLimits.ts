@@ -37,6 +37,8 @@ export const FIELD_LIMITS = {
   zip: 10,
   country: 64,
   embedded_frame_ancestors: 2048,
+  brand_name: 255,
+  brand_logo_url: 2048,
   destination_url: 2048,
   client_id: 255,
   external_id: 255,

@@ -225,13 +225,3 @@ export class LinkInvalid extends Schema.TaggedError<LinkInvalid>()("LinkInvalid"
   /** For logs and operators only; never shown to the renter. */
   reason: Schema.String,
 }) {}
-
-/**
- * A link or document was not looked up for the caller's address: it opened too many links that were not valid
- * lately (`failures`, whether or not this link is valid), or it has too many lookups under way at once
- * (`in_progress`).
- */
-export class LinksThrottled extends Schema.TaggedError<LinksThrottled>()("LinksThrottled", {
-  reason: Schema.Literals(["failures", "in_progress"]),
-  retryAfterSeconds: Schema.Number,
-}) {}

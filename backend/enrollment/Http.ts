@@ -2,6 +2,7 @@ import { Cause, Clock, Effect, Exit, Option } from "effect"
 import { FastResponse } from "srvx/node"
 import { Cadences, type Cadence, type ProductType, ProductTypes } from "../policies/Domain.ts"
 import { TEST_CARDS } from "../policies/Payments.ts"
+import type { AddressThrottled } from "../platform/AddressThrottle.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import {
@@ -14,13 +15,7 @@ import {
 import { unavailableIn } from "../platform/Unavailable.ts"
 import { Roster } from "../roster/Roster.ts"
 import { type Asset, assets } from "./Assets.ts"
-import {
-  type JourneyLink,
-  type JourneyView,
-  LinkInvalid,
-  type LinksThrottled,
-  type Preselection,
-} from "./Domain.ts"
+import { type JourneyLink, type JourneyView, LinkInvalid, type Preselection } from "./Domain.ts"
 import { formTokenValid, issueFormToken, postedFromThisHost } from "./FormToken.ts"
 import { Journey, type JourneyShape } from "./Journey.ts"
 import { LinkThrottle } from "./LinkThrottle.ts"
@@ -111,7 +106,7 @@ const linkInvalid = <A, E>(exit: Exit.Exit<A, E>) =>
 const nothingFound = <A, E>(exit: Exit.Exit<A | undefined, E>) =>
   Exit.isSuccess(exit) && exit.value === undefined
 
-const throttled = (framing: Framing) => (error: LinksThrottled) =>
+const throttled = (framing: Framing) => (error: AddressThrottled) =>
   noticeResponse(THROTTLED_STATUS, (issuer) => throttledPage(issuer, error.reason), framing, {
     "retry-after": String(error.retryAfterSeconds),
   })
@@ -242,7 +237,7 @@ const show = (request: HttpRequest) =>
       }),
       // The journey has logged why; the renter learns nothing of it.
       Effect.catchTag("LinkInvalid", () => neutral(framing)),
-      Effect.catchTag("LinksThrottled", throttled(framing)),
+      Effect.catchTag("AddressThrottled", throttled(framing)),
     )
   })
 
@@ -331,7 +326,7 @@ const submit = (request: HttpRequest) =>
       }),
       // The journey has logged why; the renter learns nothing of it.
       Effect.catchTag("LinkInvalid", () => neutral(framing)),
-      Effect.catchTag("LinksThrottled", throttled(framing)),
+      Effect.catchTag("AddressThrottled", throttled(framing)),
     )
   })
 
@@ -387,7 +382,7 @@ const documentRoutes: ReadonlyArray<Route<Services>> = [
               "x-content-type-options": "nosniff",
             },
           })
-        }).pipe(Effect.catchTag("LinksThrottled", throttled(noFraming))),
+        }).pipe(Effect.catchTag("AddressThrottled", throttled(noFraming))),
       ),
   },
   {
@@ -407,7 +402,7 @@ const documentRoutes: ReadonlyArray<Route<Services>> = [
           )
           if (bytes === undefined) return yield* noticeResponse(404, notFoundPage)
           return new FastResponse(bytes, { status: 200, headers: pdfHeaders(file) })
-        }).pipe(Effect.catchTag("LinksThrottled", throttled(noFraming))),
+        }).pipe(Effect.catchTag("AddressThrottled", throttled(noFraming))),
       ),
   },
 ]

@@ -204,6 +204,11 @@ export const metrics = {
     "Enrollment links and documents answered 429 without a lookup, by reason (failures: the address opened too many wrong ones; in_progress: too many lookups of the address at once)",
     ["reason"],
   ),
+  portalStartsThrottled: counter(
+    "portal_starts_throttled_total",
+    "Portal links (/portal/start) answered 429 without exchanging the code, by reason (failures: the address opened too many wrong ones; in_progress: too many exchanges of the address at once)",
+    ["reason"],
+  ),
   signInHashes: new Gauge({
     name: "sign_in_hashes_in_progress",
     help: "Console sign-in passwords being checked against their hash (a decoy's for an unknown email)",

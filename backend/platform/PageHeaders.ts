@@ -1,8 +1,11 @@
 /**
  * The security headers of a public face's pages (the renter's enrollment pages, the partner portal): nothing loads
- * from elsewhere, forms post only to this host, nothing is cached, no link leaves in a Referer, and only the
+ * from elsewhere but images from the origins a page names, forms post only to this host, nothing is cached, no link leaves in a Referer, and only the
  * origins given may frame the page.
  */
+
+/** An HTTPS origin holding nothing a policy could not carry (a space, `;`, `,`, a quote, a wildcard). */
+const isPlainHttpsOrigin = (origin: string) => /^https:\/\/[^\s;,'*]+$/.test(origin)
 
 /**
  * The `frame-ancestors` sources of `origins`, `'none'` when none are left. The origins were checked as exact HTTPS
@@ -10,7 +13,7 @@
  * wildcard) is left out rather than allowed to alter the policy.
  */
 export const frameAncestorSources = (origins: ReadonlyArray<string>) => {
-  const kept = origins.filter((origin) => /^https:\/\/[^\s;,'*]+$/.test(origin))
+  const kept = origins.filter(isPlainHttpsOrigin)
   return kept.length > 0 ? kept.join(" ") : "'none'"
 }
 
@@ -22,13 +25,18 @@ export const pageSecurityHeaders = (
     readonly contentType: string
     /** Whether the page's own script calls this host (`connect-src 'self'`). */
     readonly connects?: boolean
+    /**
+     * Origins the page shows images from besides this host (`img-src`), checked as `frameAncestorSources`
+     * checks its origins: one that is not a plain HTTPS origin is left out.
+     */
+    readonly imageOrigins?: ReadonlyArray<string>
   },
 ): Record<string, string> => {
   const policy = [
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
-    "img-src 'self'",
+    ["img-src 'self'", ...(options.imageOrigins ?? []).filter(isPlainHttpsOrigin)].join(" "),
     ...(options.connects === true ? ["connect-src 'self'"] : []),
     "form-action 'self'",
     "base-uri 'none'",

@@ -7,6 +7,12 @@ export interface PortalConfigShape {
   readonly port: number
   /** Where the partner's developers open the portal: the one-time links start with it. */
   readonly baseUrl: string
+  /** Minutes a session lasts without a request before it ends (its expiry ends it sooner). */
+  readonly idleMinutes: number
+  /** Wrong one-time codes an address may open in an hour before each further one blocks it. */
+  readonly startFreeFailures: number
+  /** The longest an address is blocked after a wrong code; blocks double from one second up to it. */
+  readonly startMaxBlockSeconds: number
 }
 
 export const loadPortalConfig = Effect.gen(function* () {
@@ -23,6 +29,25 @@ export const loadPortalConfig = Effect.gen(function* () {
       "an http(s) URL",
       url(["http:", "https:"]),
       () => `http://127.0.0.1:${port === 0 ? 80 : port}`,
+    ),
+    idleMinutes: yield* setting(
+      "PORTAL_IDLE_MINUTES",
+      "a whole number of minutes from 1 to 1440",
+      integer(1, 1440),
+      () => 30,
+    ),
+    startFreeFailures: yield* setting(
+      "PORTAL_START_FREE_FAILURES",
+      "a whole number from 1 to 10000",
+      integer(1, 10_000),
+      () => 20,
+    ),
+    startMaxBlockSeconds: yield* setting(
+      "PORTAL_START_MAX_BLOCK_SECONDS",
+      // A block never outlasts the hour after which an address's failures are forgotten.
+      "a whole number of seconds from 1 to 3600",
+      integer(1, 3600),
+      () => 600,
     ),
   } satisfies PortalConfigShape
 })

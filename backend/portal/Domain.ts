@@ -79,6 +79,12 @@ export interface PortalSession {
   readonly readOnly: boolean
   readonly parentOrigin: string | null
   readonly expiresAt: Date
+  /** How the portal shows an owner (its brand name or else its name, logo, accent colour); null for a provider. */
+  readonly brand: {
+    readonly name: string
+    readonly logo_url: string | null
+    readonly accent_color: string | null
+  } | null
 }
 
 /** A code exchanged for a session: the cookie's token (only its hash is stored) and the session. */

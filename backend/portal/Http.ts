@@ -1,4 +1,5 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Exit } from "effect"
+import type { AddressThrottled } from "../platform/AddressThrottle.ts"
 import { json, type Route } from "../platform/Http.ts"
 import { fromSearchParams } from "../webhooks/endpoints/DeliveryFilters.ts"
 import {
@@ -13,7 +14,12 @@ import { changeRoutes } from "./ChangeRoutes.ts"
 import { PortalConfig } from "./Config.ts"
 import type { PortalDeliveryNotFound, PortalFilterInvalid, PortalSession } from "./Domain.ts"
 import { portalCookie, portalToken } from "./Cookie.ts"
-import { linkNoLongerValidPage, noSessionPage, portalPlaceholderPage } from "./Pages.ts"
+import {
+  linkCannotOpenNowPage,
+  linkNoLongerValidPage,
+  noSessionPage,
+  portalPlaceholderPage,
+} from "./Pages.ts"
 import type { PortalChanges } from "./PortalChanges.ts"
 import { PortalReads } from "./PortalReads.ts"
 import { PortalSessions } from "./PortalSessions.ts"
@@ -21,10 +27,23 @@ import type { PortalRecoveries } from "./Recoveries.ts"
 import { liveRoutes } from "./LiveRoutes.ts"
 import type { PortalLive } from "./PortalLive.ts"
 import { recoverRoutes } from "./RecoverRoutes.ts"
-import { csrfToken, encoded, headersFor, invalidFields, JSON_TYPE, notFound, portalRoute } from "./Routes.ts"
+import {
+  csrfToken,
+  encoded,
+  headersFor,
+  invalidFields,
+  JSON_TYPE,
+  notFound,
+  portalRoute,
+  sessionHeaders,
+} from "./Routes.ts"
+import { StartThrottle } from "./StartThrottle.ts"
 
 /** A link that opens no session: the same page and status whatever the reason, so it tells nothing of why. */
 export const LINK_GONE_STATUS = 410
+
+/** A link from an address that opened too many links that opened no session lately, or too many at once. */
+export const THROTTLED_STATUS = 429
 
 const HTML = "text/html; charset=utf-8"
 
@@ -36,20 +55,40 @@ export const SIGNING_HEADERS: SigningHeaders = {
   delivery: "X-Webhook-Delivery",
 }
 
-const html = (status: number, body: string, parentOrigin?: string | null) =>
-  Effect.map(headersFor(parentOrigin, HTML), (headers) => new Response(body, { status, headers }))
+const html = (status: number, body: string, session?: PortalSession) =>
+  Effect.map(
+    session === undefined ? headersFor(null, HTML) : sessionHeaders(session, HTML),
+    (headers) => new Response(body, { status, headers }),
+  )
 
 const linkGone = () => html(LINK_GONE_STATUS, linkNoLongerValidPage())
 
-const startRoute: Route<PortalSessions | PortalConfig> = {
+const throttled = (error: AddressThrottled) =>
+  Effect.map(html(THROTTLED_STATUS, linkCannotOpenNowPage()), (response) => {
+    response.headers.set("retry-after", String(error.retryAfterSeconds))
+    return response
+  })
+
+const openedNothing = <A, E>(exit: Exit.Exit<A | undefined, E>) =>
+  Exit.isSuccess(exit) && exit.value === undefined
+
+/**
+ * `GET /portal/start?code=...`: the one-time link's exchange for the session's cookie, under the throttle of the
+ * request's address (`StartThrottle`), where a code that opens no session counts as a failure.
+ */
+const startRoute: Route<PortalSessions | PortalConfig | StartThrottle> = {
   method: "GET",
   path: "/portal/start",
   access: "public",
   answerRefusedAddress: linkGone,
   handle: (request) =>
     Effect.gen(function* () {
-      const exchanged = yield* PortalSessions.use((sessions) =>
-        sessions.exchange(request.query.get("code") ?? undefined),
+      const exchanged = yield* StartThrottle.use((throttle) =>
+        throttle.guard(
+          request.remoteAddress,
+          PortalSessions.use((sessions) => sessions.exchange(request.query.get("code") ?? undefined)),
+          openedNothing,
+        ),
       )
       if (exchanged === undefined) return yield* linkGone()
       const secondsLeft = Math.floor(
@@ -65,7 +104,7 @@ const startRoute: Route<PortalSessions | PortalConfig> = {
           "set-cookie": portalCookie(exchanged.token, Math.max(0, secondsLeft)),
         },
       })
-    }),
+    }).pipe(Effect.catchTag("AddressThrottled", throttled)),
 }
 
 /** `GET /portal/api/session`: whose webhooks, whether read only, until when, and the CSRF token of changes. */
@@ -81,7 +120,7 @@ const sessionRoute = portalRoute({
         expires_at: session.expiresAt.toISOString(),
         parent_origin: session.parentOrigin,
         csrf_token: csrfToken(portalToken(request.headers)!),
-        brand: null,
+        brand: session.brand,
         signing_headers: SIGNING_HEADERS,
       }),
     ),
@@ -142,7 +181,7 @@ const homeRoute: Route<PortalSessions | PortalConfig> = {
       const session: PortalSession | undefined = yield* currentSession(request.headers)
       return session === undefined
         ? yield* html(401, noSessionPage())
-        : yield* html(200, portalPlaceholderPage(session), session.parentOrigin)
+        : yield* html(200, portalPlaceholderPage(session), session)
     }),
 }
 
@@ -162,7 +201,15 @@ const unknownRoute: Route<PortalSessions | PortalConfig> = {
  * and live view, and the page.
  */
 export const portalRoutes: ReadonlyArray<
-  Route<PortalSessions | PortalConfig | PortalReads | PortalChanges | PortalRecoveries | PortalLive>
+  Route<
+    | PortalSessions
+    | PortalConfig
+    | PortalReads
+    | PortalChanges
+    | PortalRecoveries
+    | PortalLive
+    | StartThrottle
+  >
 > = [
   startRoute,
   sessionRoute,

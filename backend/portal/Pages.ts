@@ -25,6 +25,17 @@ export const linkNoLongerValidPage = () =>
 <p>Open the webhooks portal again from your partner's app.</p>`,
   )
 
+/**
+ * What a link shows when its address may not open links for now: like a link that is no longer valid, it says
+ * nothing of why, only to come back later (`Retry-After` says when).
+ */
+export const linkCannotOpenNowPage = () =>
+  page(
+    "Link cannot be opened now",
+    `<h1>This link cannot be opened now</h1>
+<p>Wait a few minutes, then open the webhooks portal again from your partner's app.</p>`,
+  )
+
 const holderName = (session: PortalSession) =>
   "owner" in session.holder ? session.holder.owner.name : session.holder.provider.name
 

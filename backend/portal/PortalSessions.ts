@@ -81,15 +81,27 @@ export class PortalSessions extends Context.Service<PortalSessions>()(
       })
 
       const sessionOf = Effect.fn("PortalSessions.sessionOf")(function* (row: PortalSessionRow) {
-        const holder =
+        const shown =
           row.owner_id !== null
             ? yield* Effect.map(owners.ownerFraming({ id: row.owner_id }), (owner) =>
-                owner === undefined ? undefined : { owner: { slug: owner.slug, name: owner.name } },
+                owner === undefined
+                  ? undefined
+                  : {
+                      holder: { owner: { slug: owner.slug, name: owner.name } },
+                      brand: {
+                        name: owner.brand_name ?? owner.name,
+                        logo_url: owner.brand_logo_url,
+                        accent_color: owner.brand_accent_color,
+                      },
+                    },
               )
             : yield* Effect.map(providers.provider({ id: row.provider_id! }), (provider) =>
-                provider === undefined ? undefined : { provider: { name: provider.name } },
+                provider === undefined
+                  ? undefined
+                  : { holder: { provider: { name: provider.name } }, brand: null },
               )
-        if (holder === undefined) return undefined
+        if (shown === undefined) return undefined
+        const { holder, brand } = shown
         return {
           id: row.id,
           holder,
@@ -97,6 +109,7 @@ export class PortalSessions extends Context.Service<PortalSessions>()(
           readOnly: row.read_only,
           parentOrigin: row.parent_origin,
           expiresAt: row.expires_at,
+          brand,
         } satisfies PortalSession
       })
 
@@ -116,10 +129,13 @@ export class PortalSessions extends Context.Service<PortalSessions>()(
         return session === undefined ? undefined : ({ token, session } satisfies ExchangedCode)
       })
 
-      /** The live session a cookie's token names; undefined when there is none, it ended or it expired. */
+      /**
+       * The live session a cookie's token names, renewed as used now; undefined when there is none, it ended, it
+       * expired or it went unused for `PORTAL_IDLE_MINUTES`.
+       */
       const current = Effect.fn("PortalSessions.current")(function* (token: string | undefined) {
         if (!plausible(token)) return undefined
-        const row = yield* repo.liveSession(token, yield* now)
+        const row = yield* repo.liveSession(token, yield* now, config.idleMinutes * 60)
         return row === undefined ? undefined : yield* sessionOf(row)
       })
 

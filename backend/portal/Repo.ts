@@ -50,19 +50,32 @@ export class PortalRepo extends Context.Service<PortalRepo>()("partner-service/p
         db
           .query(
             (sql) => sql<Array<PortalSessionRow>>`
-              update portal_sessions set code_hash = null, token_hash = ${secretHash(token)}, exchanged_at = ${at}
+              update portal_sessions set code_hash = null, token_hash = ${secretHash(token)}, exchanged_at = ${at},
+                last_seen_at = ${at}
               where code_hash = ${secretHash(code)} and exchanged_at is null and ended_at is null
                 and expires_at > ${at}
               returning ${sql.unsafe(COLUMNS)}`,
           )
           .pipe(Effect.map(([row]) => row)),
-      /** The session a cookie's token names, when it is neither ended nor expired at `at`. */
-      liveSession: (token: string, at: Date) =>
+      /**
+       * The session a cookie's token names, when at `at` it is neither ended nor expired and was used within
+       * `idleSeconds`; its use is recorded, written only when the last one recorded is a minute old or more, so a
+       * busy page does not write on every request.
+       */
+      liveSession: (token: string, at: Date, idleSeconds: number) =>
         db
           .query(
             (sql) => sql<Array<PortalSessionRow>>`
-              select ${sql.unsafe(COLUMNS)} from portal_sessions
-              where token_hash = ${secretHash(token)} and ended_at is null and expires_at > ${at}`,
+              with live as (
+                select ${sql.unsafe(COLUMNS)}, last_seen_at from portal_sessions
+                where token_hash = ${secretHash(token)} and ended_at is null and expires_at > ${at}
+                  and last_seen_at > ${at}::timestamptz - make_interval(secs => ${idleSeconds})
+              ), renewed as (
+                update portal_sessions s set last_seen_at = ${at}
+                from live where s.id = live.id::bigint
+                  and live.last_seen_at <= ${at}::timestamptz - interval '1 minute'
+              )
+              select ${sql.unsafe(COLUMNS.replaceAll("::text", ""))} from live`,
           )
           .pipe(Effect.map(([row]) => row)),
       /** Whether the session `id` is neither ended nor expired at `at`. */

@@ -19,10 +19,18 @@ import { portalHeaders } from "./SecurityHeaders.ts"
 
 export const JSON_TYPE = "application/json"
 
-export const headersFor = (parentOrigin: string | null | undefined, contentType: string) =>
+export const headersFor = (
+  parentOrigin: string | null | undefined,
+  contentType: string,
+  logoUrl?: string | null,
+) =>
   Effect.map(Effect.service(PortalConfig), (config) =>
-    portalHeaders(parentOrigin, { https: config.baseUrl.startsWith("https:"), contentType }),
+    portalHeaders(parentOrigin, { https: config.baseUrl.startsWith("https:"), contentType, logoUrl }),
   )
+
+/** The headers of a session's answers: framed by its parent origin, showing its owner's logo. */
+export const sessionHeaders = (session: PortalSession, contentType: string) =>
+  headersFor(session.parentOrigin, contentType, session.brand?.logo_url)
 
 /** The session's CSRF token: derived from its cookie's token, which the page's script cannot read. */
 export const csrfToken = (cookieToken: string) =>
@@ -94,7 +102,7 @@ export const portalRoute = <R>(spec: PortalRouteSpec<R>): Route<R | PortalSessio
       const token = portalToken(request.headers)
       const session = yield* PortalSessions.use((sessions) => sessions.current(token))
       if (session === undefined || token === undefined) return yield* noSession()
-      const headers = yield* headersFor(session.parentOrigin, JSON_TYPE)
+      const headers = yield* sessionHeaders(session, JSON_TYPE)
       const refuse = (refusal: PortalRefusal) => json(refusal.status, refusalBody(refusal), headers)
       if (spec.change) {
         if (session.readOnly) return refuse(new PortalRefusal({ status: 403, error: READ_ONLY }))

@@ -29,6 +29,64 @@ const httpsOrigin = limitedText("embedded_frame_ancestors").check(
   }),
 )
 
+/**
+ * The logo the partner portal shows for the owner: an HTTPS URL without user info, whose host a CSP `img-src`
+ * can name exactly (the portal's page allows images from its origin alone).
+ */
+const brandLogoUrl = limitedText("brand_logo_url")
+  .annotate({
+    description:
+      "The HTTPS URL of the logo the partner webhooks portal shows (no user or password); the portal's page " +
+      "allows images from its origin.",
+  })
+  .check(
+    Schema.makeFilter((value: string) => {
+      const parsed = URL.canParse(value) ? new URL(value) : undefined
+      return parsed?.protocol === "https:" &&
+        parsed.username === "" &&
+        parsed.password === "" &&
+        EXACT_HOST.test(parsed.hostname)
+        ? undefined
+        : "must be an HTTPS URL without credentials, such as https://cdn.example.com/logo.png"
+    }),
+  )
+
+/** The contrast white text needs on a colour: WCAG's ratio for normal text (level AA). */
+export const MIN_WHITE_TEXT_CONTRAST = 4.5
+
+/** WCAG's relative luminance of a `#rrggbb` colour. */
+const luminance = (hex: string) => {
+  const [r, g, b] = [1, 3, 5].map((i) => {
+    const channel = Number.parseInt(hex.slice(i, i + 2), 16) / 255
+    return channel <= 0.04045 ? channel / 12.92 : ((channel + 0.055) / 1.055) ** 2.4
+  })
+  return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!
+}
+
+/** WCAG's contrast ratio of white text on a `#rrggbb` background, from 1 to 21. */
+export const whiteTextContrast = (hex: string) => 1.05 / (luminance(hex) + 0.05)
+
+const ACCENT_COLOR_FORMAT = "must be a colour written #rrggbb"
+
+/**
+ * The portal's accent colour, behind white text: `#rrggbb`, refused when the text would not be readable on it.
+ * The ratio a refusal names is rounded down, so a colour just short of the minimum never reads as meeting it.
+ */
+const brandAccentColor = Schema.String.annotate({
+  description:
+    `The partner webhooks portal's accent colour, \`#rrggbb\`, behind white text: refused unless the text has at ` +
+    `least ${MIN_WHITE_TEXT_CONTRAST}:1 contrast on it (WCAG AA).`,
+}).check(
+  Schema.makeFilter((value: string) => {
+    if (!/^#[0-9a-fA-F]{6}$/.test(value)) return ACCENT_COLOR_FORMAT
+    const ratio = whiteTextContrast(value)
+    return ratio >= MIN_WHITE_TEXT_CONTRAST
+      ? undefined
+      : `must have at least ${MIN_WHITE_TEXT_CONTRAST}:1 contrast with white text (${value} has ` +
+          `${(Math.floor(ratio * 10) / 10).toFixed(1)}:1)`
+  }),
+)
+
 /** Coverage beyond this many months of rent is a mistake in the data, not a policy. */
 export const MAX_COVERAGE_MULTIPLIER = 100
 
@@ -55,6 +113,13 @@ export const PropertyOwnerInput = Schema.Struct({
   max_coverage_amount_cents: Clearable(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
   embedded_frame_ancestors: Clearable(Schema.Array(httpsOrigin)),
   guarantor_coverage_capable: Schema.optional(Schema.Boolean),
+  brand_name: Clearable(
+    limitedText("brand_name").annotate({
+      description: "The name the partner webhooks portal shows; without one, the owner's `name`.",
+    }),
+  ),
+  brand_logo_url: Clearable(brandLogoUrl),
+  brand_accent_color: Clearable(brandAccentColor),
 }).annotate({ identifier: "PropertyOwnerInput" })
 export type PropertyOwnerInput = typeof PropertyOwnerInput.Type
 
@@ -68,6 +133,9 @@ export const PropertyOwner = Schema.Struct({
   embedded_frame_ancestors: Schema.Array(Schema.String),
   guarantor_coverage_capable: Schema.Boolean,
   default_bank_account_external_id: Schema.NullOr(Schema.String),
+  brand_name: Schema.NullOr(Schema.String),
+  brand_logo_url: Schema.NullOr(Schema.String),
+  brand_accent_color: Schema.NullOr(Schema.String),
 }).annotate({ identifier: "PropertyOwner" })
 export type PropertyOwner = typeof PropertyOwner.Type
 
@@ -89,6 +157,9 @@ export interface OwnerRow {
   readonly embedded_frame_ancestors: Array<string>
   readonly guarantor_coverage_capable: boolean
   readonly default_bank_account_id: string | null
+  readonly brand_name: string | null
+  readonly brand_logo_url: string | null
+  readonly brand_accent_color: string | null
 }
 
 export const BankAccountItem = Schema.Struct({

@@ -31,6 +31,10 @@ export interface OwnerFramingRow {
   readonly slug: string
   readonly name: string
   readonly embedded_frame_ancestors: ReadonlyArray<string>
+  /** How the partner portal shows the owner; each null when the owner set none. */
+  readonly brand_name: string | null
+  readonly brand_logo_url: string | null
+  readonly brand_accent_color: string | null
 }
 
 export interface BuildingRow {
@@ -95,12 +99,13 @@ export class OwnerReads extends Context.Service<OwnerReads>()("partner-service/r
           from owners where slug = ${slug}`,
           )
           .pipe(Effect.map(([row]) => row)),
-      /** The owner a portal session is for: its slug, name and the origins that may frame its pages. */
+      /** The owner a portal session is for: its slug, name, the origins that may frame its pages and its brand. */
       ownerFraming: (owner: { readonly slug: string } | { readonly id: string }) =>
         db
           .query(
             (sql) => sql<Array<OwnerFramingRow>>`
-          select id::text, slug, name, embedded_frame_ancestors from owners
+          select id::text, slug, name, embedded_frame_ancestors, brand_name, brand_logo_url, brand_accent_color
+          from owners
           where ${"slug" in owner ? sql`slug = ${owner.slug}` : sql`id = ${owner.id}::bigint`}`,
           )
           .pipe(Effect.map(([row]) => row)),

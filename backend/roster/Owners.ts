@@ -41,6 +41,9 @@ export const makeOwners = Effect.gen(function* () {
     embedded_frame_ancestors: owner.embedded_frame_ancestors,
     guarantor_coverage_capable: owner.guarantor_coverage_capable,
     default_bank_account_external_id: defaultAccountExternalId,
+    brand_name: owner.brand_name,
+    brand_logo_url: owner.brand_logo_url,
+    brand_accent_color: owner.brand_accent_color,
   })
 
   const defaultAccountExternalId = (owner: OwnerRow) =>
@@ -94,6 +97,9 @@ export const makeOwners = Effect.gen(function* () {
             max_coverage_amount_cents: input.max_coverage_amount_cents ?? null,
             embedded_frame_ancestors: input.embedded_frame_ancestors ?? [],
             guarantor_coverage_capable: input.guarantor_coverage_capable ?? false,
+            brand_name: input.brand_name ?? null,
+            brand_logo_url: input.brand_logo_url ?? null,
+            brand_accent_color: input.brand_accent_color ?? null,
           })
           yield* repo.grant(owner.id, clientId, null)
           const view = ownerView(owner, null)
@@ -121,6 +127,10 @@ export const makeOwners = Effect.gen(function* () {
               ? existing.embedded_frame_ancestors
               : [...(input.embedded_frame_ancestors ?? [])],
           guarantor_coverage_capable: input.guarantor_coverage_capable ?? existing.guarantor_coverage_capable,
+          brand_name: input.brand_name === undefined ? existing.brand_name : input.brand_name,
+          brand_logo_url: input.brand_logo_url === undefined ? existing.brand_logo_url : input.brand_logo_url,
+          brand_accent_color:
+            input.brand_accent_color === undefined ? existing.brand_accent_color : input.brand_accent_color,
         }
         yield* repo.updateOwner(updated)
         const view = ownerView(updated, yield* defaultAccountExternalId(updated))
@@ -162,6 +172,9 @@ export const makeOwners = Effect.gen(function* () {
           max_coverage_amount_cents: null,
           embedded_frame_ancestors: [],
           guarantor_coverage_capable: false,
+          brand_name: null,
+          brand_logo_url: null,
+          brand_accent_color: null,
         })
         yield* repo.updateOwner({ ...owner, purchase_flow_enabled: true })
         return owner

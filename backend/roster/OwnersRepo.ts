@@ -20,6 +20,9 @@ const OWNER_COLUMNS = [
   "embedded_frame_ancestors",
   "guarantor_coverage_capable",
   "default_bank_account_id",
+  "brand_name",
+  "brand_logo_url",
+  "brand_accent_color",
 ] as const
 
 /** The columns of an `OwnerRow` qualified for a query that calls the owners table `o`. */
@@ -65,15 +68,20 @@ export const makeOwnersRepo = Effect.gen(function* () {
       readonly max_coverage_amount_cents: number | null
       readonly embedded_frame_ancestors: ReadonlyArray<string>
       readonly guarantor_coverage_capable: boolean
+      readonly brand_name: string | null
+      readonly brand_logo_url: string | null
+      readonly brand_accent_color: string | null
     }) =>
       db
         .query(
           (sql) => sql<Array<OwnerRow>>`
             insert into owners (slug, name, external_org_id, managed_by_service, max_coverage_amount_cents,
-                                embedded_frame_ancestors, guarantor_coverage_capable)
+                                embedded_frame_ancestors, guarantor_coverage_capable, brand_name, brand_logo_url,
+                                brand_accent_color)
             values (${owner.slug}, ${owner.name}, ${owner.external_org_id}, ${owner.managed_by_service},
                     ${owner.max_coverage_amount_cents}, ${sql.array([...owner.embedded_frame_ancestors])},
-                    ${owner.guarantor_coverage_capable})
+                    ${owner.guarantor_coverage_capable}, ${owner.brand_name}, ${owner.brand_logo_url},
+                    ${owner.brand_accent_color})
             returning ${sql(OWNER_COLUMNS)}`,
         )
         .pipe(Effect.map(([row]) => row!)),
@@ -84,7 +92,9 @@ export const makeOwnersRepo = Effect.gen(function* () {
             max_coverage_amount_cents = ${owner.max_coverage_amount_cents},
             embedded_frame_ancestors = ${sql.array([...owner.embedded_frame_ancestors])},
             guarantor_coverage_capable = ${owner.guarantor_coverage_capable},
-            default_bank_account_id = ${owner.default_bank_account_id}, updated_at = now()
+            default_bank_account_id = ${owner.default_bank_account_id}, brand_name = ${owner.brand_name},
+            brand_logo_url = ${owner.brand_logo_url}, brand_accent_color = ${owner.brand_accent_color},
+            updated_at = now()
           where id = ${owner.id}`,
       ),
     /** The buildings (PMS property ids) a client is granted for an owner; undefined: every building. */

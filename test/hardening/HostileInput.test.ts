@@ -68,6 +68,12 @@ const hostileValues: ReadonlyArray<unknown> = [
   { external_org_id: "o", embedded_frame_ancestors: "https://a.example" },
   { external_org_id: "o", embedded_frame_ancestors: ["javascript:alert(1)", "https://"] },
   { external_org_id: "o", max_coverage_amount_cents: 1.5 },
+  {
+    external_org_id: "o",
+    brand_logo_url: "https://a.example/x.png'; script-src *",
+    brand_accent_color: "#zzzzzz",
+  },
+  { external_org_id: "o", brand_logo_url: ["https://a.example/x.png"], brand_accent_color: 0x0055aa },
   { external_org_id: long, name: long },
   { prospect: null },
   { prospect: [] },

@@ -33,17 +33,24 @@ const sourceFiles = (dir: string): Array<string> =>
     return entry.name.endsWith(".ts") ? [relative] : []
   })
 
-/** The tables the migrations leave, in the order they run: each `create table` adds one, a `drop table` removes it. */
+/**
+ * The tables the migrations leave, in the order they run: each `create table` adds one, a `drop table` removes it,
+ * an `alter table ... rename to` renames it.
+ */
 const migratedTables = () => {
   const tables = new Set<string>()
   const dir = path.join(ROOT, "backend/migrations")
   for (const name of readdirSync(dir).sort()) {
     const text = readFileSync(path.join(dir, name), "utf8").toLowerCase()
-    for (const [, verb, table] of text.matchAll(
-      /\b(create (?:unlogged )?table (?:if not exists )?|drop table (?:if exists )?)([a-z_][a-z0-9_]*)/g,
+    for (const [, verb, table, renamed] of text.matchAll(
+      /\b(create (?:unlogged )?table (?:if not exists )?|drop table (?:if exists )?|alter table )([a-z_][a-z0-9_]*)(?: rename to ([a-z_][a-z0-9_]*))?/g,
     )) {
       if (verb!.startsWith("create")) tables.add(table!)
-      else tables.delete(table!)
+      else if (verb!.startsWith("drop")) tables.delete(table!)
+      else if (renamed !== undefined) {
+        tables.delete(table!)
+        tables.add(renamed)
+      }
     }
   }
   return tables

@@ -26,6 +26,9 @@ describe("PortalConfig", () => {
       const config = yield* configFrom({})
       assert.strictEqual(config.port, 8084)
       assert.strictEqual(config.baseUrl, "http://127.0.0.1:8084")
+      assert.strictEqual(config.idleMinutes, 30)
+      assert.strictEqual(config.startFreeFailures, 20)
+      assert.strictEqual(config.startMaxBlockSeconds, 600)
     }),
   )
 
@@ -45,6 +48,17 @@ describe("PortalConfig", () => {
       const url = yield* configInvalid({ PORTAL_BASE_URL: "ftp://portal.example.com" })
       assert.strictEqual(url.variable, "PORTAL_BASE_URL")
       assert.include(url.message, "an http(s) URL")
+      for (const [variable, value] of [
+        ["PORTAL_IDLE_MINUTES", "0"],
+        ["PORTAL_IDLE_MINUTES", "1441"],
+        ["PORTAL_IDLE_MINUTES", "ten"],
+        ["PORTAL_START_FREE_FAILURES", "0"],
+        ["PORTAL_START_MAX_BLOCK_SECONDS", "3601"],
+      ] as const) {
+        const refused = yield* configInvalid({ [variable]: value })
+        assert.strictEqual(refused.variable, variable, value)
+      }
+      assert.strictEqual((yield* configFrom({ PORTAL_IDLE_MINUTES: "5" })).idleMinutes, 5)
     }),
   )
 })

@@ -210,7 +210,7 @@ describe("portal sessions", () => {
           read_only: false,
           expires_at: link.expiresAt,
           parent_origin: PARENT,
-          brand: null,
+          brand: { name: "Owner portal-start", logo_url: null, accent_color: null },
           signing_headers: {
             signature: "X-Webhook-Signature",
             timestamp: "X-Webhook-Timestamp",

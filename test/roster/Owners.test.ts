@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Roster } from "../../backend/roster/Roster.ts"
-import { authService, FORBIDDEN } from "../support/Auth.ts"
+import { authService, FORBIDDEN, gatewayPort, httpRequest } from "../support/Auth.ts"
 import {
   createOwnerThroughApi,
   postBatch,
@@ -24,6 +24,9 @@ const freshOwner = (externalOrgId: string, slug: string, name: string) => ({
   embedded_frame_ancestors: [],
   guarantor_coverage_capable: false,
   default_bank_account_external_id: null,
+  brand_name: null,
+  brand_logo_url: null,
+  brand_accent_color: null,
 })
 
 describe("POST /partners/property_owners", () => {
@@ -201,6 +204,144 @@ describe("POST /partners/property_owners", () => {
             >`select max_coverage_amount_cents, guarantor_coverage_capable from owners where slug = ${slug}`,
         )
         assert.deepStrictEqual(row, { max_coverage_amount_cents: null, guarantor_coverage_capable: true })
+      }),
+    )
+
+    it.effect(
+      "takes the portal's brand on create and update, keeps it when omitted and clears it on null",
+      () =>
+        Effect.gen(function* () {
+          const partner = yield* rosterPartner()
+          const brand = {
+            brand_name: "Acme Living",
+            brand_logo_url: "https://cdn.example.com/acme/logo.png?v=2",
+            brand_accent_color: "#0055aa",
+          }
+          const slug = yield* createOwnerThroughApi(partner, {
+            external_org_id: "org-brand",
+            name: "Brand Owners",
+            ...brand,
+          })
+          const omitted = yield* postOwner(partner, { external_org_id: "org-brand", name: "Brand Owners" })
+          assert.strictEqual(omitted.status, 200, omitted.text)
+          assert.deepStrictEqual(omitted.body.property_owner, {
+            ...freshOwner("org-brand", slug, "Brand Owners"),
+            ...brand,
+          })
+          const changed = yield* postOwner(partner, {
+            external_org_id: "org-brand",
+            brand_accent_color: "#767676",
+          })
+          assert.strictEqual(changed.body.property_owner.brand_accent_color, "#767676")
+          assert.strictEqual(changed.body.property_owner.brand_name, "Acme Living")
+          const cleared = yield* postOwner(partner, {
+            external_org_id: "org-brand",
+            brand_name: null,
+            brand_logo_url: null,
+            brand_accent_color: null,
+          })
+          assert.strictEqual(cleared.status, 200, cleared.text)
+          assert.deepStrictEqual(cleared.body.property_owner, freshOwner("org-brand", slug, "Brand Owners"))
+          const [row] = yield* query(
+            (sql) => sql<Array<Record<string, string | null>>>`
+            select brand_name, brand_logo_url, brand_accent_color from owners where slug = ${slug}`,
+          )
+          assert.deepStrictEqual(row, { brand_name: null, brand_logo_url: null, brand_accent_color: null })
+        }),
+    )
+
+    it.effect(
+      "refuses a logo that is not an HTTPS URL without credentials, and a colour white text is unreadable on",
+      () =>
+        Effect.gen(function* () {
+          const partner = yield* rosterPartner()
+          const slug = yield* createOwnerThroughApi(partner, {
+            external_org_id: "org-bad-brand",
+            name: "Bad Brand",
+            brand_logo_url: "https://cdn.example.com/kept.png",
+            brand_accent_color: "#000000",
+          })
+          const URL_MESSAGE =
+            "must be an HTTPS URL without credentials, such as https://cdn.example.com/logo.png"
+          for (const logo of [
+            "http://cdn.example.com/logo.png",
+            "https://user:secret@cdn.example.com/logo.png",
+            "https://user@cdn.example.com/logo.png",
+            "javascript:alert(1)",
+            "data:image/png;base64,AAAA",
+            "https://*.example.com/logo.png",
+            "/logo.png",
+            `https://cdn.example.com/${"a".repeat(2048)}`,
+          ]) {
+            const answer = yield* postOwner(partner, {
+              external_org_id: "org-bad-brand",
+              brand_logo_url: logo,
+            })
+            assert.strictEqual(answer.status, 422, logo)
+            const message = logo.length > 2048 ? "is too long (maximum is 2048 characters)" : URL_MESSAGE
+            assert.deepStrictEqual(
+              (answer.body as unknown as { errors: unknown }).errors,
+              { brand_logo_url: [message] },
+              logo,
+            )
+          }
+          const colours: Array<[string, string]> = [
+            ["#ffee00", "must have at least 4.5:1 contrast with white text (#ffee00 has 1.2:1)"],
+            ["#777777", "must have at least 4.5:1 contrast with white text (#777777 has 4.4:1)"],
+            ["#fff", "must be a colour written #rrggbb"],
+            ["0055aa", "must be a colour written #rrggbb"],
+            ["#0055aa ", "must be a colour written #rrggbb"],
+            ["red", "must be a colour written #rrggbb"],
+          ]
+          for (const [colour, message] of colours) {
+            const answer = yield* postOwner(partner, {
+              external_org_id: "org-bad-brand",
+              brand_accent_color: colour,
+            })
+            assert.strictEqual(answer.status, 422, colour)
+            assert.deepStrictEqual(
+              (answer.body as unknown as { errors: unknown }).errors,
+              { brand_accent_color: [message] },
+              colour,
+            )
+          }
+          const long = yield* postOwner(partner, {
+            external_org_id: "org-bad-brand",
+            brand_name: "n".repeat(256),
+          })
+          assert.deepStrictEqual((long.body as unknown as { errors: unknown }).errors, {
+            brand_name: ["is too long (maximum is 255 characters)"],
+          })
+          const [row] = yield* query(
+            (sql) => sql<Array<Record<string, string | null>>>`
+            select brand_name, brand_logo_url, brand_accent_color from owners where slug = ${slug}`,
+          )
+          assert.deepStrictEqual(row, {
+            brand_name: null,
+            brand_logo_url: "https://cdn.example.com/kept.png",
+            brand_accent_color: "#000000",
+          })
+        }),
+    )
+
+    it.effect("documents the brand fields in /openapi.json, in the request and the owner", () =>
+      Effect.gen(function* () {
+        const answer = yield* httpRequest(yield* gatewayPort("partner-api"), "/openapi.json")
+        const schemas = (
+          JSON.parse(answer.text) as {
+            components: { schemas: Record<string, { properties: Record<string, Record<string, unknown>> }> }
+          }
+        ).components.schemas
+        const input = schemas.PropertyOwnerInput!.properties
+        const owner = schemas.PropertyOwner!.properties
+        for (const field of ["brand_name", "brand_logo_url", "brand_accent_color"]) {
+          assert.isDefined(input[field], field)
+          assert.isDefined(owner[field], field)
+          assert.include(JSON.stringify(input[field]), "description", field)
+        }
+        assert.include(JSON.stringify(input.brand_logo_url), "2048")
+        assert.include(JSON.stringify(input.brand_name), "255")
+        assert.include(JSON.stringify(input.brand_accent_color), "4.5:1")
       }),
     )
 

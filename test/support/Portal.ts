@@ -1,7 +1,7 @@
 import { assert } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { CSRF_HEADER } from "../../backend/portal/Api.ts"
-import { createOwner, gatewayPort, httpRequest } from "./Auth.ts"
+import { authEnv, createOwner, gatewayPort, httpRequest } from "./Auth.ts"
 import {
   api,
   createEndpoint,
@@ -123,4 +123,50 @@ export const portalDelivery = (
         returning id`,
     )
     return Number(row!.id)
+  })
+
+/** The settings of a service that serves the Partner API and the portal. */
+export const portalEnv = (extra: Record<string, string> = {}) =>
+  authEnv({
+    ROLES: "partner-api,portal",
+    PORTAL_PORT: "0",
+    PORTAL_BASE_URL: "https://portal.test",
+    ...extra,
+  })
+
+/** An owner, with the columns given set on its row, and a partner granted it. */
+export const portalOwner = (slug: string, columns: Record<string, string | null> = {}) =>
+  Effect.gen(function* () {
+    yield* createOwner(slug, `Owner ${slug}`)
+    for (const [column, value] of Object.entries(columns)) {
+      yield* query((sql) => sql`update owners set ${sql({ [column]: value })} where slug = ${slug}`)
+    }
+    return yield* webhookPartner({ owners: [slug] })
+  })
+
+/** Opens a portal path (no redirect followed), with the cookie header and other headers when given. */
+export const portal = (path: string, cookie?: string, headers: Record<string, string> = {}) =>
+  Effect.flatMap(gatewayPort("portal"), (port) =>
+    httpRequest(port, path, {
+      redirect: "manual",
+      headers: { ...headers, ...(cookie === undefined ? {} : { cookie }) },
+    }),
+  )
+
+/** A one-time link of the partner's; `start` is its path and query. */
+export const createLink = (partner: WebhookPartner, path: string, body?: unknown) =>
+  Effect.gen(function* () {
+    const answer = yield* api(partner, "POST", path, body)
+    assert.strictEqual(answer.status, 201, answer.text)
+    const url = new URL(answer.body!.url as string)
+    return { url, expiresAt: answer.body!.expires_at as string, start: `${url.pathname}${url.search}` }
+  })
+
+/** Exchanges a link for its cookie (`portal_session=<token>`), asserting the redirect. */
+export const exchange = (start: string, headers: Record<string, string> = {}) =>
+  Effect.gen(function* () {
+    const answer = yield* portal(start, undefined, headers)
+    assert.strictEqual(answer.status, 303, answer.text)
+    const setCookie = answer.headers.get("set-cookie")!
+    return { answer, setCookie, cookie: setCookie.split(";")[0]! }
   })
