@@ -1,5 +1,5 @@
 import { Clock, Effect } from "effect"
-import { json, type Route } from "../platform/Http.ts"
+import type { Route } from "../platform/Http.ts"
 import { fromSearchParams } from "../webhooks/endpoints/DeliveryFilters.ts"
 import {
   DeliveryDetailAnswer,
@@ -10,9 +10,9 @@ import {
   type SigningHeaders,
 } from "./Api.ts"
 import { PortalConfig } from "./Config.ts"
-import type { PortalDeliveryNotFound, PortalFilterInvalid, PortalSession } from "./Domain.ts"
+import type { PortalDeliveryNotFound, PortalFilterInvalid } from "./Domain.ts"
 import { portalCookie, portalToken } from "./Cookie.ts"
-import { linkNoLongerValidPage, noSessionPage, portalPlaceholderPage } from "./Pages.ts"
+import { linkNoLongerValidPage } from "./Pages.ts"
 import { PortalReads } from "./PortalReads.ts"
 import { PortalSessions } from "./PortalSessions.ts"
 import {
@@ -20,7 +20,6 @@ import {
   encoded,
   headersFor,
   invalidFields,
-  JSON_TYPE,
   notFound,
   portalRoute,
 } from "./Routes.ts"
@@ -132,38 +131,12 @@ const readRoutes = [
   }),
 ]
 
-const currentSession = (headers: Headers) =>
-  PortalSessions.use((sessions) => sessions.current(portalToken(headers)))
-
-const homeRoute: Route<PortalSessions | PortalConfig> = {
-  method: "GET",
-  path: "/portal/",
-  access: "public",
-  handle: (request) =>
-    Effect.gen(function* () {
-      const session: PortalSession | undefined = yield* currentSession(request.headers)
-      return session === undefined
-        ? yield* html(401, noSessionPage())
-        : yield* html(200, portalPlaceholderPage(session), session.parentOrigin)
-    }),
-}
-
-/** Other portal paths: a 404 with the portal's headers, so nothing under /portal is framed or cached. */
-const unknownRoute: Route<PortalSessions | PortalConfig> = {
-  method: "GET",
-  path: "/portal/**",
-  access: "public",
-  handle: () =>
-    Effect.map(headersFor(null, JSON_TYPE), (headers) =>
-      json(404, { status_code: 404, error: "Not found." }, headers),
-    ),
-}
-
-/** The portal gateway's routes: the one-time link's exchange, the session, its holder's reads and the page. */
+/**
+ * The portal gateway's routes: the one-time link's exchange, the session and its holder's reads; the app's page
+ * and assets follow them (`Site.ts`).
+ */
 export const portalRoutes: ReadonlyArray<Route<PortalSessions | PortalConfig | PortalReads>> = [
   startRoute,
   sessionRoute,
   ...readRoutes,
-  homeRoute,
-  unknownRoute,
 ]
