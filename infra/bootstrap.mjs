@@ -286,15 +286,18 @@ function installPackages(debianPackages, name) {
 
 const installPackage = (debianPackage, name) => installPackages([debianPackage], name)
 
+const TEST_TOOLS = ["curl", "jq", "python3"]
+
 /**
- * What the suite needs from the system besides the two servers: Debian's chromium for the browser tests, and curl
- * and jq for the README's quick start, which a test runs as written. Checked before anything else, so that a
- * machine that lacks them learns it at once rather than from failing tests.
+ * What the suite needs from the system besides the two servers: Debian's chromium for the browser tests, curl and
+ * jq for the README's quick start, which a test runs as written, and python3, which runs the portal's Python
+ * signature snippet against a real delivery. Checked before anything else, so that a machine that lacks them
+ * learns it at once rather than from failing tests.
  */
 function ensureTestTools() {
   const missing = [
     ...(existsSync(CHROMIUM) ? [] : [{ debian: "chromium", label: `chromium (at ${CHROMIUM})` }]),
-    ...["curl", "jq"].filter((tool) => !findExecutable(tool)).map((tool) => ({ debian: tool, label: tool })),
+    ...TEST_TOOLS.filter((tool) => !findExecutable(tool)).map((tool) => ({ debian: tool, label: tool })),
   ]
   if (missing.length === 0) return
   installPackages(
@@ -305,7 +308,7 @@ function ensureTestTools() {
     throw new BootstrapError(
       `test: Debian's chromium is installed, but nothing is at ${CHROMIUM}; set CHROMIUM_PATH to its binary`,
     )
-  const still = ["curl", "jq"].filter((tool) => !findExecutable(tool))
+  const still = TEST_TOOLS.filter((tool) => !findExecutable(tool))
   if (still.length > 0)
     throw new BootstrapError(`test: installed, but ${still.join(" and ")} not found on PATH`)
 }

@@ -143,7 +143,7 @@ describe("npm test's set-up", { timeout: TIMEOUT_MS }, () => {
   const noTests = ["--passWithNoTests", "test/no-such-directory/"]
   // What the machine lacks, as the bootstrap names it: chromium always (it looks at a path that does not exist).
   const missing = () => {
-    const tools = ["chromium", ...["curl", "jq"].filter((tool) => !onPath(tool, PATH))]
+    const tools = ["chromium", ...["curl", "jq", "python3"].filter((tool) => !onPath(tool, PATH))]
     return {
       tools: tools.join(" "),
       label: `test: ${[`chromium (at ${chromium})`, ...tools.slice(1)].join(", ")}`,
