@@ -15,14 +15,7 @@ import { portalCookie, portalToken } from "./Cookie.ts"
 import { linkNoLongerValidPage } from "./Pages.ts"
 import { PortalReads } from "./PortalReads.ts"
 import { PortalSessions } from "./PortalSessions.ts"
-import {
-  csrfToken,
-  encoded,
-  headersFor,
-  invalidFields,
-  notFound,
-  portalRoute,
-} from "./Routes.ts"
+import { csrfToken, encoded, headersFor, invalidFields, notFound, portalRoute } from "./Routes.ts"
 
 /** A link that opens no session: the same page and status whatever the reason, so it tells nothing of why. */
 export const LINK_GONE_STATUS = 410

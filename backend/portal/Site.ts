@@ -100,7 +100,10 @@ export const portalSiteRoutes = (dir: string): ReadonlyArray<Route<PortalSession
         const relative = request.path.slice("/portal/".length)
         const bytes = yield* asset(relative)
         if (bytes === null) return yield* notFound()
-        const headers = yield* headersFor(null, CONTENT_TYPES[path.extname(relative)] ?? "application/octet-stream")
+        const headers = yield* headersFor(
+          null,
+          CONTENT_TYPES[path.extname(relative)] ?? "application/octet-stream",
+        )
         return new Response(bytes as Uint8Array<ArrayBuffer>, {
           headers: { ...headers, "cache-control": IMMUTABLE },
         })

@@ -228,7 +228,11 @@ describe("portal sessions", () => {
         const home = yield* portal("/portal/", cookie)
         assert.strictEqual(home.status, 200)
         assert.include(home.text, "<title>Webhooks portal</title>")
-        assert.include(home.text, 'src="/portal/assets/', "the portal's app, its script under the portal's path")
+        assert.include(
+          home.text,
+          'src="/portal/assets/',
+          "the portal's app, its script under the portal's path",
+        )
         assert.include(home.headers.get("content-security-policy")!, `frame-ancestors ${PARENT}`)
 
         const again = yield* portal(link.start)
@@ -325,7 +329,11 @@ describe("portal sessions", () => {
           assert.strictEqual(deep.text, home.text, path)
           assert.include(deep.headers.get("content-security-policy")!, `frame-ancestors ${PARENT}`)
         }
-        assert.strictEqual((yield* portal("/portal/endpoints/12")).status, 401, "no session: the neutral page")
+        assert.strictEqual(
+          (yield* portal("/portal/endpoints/12")).status,
+          401,
+          "no session: the neutral page",
+        )
 
         const script = /src="(\/portal\/assets\/[^"]+\.js)"/.exec(home.text)![1]!
         const asset = yield* portal(script)
@@ -338,7 +346,11 @@ describe("portal sessions", () => {
           readFileSync(new URL("../../dist/console/.vite/manifest.json", import.meta.url), "utf8"),
         ) as Record<string, { file: string }>
         const consoleEntry = manifest["index.html"]!.file
-        assert.strictEqual((yield* portal(`/portal/${consoleEntry}`, cookie)).status, 404, "not the console's")
+        assert.strictEqual(
+          (yield* portal(`/portal/${consoleEntry}`, cookie)).status,
+          404,
+          "not the console's",
+        )
         assert.strictEqual((yield* portal("/portal/assets/missing.js", cookie)).status, 404)
         assert.strictEqual((yield* portal("/portal/.vite/manifest.json", cookie)).text, home.text)
         const unknownApi = yield* portal("/portal/api/nothing", cookie)
