@@ -1,3 +1,14 @@
-import { createApp, h } from "vue"
+import { createApp } from "vue"
+import "../styles.css"
+import "./portal.css"
+import PortalApp from "./PortalApp.vue"
+import { postHeightTo } from "./resize"
+import { portalRouter } from "./router"
+import { loadSession, usePortalSession } from "./session"
 
-createApp({ render: () => h("main", [h("h1", "Webhooks portal")]) }).mount("#app")
+// The session comes first: its CSRF token goes on every change, its parent origin gets the page's height.
+void loadSession().then(() => {
+  createApp(PortalApp).use(portalRouter).mount("#app")
+  const parentOrigin = usePortalSession().session.value?.parent_origin
+  if (parentOrigin) postHeightTo(parentOrigin)
+})
