@@ -6,7 +6,9 @@ import {
   PortalLiveEndpoint,
   Recovery,
 } from "../../../backend/portal/Api.ts"
+import { ApiError } from "../composables/api"
 import type { LiveState } from "../composables/liveState"
+import { getSession } from "./api"
 import { endSession } from "./session"
 
 /**
@@ -59,9 +61,19 @@ const scheduleReconnect = () => {
   close()
   state.value = "disconnected"
   failures += 1
-  retryTimer = setTimeout(() => {
+  retryTimer = setTimeout(async () => {
     retryTimer = undefined
-    if (followers.size > 0 && !over) connect()
+    if (followers.size === 0 || over) return
+    // A stream refused because the session ended: the session's 401 ends the app's session, and it stays closed.
+    try {
+      await getSession()
+    } catch (cause) {
+      if (cause instanceof ApiError && cause.status === 401) {
+        over = true
+        return
+      }
+    }
+    connect()
   }, delayAfter(failures))
 }
 
