@@ -9,7 +9,7 @@ import { Journey } from "./enrollment/Journey.ts"
 import { LinkThrottle } from "./enrollment/LinkThrottle.ts"
 import { IngestConfig } from "./ingest/Config.ts"
 import { ingestRoutes } from "./ingest/Http.ts"
-import { BulkRetries } from "./operator/BulkRetries.ts"
+import { BulkRetries } from "./webhooks/bulk/BulkRetries.ts"
 import { Deliveries } from "./operator/DeliveryQueries.ts"
 import { Directory } from "./operator/Directory.ts"
 import { Health } from "./operator/Health.ts"
@@ -50,9 +50,13 @@ import { testClockRoutes } from "./policies/TestClocksHttp.ts"
 import { PortalConfig } from "./portal/Config.ts"
 import { portalRoutes } from "./portal/Http.ts"
 import { portalSessionRoutes } from "./portal/PartnerHttp.ts"
+import { PortalChanges } from "./portal/PortalChanges.ts"
 import { portalSiteRoutes } from "./portal/Site.ts"
 import { PortalReads } from "./portal/PortalReads.ts"
 import { PortalSessions } from "./portal/PortalSessions.ts"
+import { PortalRecoveries } from "./portal/Recoveries.ts"
+import { PortalLive } from "./portal/PortalLive.ts"
+import { LiveChanges } from "./webhooks/Live.ts"
 import { eligibilityActor, staleProspectsLayer } from "./prospects/Consumer.ts"
 import { EligibilityDecisions } from "./prospects/EligibilityDecisions.ts"
 import { Enrollments } from "./prospects/Enrollments.ts"
@@ -89,6 +93,9 @@ type AppServices =
   | PortalConfig
   | PortalSessions
   | PortalReads
+  | PortalChanges
+  | PortalRecoveries
+  | PortalLive
   | Roster
   | Sources
   | Prospects
@@ -207,7 +214,9 @@ export const appLayer = (config: AppConfigShape) => {
     : []
   return Layer.mergeAll(Layer.empty, ...gateways, metricsLayer, System.gaugesLayer, ...workers).pipe(
     Layer.provideMerge(ListeningPorts.layer),
-    Layer.provideMerge(LiveFeed.layer),
+    Layer.provideMerge(Layer.mergeAll(LiveFeed.layer, PortalLive.layer)),
+    Layer.provideMerge(LiveChanges.layer),
+    Layer.provideMerge(PortalRecoveries.layer),
     Layer.provideMerge(DeliveryActions.layer),
     Layer.provideMerge(BulkRetries.layer),
     Layer.provideMerge(
@@ -222,7 +231,13 @@ export const appLayer = (config: AppConfigShape) => {
     ),
     Layer.provideMerge(Ingest.layer),
     Layer.provideMerge(
-      Layer.mergeAll(Endpoints.layer, Replays.layer, PortalSessions.layer, PortalReads.layer),
+      Layer.mergeAll(
+        Endpoints.layer,
+        Replays.layer,
+        PortalSessions.layer,
+        PortalReads.layer,
+        PortalChanges.layer,
+      ),
     ),
     Layer.provideMerge(Layer.mergeAll(Operators.layer, Sessions.layer, EndpointOperations.layer)),
     Layer.provideMerge(Layer.mergeAll(Journey.layer, LinkThrottle.layer)),

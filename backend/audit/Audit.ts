@@ -22,6 +22,15 @@ export const AuditChannel = Context.Reference<AuditChannelName>("partner-service
   defaultValue: () => "cli",
 })
 
+/**
+ * Details every audit entry written in this fiber adds to its own: whose data an outside actor acted on (the
+ * portal's routes set the session's owner or provider). An entry's own details win over these.
+ */
+export const AuditDetails = Context.Reference<Readonly<Record<string, unknown>>>(
+  "partner-service/audit/AuditDetails",
+  { defaultValue: () => ({}) },
+)
+
 /** One operator action: who, what, on which target, and the target's state before and after (when it has one). */
 export interface AuditEntry {
   readonly actor: string
@@ -41,12 +50,13 @@ export interface AuditEntry {
 export const recordAudit = (db: DbShape, entry: AuditEntry) =>
   Effect.gen(function* () {
     const channel = yield* AuditChannel
+    const details = { ...(yield* AuditDetails), ...entry.details }
     const jsonOrNull = (value: unknown) => (value === undefined ? null : value)
     yield* db.query(
       (sql) => sql`
         insert into audit_log (actor, channel, action, target, details, before, after)
         values (${entry.actor}, ${channel}, ${entry.action}, ${entry.target},
-                ${sql.json((entry.details ?? {}) as never)},
+                ${sql.json(details as never)},
                 ${jsonOrNull(entry.before) === null ? null : sql.json(entry.before as never)},
                 ${jsonOrNull(entry.after) === null ? null : sql.json(entry.after as never)})`,
     )

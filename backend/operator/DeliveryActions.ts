@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
 import { DeliveryNotFound } from "../webhooks/Domain.ts"
 import { recordAudit } from "../audit/Audit.ts"
-import { BulkRetries, DEFAULT_RATE } from "./BulkRetries.ts"
+import { BulkRetries, DEFAULT_RATE } from "../webhooks/bulk/BulkRetries.ts"
 import { Deliveries } from "./DeliveryQueries.ts"
 
 /** What an operator does to deliveries, audited (in the change's transaction where it has one). */

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { Crypto } from "../platform/Crypto.ts"
 import { iso, isoOrNull } from "../platform/Dates.ts"
 import { jsonOrText } from "../platform/Validation.ts"
@@ -6,7 +6,6 @@ import { DeliveryNotFound } from "../webhooks/Domain.ts"
 import { Endpoints } from "../webhooks/endpoints/Endpoints.ts"
 import { customHeaders, deliveryHeaders } from "../webhooks/delivery/Signer.ts"
 import {
-  decodeCursor,
   DEFAULT_LIMIT,
   encodeCursor,
   FilterKeys,
@@ -23,29 +22,20 @@ import {
   type DeliveryFilter,
   type DeliveryListRow,
   DeliveryReads,
-  type FilterSets,
   type ShownStatus,
   ShownStatuses,
 } from "../webhooks/endpoints/DeliveryReads.ts"
+import { DeliveryFilterInvalid, DeliverySets } from "../webhooks/endpoints/DeliverySets.ts"
 import type { Attempt, Delivery, DeliveryDetail, DeliveryPage } from "./Api.ts"
 import { deliveryTimeline } from "./DeliveryTimeline.ts"
 
 export { type DeliveryFilter, type ShownStatus, ShownStatuses }
 export { DEFAULT_LIMIT, encodeCursor, FilterKeys, fromSearchParams, MAX_LIMIT, readFilter }
+export { DeliveryFilterInvalid }
 
 export type { Delivery, DeliveryDetail, DeliveryPage } from "./Api.ts"
 export type DeliveryAttemptShown = Attempt
 
-/** Filter, cursor or limit values that mean nothing: each field with its message (a 422). */
-export class DeliveryFilterInvalid extends Schema.TaggedError<DeliveryFilterInvalid>()(
-  "DeliveryFilterInvalid",
-  {
-    fields: Schema.Record(Schema.String, Schema.String),
-  },
-) {}
-
-/** Owners one owner filter may name: a text matching more is too vague to read index range by range. */
-const MAX_OWNERS = 100
 const RESPONSE_EXCERPT = 4096
 
 type Input = FilterInput
@@ -79,8 +69,7 @@ const toAttempt = (row: AttemptRow): DeliveryAttemptShown => ({
 
 /**
  * Every delivery across owners and providers, for operators: the list under a filter (newest first, by cursor,
- * never counted), the count of a filter on demand (the bulk retry's preview), and one delivery with its payload,
- * headers and attempts.
+ * never counted), the count of a filter on demand, and one delivery with its payload, headers and attempts.
  */
 export class Deliveries extends Context.Service<Deliveries>()("partner-service/operator/Deliveries", {
   make: Effect.gen(function* () {
@@ -88,31 +77,7 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
     const crypto = yield* Crypto
     const endpoints = yield* Endpoints
 
-    /** The endpoint set the filter names (undefined: any endpoint), empty when it names none. */
-    const endpointSet = (filter: DeliveryFilter) =>
-      Effect.gen(function* () {
-        if (filter.provider === undefined)
-          return filter.endpoint === undefined ? undefined : [filter.endpoint]
-        const ofProvider = yield* repo.providerEndpoints(filter.provider)
-        return filter.endpoint === undefined ? ofProvider : ofProvider.filter((id) => id === filter.endpoint)
-      })
-
-    /** The endpoints and owners the filter names; a text matching too many owners is refused. */
-    const filterSets = (filter: DeliveryFilter) =>
-      Effect.gen(function* () {
-        const endpoints = yield* endpointSet(filter)
-        if (filter.owner === undefined) return { endpoints, owners: undefined } satisfies FilterSets
-        const owners = yield* repo.ownerSlugs(filter.owner, MAX_OWNERS + 1)
-        if (owners.length > MAX_OWNERS) {
-          return yield* new DeliveryFilterInvalid({
-            fields: { owner: `matches more than ${MAX_OWNERS} owners: type more of the slug or name` },
-          })
-        }
-        return { endpoints, owners } satisfies FilterSets
-      })
-
-    /** Whether the sets leave nothing to read. */
-    const none = (sets: FilterSets) => sets.endpoints?.length === 0 || sets.owners?.length === 0
+    const { filterSets, none } = yield* DeliverySets
 
     const filterOf = (input: Input) => {
       const read = readFilter(input)
@@ -209,28 +174,10 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
       return toDelivery(row!)
     })
 
-    /**
-     * The ids of up to `limit` deliveries matching a checked filter, newest first, after the position `after` (a
-     * cursor this returned): a bulk retry's snapshot, batch by batch. `after` is null once nothing is left.
-     */
-    const matchingIds = Effect.fn("Deliveries.matchingIds")(function* (
-      filter: DeliveryFilter,
-      after: string | null,
-      limit: number,
-    ) {
-      const sets = yield* filterSets(filter)
-      if (none(sets)) return { ids: [], after: null }
-      const position = after === null ? undefined : decodeCursor(after)
-      const rows = yield* repo.ids(filter, sets, position, limit)
-      const last = rows[rows.length - 1]
-      return {
-        ids: rows.map((row) => Number(row.id)),
-        after: rows.length < limit || last === undefined ? null : encodeCursor(last),
-      }
-    })
-
-    return { list, count, detail, retry, filterOf, matchingIds }
+    return { list, count, detail, retry, filterOf }
   }),
 }) {
-  static readonly layer = Layer.effect(Deliveries, Deliveries.make).pipe(Layer.provide(DeliveryReads.layer))
+  static readonly layer = Layer.effect(Deliveries, Deliveries.make).pipe(
+    Layer.provide(Layer.mergeAll(DeliverySets.layer, DeliveryReads.layer)),
+  )
 }

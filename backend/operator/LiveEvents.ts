@@ -1,37 +1,16 @@
-import { Schema } from "effect"
+import { LiveBulkRetry, LiveDelivery, LiveEndpoint } from "../webhooks/LiveStatus.ts"
 
 /*
  * The events of `GET /api/live` (Server-Sent Events), as schemas: the backend encodes each event's data with them
- * and the console decodes it with the same declarations. Schema-only, importing nothing but `effect`. An event
+ * and the console decodes it with the same declarations. Schema-only: the shapes are the webhooks context's
+ * (`webhooks/LiveStatus.ts`, which imports nothing but `effect`), shared with the portal's live view. An event
  * says what changed; the page keeps its rows from the API and refetches whatever an event does not carry.
+ *
+ * `delivery`: a delivery was created (`pending`) or changed status (a `webhooks.status.*` message).
+ * `endpoint`: an endpoint was created or changed (status, destination, events, deletion).
+ * `bulk_retry`: a bulk retry was previewed, started, moved on, or finished.
  */
-
-/** `delivery`: a delivery was created (`pending`) or changed status (a `webhooks.status.*` message). */
-export const LiveDelivery = Schema.Struct({
-  delivery_id: Schema.Number,
-  endpoint_id: Schema.Number,
-  event: Schema.String,
-  status: Schema.String,
-  attempt_number: Schema.Number,
-  status_code: Schema.optional(Schema.Number),
-  failure_reason: Schema.optional(Schema.String),
-  next_retry_at: Schema.optional(Schema.String),
-  at: Schema.String,
-})
-export type LiveDelivery = typeof LiveDelivery.Type
-
-/** `endpoint`: an endpoint was created or changed (status, destination, events, deletion). */
-export const LiveEndpoint = Schema.Struct({ id: Schema.String })
-export type LiveEndpoint = typeof LiveEndpoint.Type
-
-/** `bulk_retry`: a bulk retry was previewed, started, moved on, or finished. */
-export const LiveBulkRetry = Schema.Struct({
-  id: Schema.String,
-  status: Schema.Literals(["previewed", "running", "completed", "cancelled"]),
-  total: Schema.Number,
-  done: Schema.Number,
-})
-export type LiveBulkRetry = typeof LiveBulkRetry.Type
+export { LiveBulkRetry, LiveDelivery, LiveEndpoint }
 
 /**
  * The event names. `ready` comes first on every connection, once the stream is subscribed: a page that refetches

@@ -69,7 +69,7 @@ export class Retention extends Context.Service<Retention>()("partner-service/ope
         deliveries:
           (yield* drain(batch, (limit) => owned.pruneDeliveries("delivered", deliveriesBefore, limit))) +
           (yield* drain(batch, (limit) => owned.pruneDeliveries("failed", deliveriesBefore, limit))),
-        bulk_retry_rows: yield* drain(batch, (limit) => repo.pruneBulkRetries(deliveriesBefore, limit)),
+        bulk_retry_rows: yield* drain(batch, (limit) => owned.pruneBulkRetries(deliveriesBefore, limit)),
         replay_rows: yield* drain(batch, (limit) => owned.pruneReplays(deliveriesBefore, limit)),
         dead_letters: yield* drain(batch, (limit) =>
           pruneDeadLetters(db, new Date(now - config.retention.deadLetterDays * DAY_MS), limit),

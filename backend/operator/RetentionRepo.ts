@@ -1,10 +1,10 @@
 import { Context, Effect, Layer } from "effect"
 import { Db } from "../platform/Db.ts"
-import { countDeleted, pruneJobs, pruneOlder } from "../platform/Prune.ts"
+import { countDeleted, pruneOlder } from "../platform/Prune.ts"
 
 /**
  * What the retention sweep deletes of the operator context's own rows, at most `limit` rows a statement
- * (`platform/Prune.ts`): finished bulk retries, ended sessions and old failed sign-ins. Webhooks' rows and dead
+ * (`platform/Prune.ts`): ended sessions and old failed sign-ins. Webhooks' rows (bulk retries among them) and dead
  * letters are deleted by their owners (`webhooks/Retention.ts`, `platform/DeadLetters.ts`).
  */
 export class RetentionRepo extends Context.Service<RetentionRepo>()(
@@ -13,18 +13,6 @@ export class RetentionRepo extends Context.Service<RetentionRepo>()(
     make: Effect.gen(function* () {
       const db = yield* Db
       return {
-        /**
-         * Up to `limit` items of the bulk retries that finished before `before` (a preview never started: created
-         * before it); once none are left, up to `limit` of those jobs. How many rows went.
-         */
-        pruneBulkRetries: (before: Date, limit: number) =>
-          pruneJobs(
-            db,
-            { table: "bulk_retries", items: "bulk_retry_items", key: "bulk_retry_id" },
-            (sql) => sql`status <> 'running' and coalesce(finished_at, created_at) < ${before}`,
-            limit,
-          ),
-
         /** Sessions signed in before `before`: past their absolute lifetime, so ended whatever else happened. */
         pruneSessions: (before: Date, limit: number) =>
           pruneOlder(db, "operator_sessions", "created_at", before, limit),

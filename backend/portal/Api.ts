@@ -193,12 +193,18 @@ export type EndpointAnswer = typeof EndpointAnswer.Type
 export const CustomHeadersAnswer = Schema.Struct({ names: Schema.Array(Schema.String) })
 export type CustomHeadersAnswer = typeof CustomHeadersAnswer.Type
 
-/** `POST /portal/api/endpoints/{id}/test` with `{"event": name}`: 202, the delivery made with its example. */
+/**
+ * `POST /portal/api/endpoints/{id}/test` with `{"event": name}` (a catalog event's): 202, the delivery made with
+ * the example `GET /portal/api/events` shows; its event id is `test:<uuid>`.
+ */
 export const TestBody = Schema.Struct({ event: Schema.String })
 export const TestAnswer = Schema.Struct({ delivery: PortalDelivery })
 export type TestAnswer = typeof TestAnswer.Type
 
-/** `POST /portal/api/deliveries/{id}/retry` (no body): 202, the delivery as it now is. */
+/**
+ * `POST /portal/api/deliveries/{id}/retry` (no body): 202, the delivery as it now is (`retrying` until its new
+ * series' first attempt); 422 when its endpoint was deleted.
+ */
 export const RetryAnswer = Schema.Struct({ delivery: PortalDelivery })
 export type RetryAnswer = typeof RetryAnswer.Type
 

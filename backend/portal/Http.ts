@@ -9,12 +9,18 @@ import {
   SessionAnswer,
   type SigningHeaders,
 } from "./Api.ts"
+import { changeRoutes } from "./ChangeRoutes.ts"
 import { PortalConfig } from "./Config.ts"
 import type { PortalDeliveryNotFound, PortalFilterInvalid } from "./Domain.ts"
 import { portalCookie, portalToken } from "./Cookie.ts"
 import { linkNoLongerValidPage } from "./Pages.ts"
+import type { PortalChanges } from "./PortalChanges.ts"
 import { PortalReads } from "./PortalReads.ts"
 import { PortalSessions } from "./PortalSessions.ts"
+import type { PortalRecoveries } from "./Recoveries.ts"
+import { liveRoutes } from "./LiveRoutes.ts"
+import type { PortalLive } from "./PortalLive.ts"
+import { recoverRoutes } from "./RecoverRoutes.ts"
 import { csrfToken, encoded, headersFor, invalidFields, notFound, portalRoute } from "./Routes.ts"
 
 /** A link that opens no session: the same page and status whatever the reason, so it tells nothing of why. */
@@ -125,11 +131,16 @@ const readRoutes = [
 ]
 
 /**
- * The portal gateway's routes: the one-time link's exchange, the session and its holder's reads; the app's page
- * and assets follow them (`Site.ts`).
+ * The portal gateway's routes: the one-time link's exchange, the session, its holder's reads, changes, recoveries
+ * and live view; the app's page and assets follow them (`Site.ts`).
  */
-export const portalRoutes: ReadonlyArray<Route<PortalSessions | PortalConfig | PortalReads>> = [
+export const portalRoutes: ReadonlyArray<
+  Route<PortalSessions | PortalConfig | PortalReads | PortalChanges | PortalRecoveries | PortalLive>
+> = [
   startRoute,
   sessionRoute,
   ...readRoutes,
+  ...changeRoutes,
+  ...recoverRoutes,
+  ...liveRoutes,
 ]

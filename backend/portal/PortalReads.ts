@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { resolveDescription } from "effect/SchemaAST"
-import { EventCatalog, EventNames } from "../events/Catalog.ts"
+import { EventCatalog, type EventName, EventNames } from "../events/Catalog.ts"
 import { iso, isoOrNull } from "../platform/Dates.ts"
 import { jsonOrText } from "../platform/Validation.ts"
 import {
@@ -20,6 +20,7 @@ import {
   type EndpointsAnswer,
   type PortalAttempt,
   type PortalDelivery,
+  type PortalEndpoint,
   RESPONSE_EXCERPT_BYTES,
 } from "./Api.ts"
 import { PortalDeliveryNotFound, PortalFilterInvalid, type PortalSession } from "./Domain.ts"
@@ -28,8 +29,8 @@ import { PortalDeliveryNotFound, PortalFilterInvalid, type PortalSession } from 
 const EXAMPLE_OWNER = "acme-properties"
 
 export const NOT_YOUR_ENDPOINT = "must be one of your endpoints"
-export const Q_FORM = "must be a delivery id (a whole number)"
-export const Q_PROSPECT_LATER = "cannot be a prospect id (tpp_) yet: search by delivery id"
+export const Q_FORM = "must be a delivery id (a whole number) or a prospect id (tpp_<n>)"
+const PROSPECT_ID = /^tpp_([1-9]\d{0,18})$/i
 
 /** The filters the portal's list takes from the query, passed on under the shared reader's names. */
 const FILTER_KEYS = ["endpoint", "event_type", "status", "since", "until"] as const
@@ -73,6 +74,13 @@ const toAttempt = (row: AttemptRow): PortalAttempt => ({
   failure_reason: row.failure_reason,
 })
 
+/** The catalog's example of `name` in the body it is delivered with, addressed to the session's holder. */
+export const catalogExample = (session: PortalSession, name: EventName) => {
+  const slug = "owner" in session.holder ? session.holder.owner.slug : EXAMPLE_OWNER
+  const { dataKey, example } = EventCatalog[name]
+  return { event: name, property_owner_slug: slug, data: { [dataKey]: example } }
+}
+
 /**
  * What a portal session reads: its holder's endpoints with their last hour, their deliveries and attempts, and
  * the event catalog. Every read is scoped by the holder's endpoint set, taken from the webhooks context for the
@@ -86,21 +94,48 @@ export class PortalReads extends Context.Service<PortalReads>()("partner-service
 
     const holderEndpoints = (session: PortalSession) => endpointReads.subscriberEndpoints(session.holderId)
 
-    const endpoints = Effect.fn("PortalReads.endpoints")(function* (session: PortalSession) {
-      const live = (yield* holderEndpoints(session)).filter((endpoint) => !endpoint.deleted)
-      const ids = live.map((endpoint) => endpoint.id)
-      const at = yield* now
-      const health = lastHourSummaries(yield* deliveryReads.healthBucketsOf(ids, lastHourSince(at)), ids, at)
-      return {
-        endpoints: live.map((endpoint) => ({
+    type HolderEndpoint = Effect.Success<ReturnType<typeof holderEndpoints>>[number]
+
+    /** Endpoints as the portal shows them, each with its last hour. */
+    const shown = (live: ReadonlyArray<HolderEndpoint>) =>
+      Effect.gen(function* () {
+        const ids = live.map((endpoint) => endpoint.id)
+        const at = yield* now
+        const health = lastHourSummaries(
+          yield* deliveryReads.healthBucketsOf(ids, lastHourSince(at)),
+          ids,
+          at,
+        )
+        return live.map((endpoint): PortalEndpoint => ({
           id: endpoint.id,
           name: endpoint.name,
           destination_url: endpoint.destination_url,
           events: endpoint.events,
           status: endpoint.status,
           last_hour: health.get(endpoint.id)!,
-        })),
-      } satisfies EndpointsAnswer
+        }))
+      })
+
+    const endpoints = Effect.fn("PortalReads.endpoints")(function* (session: PortalSession) {
+      const live = (yield* holderEndpoints(session)).filter((endpoint) => !endpoint.deleted)
+      return { endpoints: yield* shown(live) } satisfies EndpointsAnswer
+    })
+
+    /** The id of one of the holder's endpoints not deleted; undefined for any other, as for an unknown one. */
+    const liveEndpointId = Effect.fn("PortalReads.liveEndpointId")(function* (
+      session: PortalSession,
+      id: string,
+    ) {
+      const wanted = readId(id)
+      if (wanted === undefined) return undefined
+      const found = (yield* holderEndpoints(session)).find((endpoint) => endpoint.id === wanted)
+      return found === undefined || found.deleted ? undefined : found.id
+    })
+
+    /** One of the holder's endpoints not deleted, as the list shows it; undefined for any other. */
+    const endpoint = Effect.fn("PortalReads.endpoint")(function* (session: PortalSession, id: number) {
+      const found = (yield* holderEndpoints(session)).find((row) => row.id === id && !row.deleted)
+      return found === undefined ? undefined : (yield* shown([found]))[0]
     })
 
     /** The list's filter from the query, `q` read as the shared reader's `id`; every wrong field named. */
@@ -109,16 +144,19 @@ export class PortalReads extends Context.Service<PortalReads>()("partner-service
       for (const key of FILTER_KEYS) if (input[key] !== undefined) picked[key] = input[key]
       const fields: Record<string, string> = {}
       const q = typeof input.q === "string" ? input.q.trim() : undefined
+      let prospect: string | undefined
       if (q !== undefined && q !== "") {
+        const tpp = PROSPECT_ID.exec(q)
         if (readId(q) !== undefined) picked.id = q
-        else fields.q = /^tpp_\d+$/i.test(q) ? Q_PROSPECT_LATER : Q_FORM
+        else if (tpp !== null) prospect = `tpp_${tpp[1]}`
+        else fields.q = Q_FORM
       }
       const read = readFilter(picked)
       const paging = readPage(input)
       Object.assign(fields, "fields" in read ? read.fields : {}, paging.fields)
       return "fields" in read || Object.keys(fields).length > 0
         ? ({ fields } as const)
-        : ({ filter: read.filter, paging } as const)
+        : ({ filter: prospect === undefined ? read.filter : { ...read.filter, prospect }, paging } as const)
     }
 
     const deliveries = Effect.fn("PortalReads.deliveries")(function* (
@@ -148,13 +186,20 @@ export class PortalReads extends Context.Service<PortalReads>()("partner-service
       } satisfies DeliveryPage
     })
 
+    /** The delivery's row when it went to one of the holder's endpoints. */
+    const ownedDelivery = (session: PortalSession, id: string) =>
+      Effect.gen(function* () {
+        const deliveryId = readId(id)
+        const row = deliveryId === undefined ? undefined : yield* deliveryReads.detail(deliveryId)
+        if (row === undefined) return yield* new PortalDeliveryNotFound()
+        const owned = (yield* holderEndpoints(session)).map((endpoint) => endpoint.id)
+        // Another holder's delivery answers as an unknown one does, so its existence is not told.
+        if (!owned.includes(Number(row.endpoint_id))) return yield* new PortalDeliveryNotFound()
+        return row
+      })
+
     const delivery = Effect.fn("PortalReads.delivery")(function* (session: PortalSession, id: string) {
-      const deliveryId = readId(id)
-      const row = deliveryId === undefined ? undefined : yield* deliveryReads.detail(deliveryId)
-      if (row === undefined) return yield* new PortalDeliveryNotFound()
-      const owned = (yield* holderEndpoints(session)).map((endpoint) => endpoint.id)
-      // Another holder's delivery answers as an unknown one does, so its existence is not told.
-      if (!owned.includes(Number(row.endpoint_id))) return yield* new PortalDeliveryNotFound()
+      const row = yield* ownedDelivery(session, id)
       const attempts = yield* deliveryReads.attempts(Number(row.id))
       const raw = row.payload.toString("utf8")
       return {
@@ -167,23 +212,29 @@ export class PortalReads extends Context.Service<PortalReads>()("partner-service
       } satisfies DeliveryDetailAnswer
     })
 
-    /** Every event of the catalog, its example in the body it is delivered with, addressed to the holder. */
-    const events = (session: PortalSession) => {
-      const slug = "owner" in session.holder ? session.holder.owner.slug : EXAMPLE_OWNER
-      return {
-        events: EventNames.map((name): CatalogEvent => {
-          const { dataKey, payload, emittedWhen, example } = EventCatalog[name]
-          return {
-            name,
-            description: resolveDescription(payload.ast) ?? `Emitted when ${emittedWhen}.`,
-            emitted_when: emittedWhen,
-            example: { event: name, property_owner_slug: slug, data: { [dataKey]: example } },
-          }
-        }),
-      }
-    }
+    /** A delivery of the holder's as the list shows it, with the endpoint it went to. */
+    const deliverySummary = Effect.fn("PortalReads.deliverySummary")(function* (
+      session: PortalSession,
+      id: string,
+    ) {
+      const row = yield* ownedDelivery(session, id)
+      return { delivery: toDelivery(row), endpointId: Number(row.endpoint_id) }
+    })
 
-    return { endpoints, deliveries, delivery, events }
+    /** Every event of the catalog, its example in the body it is delivered with, addressed to the holder. */
+    const events = (session: PortalSession) => ({
+      events: EventNames.map((name): CatalogEvent => {
+        const { payload, emittedWhen } = EventCatalog[name]
+        return {
+          name,
+          description: resolveDescription(payload.ast) ?? `Emitted when ${emittedWhen}.`,
+          emitted_when: emittedWhen,
+          example: catalogExample(session, name),
+        }
+      }),
+    })
+
+    return { endpoints, endpoint, liveEndpointId, deliveries, delivery, deliverySummary, events }
   }),
 }) {
   static readonly layer = Layer.effect(PortalReads, PortalReads.make).pipe(

@@ -123,7 +123,10 @@ export class PortalSessions extends Context.Service<PortalSessions>()(
         return row === undefined ? undefined : yield* sessionOf(row)
       })
 
-      return { create, endAll, exchange, current }
+      /** Whether the session `id` still is: not ended, not expired (a live view's heartbeat asks). */
+      const stillLive = (id: string) => Effect.flatMap(now, (at) => repo.sessionLive(id, at))
+
+      return { create, endAll, exchange, current, stillLive }
     }),
   },
 ) {

@@ -65,6 +65,15 @@ export class PortalRepo extends Context.Service<PortalRepo>()("partner-service/p
               where token_hash = ${secretHash(token)} and ended_at is null and expires_at > ${at}`,
           )
           .pipe(Effect.map(([row]) => row)),
+      /** Whether the session `id` is neither ended nor expired at `at`. */
+      sessionLive: (id: string, at: Date) =>
+        db
+          .query(
+            (sql) => sql<Array<{ id: string }>>`
+              select id::text from portal_sessions
+              where id = ${id}::bigint and ended_at is null and expires_at > ${at}`,
+          )
+          .pipe(Effect.map((rows) => rows.length > 0)),
       /** Ends every session of the holder not ended yet, exchanged or not. */
       endAll: (holder: HolderId, at: Date) =>
         db.query(

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Effect, Schema } from "effect"
-import { AuditChannel } from "../audit/Audit.ts"
+import { AuditChannel, AuditDetails } from "../audit/Audit.ts"
 import { type HttpRequest, json, type Route } from "../platform/Http.ts"
 import { CSRF_HEADER, type PortalError } from "./Api.ts"
 import { PortalConfig } from "./Config.ts"
@@ -11,9 +11,10 @@ import { portalHeaders } from "./SecurityHeaders.ts"
 
 /*
  * The frame of every `/portal/api` route: the cookie's session (401 without one), the portal's headers on every
- * answer, and for a change the session's right to change (403 read only, 403 without its CSRF token) and the
- * audit channel `portal`. A route's handler gets the session and answers with a status and a body, or fails with
- * a `PortalRefusal` in the contract's error shape.
+ * answer, and for a change the session's right to change (403 read only, 403 without its CSRF token), the audit
+ * channel `portal` and the session's owner or provider in every audit entry's details. A route's handler gets
+ * the session and answers with a status and a body, or fails with a `PortalRefusal` in the contract's error
+ * shape.
  */
 
 export const JSON_TYPE = "application/json"
@@ -35,7 +36,9 @@ export const portalActor = (session: PortalSession) => `portal:${session.id}`
 
 /** What the audit entry of a portal change adds: whose portal it was. */
 export const holderDetails = (session: PortalSession) =>
-  "owner" in session.holder ? { owner: session.holder.owner.slug } : { provider: session.holder.provider.name }
+  "owner" in session.holder
+    ? { owner: session.holder.owner.slug }
+    : { provider: session.holder.provider.name }
 
 /** A portal answer other than 2xx, in the contract's shape. */
 export class PortalRefusal extends Schema.TaggedError<PortalRefusal>()("PortalRefusal", {
@@ -82,9 +85,7 @@ export interface PortalRouteSpec<R> {
   ) => Effect.Effect<PortalAnswer, PortalRefusal, R>
 }
 
-export const portalRoute = <R>(
-  spec: PortalRouteSpec<R>,
-): Route<R | PortalSessions | PortalConfig> => ({
+export const portalRoute = <R>(spec: PortalRouteSpec<R>): Route<R | PortalSessions | PortalConfig> => ({
   method: spec.method,
   path: spec.path,
   access: "public",
@@ -98,7 +99,8 @@ export const portalRoute = <R>(
       if (spec.change) {
         if (session.readOnly) return refuse(new PortalRefusal({ status: 403, error: READ_ONLY }))
         const sent = request.headers.get(CSRF_HEADER) ?? ""
-        if (!sameText(sent, csrfToken(token))) return refuse(new PortalRefusal({ status: 403, error: NO_CSRF }))
+        if (!sameText(sent, csrfToken(token)))
+          return refuse(new PortalRefusal({ status: 403, error: NO_CSRF }))
       }
       return yield* spec.handle(session, request).pipe(
         Effect.map((answer) => {
@@ -112,6 +114,7 @@ export const portalRoute = <R>(
         }),
         Effect.catchTag("PortalRefusal", (refusal) => Effect.succeed(refuse(refusal))),
         Effect.provideService(AuditChannel, "portal"),
+        Effect.provideService(AuditDetails, holderDetails(session)),
       )
     }),
 })

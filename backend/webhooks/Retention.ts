@@ -5,7 +5,7 @@ import { pruneJobs } from "../platform/Prune.ts"
 /**
  * What the webhooks context lets the retention sweep delete of its rows, each call at most `limit` rows in one
  * statement (`platform/Prune.ts`): finished deliveries with their attempts, ended replays with the events they
- * copied, and health buckets no window shows. The operator's sweep decides when; only this context deletes.
+ * copied, finished bulk retries with their snapshots, and health buckets no window shows. The operator's sweep decides when; only this context deletes.
  */
 export class WebhookRetention extends Context.Service<WebhookRetention>()(
   "partner-service/webhooks/WebhookRetention",
@@ -46,6 +46,18 @@ export class WebhookRetention extends Context.Service<WebhookRetention>()(
             db,
             { table: "webhook_replays", items: "webhook_replay_events", key: "replay_id" },
             (sql) => sql`status <> 'running' and ended_at < ${before}`,
+            limit,
+          ),
+
+        /**
+         * Up to `limit` items of the bulk retries that finished before `before` (a preview never started: created
+         * before it); once none are left, up to `limit` of those jobs. How many rows went.
+         */
+        pruneBulkRetries: (before: Date, limit: number) =>
+          pruneJobs(
+            db,
+            { table: "bulk_retries", items: "bulk_retry_items", key: "bulk_retry_id" },
+            (sql) => sql`status <> 'running' and coalesce(finished_at, created_at) < ${before}`,
             limit,
           ),
 

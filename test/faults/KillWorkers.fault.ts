@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import { BulkRetries } from "../../backend/operator/BulkRetries.ts"
+import { BulkRetries } from "../../backend/webhooks/bulk/BulkRetries.ts"
 import { FaultStack, faultStackLayer, recordFigure } from "../support/FaultStack.ts"
 import {
   assertDuplicatesRecorded,

@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
-import { type BulkRetry, BulkRetries } from "../../backend/operator/BulkRetries.ts"
+import { type BulkRetry, BulkRetries } from "../../backend/webhooks/bulk/BulkRetries.ts"
 import { Deliveries } from "../../backend/operator/DeliveryQueries.ts"
 import { eventually } from "../support/Streams.ts"
 import { Endpoints } from "../../backend/webhooks/endpoints/Endpoints.ts"

@@ -110,6 +110,9 @@ const PARTS: ReadonlyMap<string, ReadonlyArray<readonly [string, ReadonlyArray<s
       ["endpoints", ["delivery"]],
       // Replays find endpoints as endpoint management does and hand their deliveries to the engine.
       ["replays", ["delivery", "endpoints"]],
+      // Bulk retries (the console's and the portal's recoveries) snapshot what endpoint management's filters
+      // match and retry it through it.
+      ["bulk", ["endpoints"]],
     ],
   ],
   // The console's routes sit on the operator services, which know nothing of HTTP.

@@ -263,7 +263,8 @@ describe("portal reads", () => {
           ["endpoint=abc", ["endpoint"]],
           ["event_type=Policy", ["event_type"]],
           ["q=hello", ["q"]],
-          ["q=tpp_12", ["q"]],
+          ["q=tpp_", ["q"]],
+          ["q=tpp_x1", ["q"]],
           ["status=lost&limit=0", ["status", "limit"]],
         ]
         for (const [params, fields] of cases) {
@@ -345,6 +346,57 @@ describe("portal reads", () => {
         const ended = yield* api(a.partner, "DELETE", ownerSessions("reads-ended"))
         assert.strictEqual(ended.status, 204, ended.text)
         for (const route of routes) assert.strictEqual((yield* portal(route, cookie)).status, 401, route)
+      }),
+    )
+
+    it.effect("finds the holder's deliveries about a prospect by its tpp_ id, newest first, by cursor", () =>
+      Effect.gen(function* () {
+        const a = yield* ownerWithEndpoint("tpp-a")
+        const b = yield* ownerWithEndpoint("tpp-b")
+        /** A delivery of `event` whose payload is about the prospect `id`, as the router stores it. */
+        const about = (endpointId: number, event: string, id: string, ageMs: number, slug: string) =>
+          Effect.gen(function* () {
+            const made = yield* delivery(endpointId, event, ageMs, slug)
+            const payload = {
+              event,
+              property_owner_slug: slug,
+              data: { third_party_prospect: { id, source_prospect_id: "src-7", status: "ready" } },
+            }
+            yield* query(
+              (sql) => sql`
+                update webhook_deliveries set payload = ${Buffer.from(JSON.stringify(payload))} where id = ${made}`,
+            )
+            return made
+          })
+        const older = yield* about(a.endpoint.id, "prospect.ready", "tpp_42", 60_000, "tpp-a")
+        const newer = yield* about(a.endpoint.id, "prospect.incomplete", "tpp_42", 1000, "tpp-a")
+        yield* about(a.endpoint.id, "prospect.ready", "tpp_421", 500, "tpp-a")
+        // `prospect.created` names the partner's own id, which may look like anything.
+        yield* about(a.endpoint.id, "prospect.created", "tpp_42", 400, "tpp-a")
+        yield* about(b.endpoint.id, "prospect.ready", "tpp_42", 300, "tpp-b")
+        const cookie = yield* openSession(a.partner, ownerSessions("tpp-a"))
+
+        const found = yield* portal("/portal/api/deliveries?q=tpp_42", cookie)
+        assert.strictEqual(found.status, 200, found.text)
+        assert.deepStrictEqual(ids(found), [newer, older])
+        const upper = yield* portal("/portal/api/deliveries?q=TPP_42", cookie)
+        assert.deepStrictEqual(ids(upper), [newer, older])
+
+        const first = yield* portal("/portal/api/deliveries?q=tpp_42&limit=1", cookie)
+        const page = decode(DeliveryPage, first)
+        assert.deepStrictEqual(ids(first), [newer])
+        assert.isNotNull(page.next_cursor)
+        const second = yield* portal(
+          `/portal/api/deliveries?q=tpp_42&limit=1&cursor=${page.next_cursor}`,
+          cookie,
+        )
+        assert.deepStrictEqual(ids(second), [older])
+        assert.isNull(decode(DeliveryPage, second).next_cursor)
+
+        const withFilter = yield* portal("/portal/api/deliveries?q=tpp_42&event_type=prospect.ready", cookie)
+        assert.deepStrictEqual(ids(withFilter), [older])
+        const nobody = yield* portal("/portal/api/deliveries?q=tpp_9", cookie)
+        assert.deepStrictEqual(ids(nobody), [])
       }),
     )
   })

@@ -33,7 +33,7 @@ export class E2e extends Context.Service<
       Effect.gen(function* () {
         const sites = yield* startParentSites({
           port,
-          enrollmentPort: yield* gatewayPort("enrollment"),
+          upstreams: { [ENROLLMENT_HOST_NAME]: yield* gatewayPort("enrollment") },
           hosts: [PARTNER, STRANGER],
         })
         const browser = yield* launchBrowser({

@@ -7,13 +7,14 @@ import { join } from "node:path"
 import { Effect } from "effect"
 
 /**
- * HTTPS origins on this machine for browser tests: partner sites that frame the embedded flow or receive the
- * expedited flow's redirect, and the enrollment host itself (TLS in front of the service's plain HTTP gateway,
- * as a load balancer would be). All are one server on one port, told apart by host name; the browser maps the
+ * HTTPS origins on this machine for browser tests: partner sites that frame the embedded flow or the portal, or
+ * receive the expedited flow's redirect, and the service's own hosts (TLS in front of its plain HTTP gateways, as
+ * a load balancer would be). All are one server on one port, told apart by host name; the browser maps the
  * names to 127.0.0.1 and accepts the self-signed certificate made here.
  */
 
 export const ENROLLMENT_HOST_NAME = "enroll.test"
+export const PORTAL_HOST_NAME = "portal.test"
 
 export interface ParentSites {
   /** `https://<host>:<port>` */
@@ -22,13 +23,15 @@ export interface ParentSites {
   readonly visits: () => ReadonlyArray<string>
 }
 
-/** A page framing `src`; every message it receives is kept in `window.received` as `{origin, data}`. */
-const framingPage = (src: string) => `<!doctype html>
+/**
+ * A page framing `src` at `width` px; every message it receives is kept in `window.received` as `{origin, data}`.
+ */
+const framingPage = (src: string, width: number) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Partner page</title></head>
 <body>
 <h1>Partner page</h1>
 <iframe id="enrollment" title="Enrollment" src="${src.replaceAll("&", "&amp;").replaceAll('"', "&quot;")}"
-  width="380" height="1600"></iframe>
+  width="${width}" height="1600"></iframe>
 <script>
   window.received = []
   window.addEventListener("message", (event) => window.received.push({ origin: event.origin, data: event.data }))
@@ -73,26 +76,28 @@ const certificateFor = (names: ReadonlyArray<string>) => {
 }
 
 /**
- * The sites on `port` (chosen before the service starts, so `ENROLLMENT_HOST` can name it), forwarding the
- * enrollment host's requests to the gateway on `enrollmentPort`; closed when the scope ends.
+ * The sites on `port` (chosen before the service starts, so `ENROLLMENT_HOST` or `PORTAL_BASE_URL` can name it),
+ * forwarding each host of `upstreams` (the enrollment host by default) to its gateway's port; closed when the
+ * scope ends.
  */
 export const startParentSites = (options: {
   readonly port: number
-  readonly enrollmentPort: number
+  readonly upstreams: Readonly<Record<string, number>>
   readonly hosts: ReadonlyArray<string>
 }) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
       const visits: Array<string> = []
       const server: Server = createServer(
-        certificateFor([ENROLLMENT_HOST_NAME, ...options.hosts]),
+        certificateFor([...Object.keys(options.upstreams), ...options.hosts]),
         (req, res) => {
           const host = (req.headers.host ?? "").replace(/:\d+$/, "")
-          if (host === ENROLLMENT_HOST_NAME) {
+          const upstreamPort = Object.hasOwn(options.upstreams, host) ? options.upstreams[host] : undefined
+          if (upstreamPort !== undefined) {
             const upstream = httpRequest(
               {
                 host: "127.0.0.1",
-                port: options.enrollmentPort,
+                port: upstreamPort,
                 method: req.method,
                 path: req.url,
                 headers: { ...req.headers, "x-forwarded-proto": "https" },
@@ -112,7 +117,8 @@ export const startParentSites = (options: {
           const url = new URL(req.url ?? "/", `https://${req.headers.host}`)
           visits.push(url.href)
           res.setHeader("content-type", "text/html; charset=utf-8")
-          if (url.pathname === "/frame") res.end(framingPage(url.searchParams.get("src") ?? ""))
+          const width = Number(url.searchParams.get("width") ?? "380")
+          if (url.pathname === "/frame") res.end(framingPage(url.searchParams.get("src") ?? "", width))
           else res.end(returnPage)
         },
       )

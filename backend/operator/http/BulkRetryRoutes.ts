@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { json } from "../../platform/Http.ts"
-import { BulkRetries } from "../BulkRetries.ts"
+import { BulkRetries } from "../../webhooks/bulk/BulkRetries.ts"
 import { DeliveryActions } from "../DeliveryActions.ts"
 import { encodeCursor } from "./Cursor.ts"
 import { checkedQuery, queryReader } from "./Query.ts"

@@ -57,7 +57,10 @@ export const readFilter = (
   input: FilterInput,
 ): { readonly filter: DeliveryFilter } | { readonly fields: Record<string, string> } => {
   const fields: Record<string, string> = {}
-  const filter: { -readonly [K in keyof DeliveryFilter]-?: DeliveryFilter[K] | undefined } = {
+  // A prospect is the portal's search (`q=tpp_<n>`), never a filter key of a list or a bulk retry.
+  const filter: {
+    -readonly [K in Exclude<keyof DeliveryFilter, "prospect">]-?: DeliveryFilter[K] | undefined
+  } = {
     owner: undefined,
     provider: undefined,
     endpoint: undefined,

@@ -2,6 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import type { FoundRow } from "../../contract/Search.ts"
 import { Db, type Sql } from "../../platform/Db.ts"
 import { ownersFiltered } from "../../roster/OwnerMatch.ts"
+import { EventCatalog, EventNames } from "../../events/Catalog.ts"
 import { type ShownDeliveryStatus, ShownDeliveryStatuses } from "../Statuses.ts"
 import type { AttemptRow } from "./Repo.ts"
 
@@ -29,6 +30,11 @@ export interface DeliveryFilter {
   /** Exclusive. */
   readonly until?: Date
   readonly id?: number
+  /**
+   * A prospect's service id (`tpp_<n>`): deliveries of the events that carry it in their payload. Read by a scan
+   * of the payloads in the endpoint set's index ranges, so only a reader that passes an endpoint set uses it.
+   */
+  readonly prospect?: string
 }
 
 /** Where a page starts: strictly older than this row in the list's order. */
@@ -119,6 +125,17 @@ const statusCondition = (sql: Sql, status: ShownStatus): Fragment => {
   }
 }
 
+/**
+ * The events whose payload names a prospect by its service id (`third_party_prospect.id`, `tpp_<n>`):
+ * `prospect.created` carries the partner's own id there instead.
+ */
+export const PROSPECT_EVENTS = EventNames.filter(
+  (name) => EventCatalog[name].dataKey === "third_party_prospect" && name !== "prospect.created",
+)
+
+/** The bytes a payload holds when it names the prospect `tpp` (the payload is compact JSON). */
+const prospectBytes = (tpp: string) => Buffer.from(`"id":${JSON.stringify(tpp)}`, "utf8")
+
 /** The endpoints and owners a filter names (undefined: any), resolved before the list is read. */
 export interface FilterSets {
   readonly endpoints: ReadonlyArray<number> | undefined
@@ -139,6 +156,10 @@ const conditions = (
   if (filter.status !== undefined) parts.push(statusCondition(sql, filter.status))
   if (filter.since !== undefined) parts.push(sql`d.created_at >= ${filter.since}`)
   if (filter.until !== undefined) parts.push(sql`d.created_at < ${filter.until}`)
+  if (filter.prospect !== undefined) {
+    parts.push(sql`d.event = any(${PROSPECT_EVENTS as Array<string>}::text[])
+                   and position(${prospectBytes(filter.prospect)}::bytea in d.payload) > 0`)
+  }
   if (after !== undefined) {
     parts.push(sql`(d.created_at, d.id) < (timestamptz 'epoch' + ${after.createdUs.toString()}::bigint
                                                  * interval '1 microsecond', ${after.id}::bigint)`)

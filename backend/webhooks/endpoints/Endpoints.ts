@@ -1,16 +1,20 @@
 import { isIP } from "node:net"
 import { Context, Effect, Layer } from "effect"
+import type { AuditEntry } from "../../audit/Audit.ts"
 import { WebhookConfig } from "../Config.ts"
 import { iso, isoOrNull } from "../../platform/Dates.ts"
 import { Db } from "../../platform/Db.ts"
+import { decodeFields } from "../../platform/Validation.ts"
 import {
   DEFAULT_PER_PAGE,
   DeliveryNotFound,
   DeliveryQueryInvalid,
   type DeliveryStatus,
   DeliveryStatuses,
+  EndpointCreateFields,
   EndpointInvalid,
   EndpointNotFound,
+  EndpointUpdateFields,
   MAX_PER_PAGE,
   type SubscriberRef,
   type WebhookDelivery,
@@ -48,6 +52,28 @@ const PRIVATE_DESTINATION = "Destination url must be a publicly reachable host"
  */
 export type EndpointBody =
   { readonly changes: EndpointChanges } | { readonly fields: Fields; readonly destinationUrl?: string }
+
+const decodeCreate = decodeFields(EndpointCreateFields)
+const decodeUpdate = decodeFields(EndpointUpdateFields)
+
+/**
+ * The changes an endpoint's fields ask for: on creation every field but `status` is required, on update any
+ * subset. Unknown keys are ignored, as the published API does; every failing field is reported, with its first
+ * message. The service refuses a failing body once it has found the endpoint, and checks a private destination.
+ */
+export const readEndpointFields = (
+  endpoint: Readonly<Record<string, unknown>>,
+  creating: boolean,
+): EndpointBody => {
+  const decoded = creating ? decodeCreate(endpoint) : decodeUpdate(endpoint)
+  if (!("errors" in decoded)) return { changes: decoded.value as EndpointChanges }
+  const fields: Fields = {}
+  for (const [path, messages] of Object.entries(decoded.errors)) fields[path.split(".")[0]!] ??= messages[0]!
+  const url = endpoint.destination_url
+  return fields.destination_url === undefined && typeof url === "string"
+    ? { fields, destinationUrl: url }
+    : { fields }
+}
 
 /** The changes of `body`, or every failing field; whether a private destination is allowed is the deployment's choice. */
 const checkEndpoint = (body: EndpointBody, allowPrivate: boolean) => {
@@ -133,7 +159,21 @@ export const readDeliveryQuery = (query: URLSearchParams) => {
     : { page, perPage, status: status as DeliveryStatus | undefined }
 }
 
-/** Webhook endpoints of an owner or provider, and the deliveries made to them. */
+const endpointTarget = (id: string | number) => `endpoint:${id}`
+
+/** What the audit log keeps of an endpoint's state. */
+const audited = (row: EndpointRow) => ({
+  name: row.name,
+  destination_url: row.destination_url,
+  events: row.events,
+  status: row.status,
+})
+
+/**
+ * Webhook endpoints of an owner or provider, and the deliveries made to them. The Partner API's changes are the
+ * partner's own and unaudited; given an `actor` (the partner portal's session), a change is audited in its
+ * transaction, so the entry exists exactly when the change committed.
+ */
 export class Endpoints extends Context.Service<Endpoints>()("partner-service/webhooks/Endpoints", {
   make: Effect.gen(function* () {
     const db = yield* Db
@@ -153,7 +193,14 @@ export class Endpoints extends Context.Service<Endpoints>()("partner-service/web
         return row
       })
 
-    const create = Effect.fn("Endpoints.create")(function* (ref: SubscriberRef, body: EndpointBody) {
+    const audit = (actor: string | undefined, entry: Omit<AuditEntry, "actor">) =>
+      actor === undefined ? Effect.void : repo.audit({ actor, ...entry })
+
+    const create = Effect.fn("Endpoints.create")(function* (
+      ref: SubscriberRef,
+      body: EndpointBody,
+      actor?: string,
+    ) {
       // A provider not provisioned is a 404 whatever the body says.
       if (ref.kind === "provider") yield* secrets.subscriber(ref, false)
       const read = checkEndpoint(body, allowPrivate)
@@ -166,6 +213,11 @@ export class Endpoints extends Context.Service<Endpoints>()("partner-service/web
             name: name!,
             destination_url: destination_url!,
             events: events!,
+          })
+          yield* audit(actor, {
+            action: "endpoints.create",
+            target: endpointTarget(row.id),
+            after: audited(row),
           })
           return toEndpoint(row)
         }),
@@ -186,6 +238,7 @@ export class Endpoints extends Context.Service<Endpoints>()("partner-service/web
       ref: SubscriberRef,
       id: string,
       body: EndpointBody,
+      actor?: string,
     ) {
       return yield* db.transaction(
         Effect.gen(function* () {
@@ -196,17 +249,31 @@ export class Endpoints extends Context.Service<Endpoints>()("partner-service/web
           const status = read.changes.status
           // A reason describes the service's own suspension; the partner's choice of status replaces it.
           const clearReason = status !== undefined && (status === "active" || status !== current.status)
-          return toEndpoint(yield* repo.updateEndpoint(current.id, read.changes, clearReason))
+          const updated = yield* repo.updateEndpoint(current.id, read.changes, clearReason)
+          yield* audit(actor, {
+            action: "endpoints.update",
+            target: endpointTarget(current.id),
+            before: audited(current),
+            after: audited(updated),
+          })
+          return toEndpoint(updated)
         }),
       )
     })
 
     /** Soft delete: the endpoint disappears and its undelivered deliveries fail as canceled. */
-    const remove = Effect.fn("Endpoints.remove")(function* (ref: SubscriberRef, id: string) {
+    const remove = Effect.fn("Endpoints.remove")(function* (ref: SubscriberRef, id: string, actor?: string) {
       return yield* db.transaction(
         Effect.gen(function* () {
           const current = yield* endpointOf(ref, id, true)
-          return yield* repo.deleteEndpoint(current.id)
+          const canceled = yield* repo.deleteEndpoint(current.id)
+          yield* audit(actor, {
+            action: "endpoints.delete",
+            target: endpointTarget(current.id),
+            before: audited(current),
+            details: { canceled_deliveries: canceled },
+          })
+          return canceled
         }),
       )
     })
@@ -253,10 +320,23 @@ export class Endpoints extends Context.Service<Endpoints>()("partner-service/web
       ref: SubscriberRef,
       endpointId: string,
       id: string,
+      actor?: string,
     ) {
-      const endpoint = yield* endpointOf(ref, endpointId)
-      const retried = ID.test(id) ? yield* repo.retryDeliveries([id], endpoint.id) : []
-      if (retried.length === 0) return yield* new DeliveryNotFound()
+      return yield* db.transaction(
+        Effect.gen(function* () {
+          const endpoint = yield* endpointOf(ref, endpointId)
+          const before = ID.test(id) ? yield* repo.delivery(endpoint.id, id) : undefined
+          const retried = before === undefined ? [] : yield* repo.retryDeliveries([before.id], endpoint.id)
+          if (before === undefined || retried.length === 0) return yield* new DeliveryNotFound()
+          yield* audit(actor, {
+            action: "deliveries.retry",
+            target: `delivery:${before.id}`,
+            before: { status: before.status, attempt_number: before.attempt_number },
+            after: { status: "pending", attempt_number: 1 },
+            details: { endpoint_id: Number(endpoint.id) },
+          })
+        }),
+      )
     })
 
     /**

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { type ApiError, json, NotFound, type Route, Unprocessable } from "../../platform/Http.ts"
-import { decodeFields, isJsonObject } from "../../platform/Validation.ts"
+import { isJsonObject } from "../../platform/Validation.ts"
 import {
   DEFAULT_PER_PAGE,
   type DeliveryNotFound,
@@ -12,11 +12,9 @@ import {
   DeliveryListResponse,
   DeliveryResponse,
   DeliveryStatuses,
-  EndpointCreateFields,
   EndpointCreateRequest,
   EndpointListResponse,
   EndpointResponse,
-  EndpointUpdateFields,
   EndpointUpdateRequest,
   MAX_PER_PAGE,
 } from "../Domain.ts"
@@ -29,30 +27,15 @@ import {
   subscriberNotFound,
   webhookRoute,
 } from "../Routes.ts"
-import { type EndpointBody, Endpoints } from "./Endpoints.ts"
-import type { EndpointChanges } from "./Repo.ts"
+import { type EndpointBody, Endpoints, readEndpointFields } from "./Endpoints.ts"
 
 const ENDPOINT_REQUIRED = "Endpoint must be an object with name, destination_url and events"
 
-const decodeCreate = decodeFields(EndpointCreateFields)
-const decodeUpdate = decodeFields(EndpointUpdateFields)
-
-/**
- * The changes an endpoint body asks for: on creation every field but `status` is required, on update any
- * subset. Unknown keys are ignored, as the published API does; every failing field is reported, with its first
- * message. The service refuses a failing body once it has found the endpoint, and checks a private destination.
- */
+/** The changes of `{"endpoint": {...}}`, read by the service's rules for an endpoint's fields. */
 const readEndpoint = (parsed: unknown, creating: boolean): EndpointBody => {
   const endpoint = isJsonObject(parsed) ? parsed.endpoint : undefined
   if (!isJsonObject(endpoint)) return { fields: { base: ENDPOINT_REQUIRED } }
-  const decoded = creating ? decodeCreate(endpoint) : decodeUpdate(endpoint)
-  if (!("errors" in decoded)) return { changes: decoded.value as EndpointChanges }
-  const fields: Record<string, string> = {}
-  for (const [path, messages] of Object.entries(decoded.errors)) fields[path.split(".")[0]!] ??= messages[0]!
-  const url = endpoint.destination_url
-  return fields.destination_url === undefined && typeof url === "string"
-    ? { fields, destinationUrl: url }
-    : { fields }
+  return readEndpointFields(endpoint, creating)
 }
 
 type WebhookError =

@@ -120,16 +120,23 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
       })
 
       /**
-       * A signed delivery of `webhook.test` to the endpoint, recorded and retried like any other; `held` while the
-       * endpoint is suspended.
+       * A signed test delivery to the endpoint, recorded and retried like any other; `held` while the endpoint is
+       * suspended. Its event id is `test:<uuid>`, never an event's. By default the event is `webhook.test`
+       * (outside the catalog, the console's test); given an `example`, it is that catalog event with that body
+       * (the partner portal's test of a real event type).
        */
-      const sendTest = Effect.fn("EndpointOperations.sendTest")(function* (id: string, actor: string) {
+      const sendTest = Effect.fn("EndpointOperations.sendTest")(function* (
+        id: string,
+        actor: string,
+        example?: { readonly event: string; readonly body: unknown },
+      ) {
         const sentAt = new Date(yield* Clock.currentTimeMillis).toISOString()
         return yield* db.transaction(
           Effect.gen(function* () {
             const endpoint = yield* endpointRow(id)
             const ownerSlug = endpoint.owner_slug ?? ""
-            const body = {
+            const event = example?.event ?? TEST_EVENT
+            const body = example?.body ?? {
               event: TEST_EVENT,
               property_owner_slug: ownerSlug,
               data: { test: { endpoint_id: Number(endpoint.id), sent_at: sentAt } },
@@ -138,7 +145,7 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
             const deliveryId = yield* repo.insertTestDelivery(
               endpoint.id,
               `test:${randomUUID()}`,
-              TEST_EVENT,
+              event,
               ownerSlug,
               new TextEncoder().encode(JSON.stringify(body)),
               held,
@@ -148,6 +155,7 @@ export class EndpointOperations extends Context.Service<EndpointOperations>()(
               action: "endpoints.send_test",
               target: endpointTarget(endpoint.id),
               after: { delivery_id: Number(deliveryId) },
+              ...(example === undefined ? {} : { details: { event } }),
             })
             return { id: Number(deliveryId), status: held ? ("held" as const) : ("pending" as const) }
           }),

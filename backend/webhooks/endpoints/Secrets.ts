@@ -156,6 +156,21 @@ export class Secrets extends Context.Service<Secrets>()("partner-service/webhook
     })
 
     /**
+     * When the current secret was made and until when the previous ones still sign, never a secret: nulls for an
+     * owner without a subscriber yet. Read as is, unaudited, since it shows nothing that signs.
+     */
+    const ages = Effect.fn("Secrets.ages")(function* (ref: SubscriberRef) {
+      const subscriberId = yield* subscriber(ref, false)
+      const [newest, ...older] = subscriberId === undefined ? [] : yield* repo.activeSecrets(subscriberId)
+      const latest = older.reduce<Date | undefined>(
+        (max, row) =>
+          row.expires_at === null || (max !== undefined && max > row.expires_at) ? max : row.expires_at,
+        undefined,
+      )
+      return { created_at: newest?.created_at ?? null, previous_expires_at: latest ?? null }
+    })
+
+    /**
      * Ends a rotation's overlap at once: every active secret but the newest stops signing now. Audited; refused
      * when only one secret is active.
      */
@@ -213,6 +228,7 @@ export class Secrets extends Context.Service<Secrets>()("partner-service/webhook
       show,
       verifyDelivery,
       rotate,
+      ages,
       endOverlap,
       fingerprint,
       ...customHeaders,

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect, FiberMap, Layer, Schedule, Schema } from "effect"
-import { Db } from "../platform/Db.ts"
-import { logFailedPass } from "../platform/Unavailable.ts"
-import { isJsonObject } from "../platform/Validation.ts"
-import { Endpoints } from "../webhooks/endpoints/Endpoints.ts"
-import type { BulkRetry } from "./Api.ts"
-import { type BulkRetryRow, BulkRetriesRepo } from "./BulkRetriesRepo.ts"
-import { Deliveries, DeliveryFilterInvalid, FilterKeys, readFilter } from "./DeliveryQueries.ts"
+import { Db } from "../../platform/Db.ts"
+import { logFailedPass } from "../../platform/Unavailable.ts"
+import { isJsonObject } from "../../platform/Validation.ts"
+import { FilterKeys, readFilter } from "../endpoints/DeliveryFilters.ts"
+import { DeliveryFilterInvalid, DeliverySets } from "../endpoints/DeliverySets.ts"
+import { Endpoints } from "../endpoints/Endpoints.ts"
+import { type BulkRetryRow, BulkRetriesRepo, type BulkRetryStatus } from "./BulkRetriesRepo.ts"
 
 /**
  * Bulk retries: every delivery a filter matched when the job was created (a snapshot of ids, taken in batches of
@@ -15,7 +15,34 @@ import { Deliveries, DeliveryFilterInvalid, FilterKeys, readFilter } from "./Del
  * it stops cleanly, after the lease otherwise), and a cancel takes effect at the next step.
  */
 
-export type { BulkRetry } from "./Api.ts"
+/** A job as the console's API shows it (`operator/Api.ts` declares the same shape as a schema). */
+export interface BulkRetry {
+  readonly id: number
+  readonly filter: Readonly<Record<string, unknown>>
+  readonly status: BulkRetryStatus
+  readonly total: number
+  readonly done: number
+  readonly created_by: string
+  readonly created_at: string
+  readonly finished_at: string | null
+}
+
+/** A recovery (a portal's "send again every failed delivery of this endpoint since"), as the portal shows it. */
+export interface RecoveryShown {
+  readonly id: number
+  readonly endpoint_id: number
+  readonly since: string
+  readonly status: BulkRetryStatus
+  readonly total: number
+  readonly done: number
+  readonly created_at: string
+  readonly finished_at: string | null
+}
+
+/** A recovery of the endpoint is already running: one at a time per endpoint. */
+export class RecoveryRunning extends Schema.TaggedError<RecoveryRunning>()("RecoveryRunning", {
+  id: Schema.Number,
+}) {}
 
 /** A bulk retry request that cannot run: each field with its message (a 422). */
 export class BulkRetryInvalid extends Schema.TaggedError<BulkRetryInvalid>()("BulkRetryInvalid", {
@@ -37,6 +64,17 @@ const LISTED = 50
 
 const ID = /^[1-9]\d{0,14}$/
 
+const toRecovery = (row: BulkRetryRow): RecoveryShown => ({
+  id: Number(row.id),
+  endpoint_id: Number(row.recovery_endpoint_id),
+  since: row.recovery_since!.toISOString(),
+  status: row.status,
+  total: row.total,
+  done: row.done,
+  created_at: row.created_at.toISOString(),
+  finished_at: row.finished_at === null ? null : row.finished_at.toISOString(),
+})
+
 const toBulkRetry = (row: BulkRetryRow): BulkRetry => ({
   id: Number(row.id),
   filter: row.filter,
@@ -51,11 +89,11 @@ const toBulkRetry = (row: BulkRetryRow): BulkRetry => ({
 /** What a step of a job did: there is more to do, or the job no longer runs here. */
 type Step = "continue" | "stop"
 
-export class BulkRetries extends Context.Service<BulkRetries>()("partner-service/operator/BulkRetries", {
+export class BulkRetries extends Context.Service<BulkRetries>()("partner-service/webhooks/BulkRetries", {
   make: Effect.gen(function* () {
     const db = yield* Db
     const repo = yield* BulkRetriesRepo
-    const deliveries = yield* Deliveries
+    const deliveries = yield* DeliverySets
     const endpoints = yield* Endpoints
 
     const byId = (id: string | number) =>
@@ -107,6 +145,7 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
       rateInput: unknown,
       createdBy: string,
       preview = false,
+      recovery?: { readonly endpointId: number; readonly since: Date },
     ) {
       const fields: Record<string, string> = {}
       if (!isJsonObject(filterInput)) fields.filter = "must be an object of filters"
@@ -137,6 +176,7 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
         owner,
         LEASE_SECONDS,
         preview ? "previewed" : "running",
+        recovery,
       )
       const id = Number(job.id)
       while (!(yield* snapshotBatch(id, owner))) {
@@ -187,6 +227,10 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
               fields: { status: `is ${job.status}: only a preview starts` },
             })
           }
+          if (job.recovery_endpoint_id !== null) {
+            const running = yield* repo.runningRecovery(Number(job.recovery_endpoint_id))
+            if (running !== undefined) return yield* new RecoveryRunning({ id: running })
+          }
           yield* repo.start(jobId, rate, createdBy)
           if (job.snapshot_complete && job.total === 0) yield* repo.advance(jobId, 0, true, LEASE_SECONDS)
         }),
@@ -228,11 +272,37 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
     /** Leaves the leases `owner` holds (of one job, or all). */
     const release = (owner: string, id?: number) => repo.release(owner, id)
 
-    return { create, start, list, get, cancel, step, claim, release }
+    /**
+     * A recovery's preview: a snapshot of `endpointId`'s failed deliveries created at or after `since`, at the
+     * default rate, held until it is started like any preview (whose `total` is then exactly what it sends).
+     */
+    const previewRecovery = Effect.fn("BulkRetries.previewRecovery")(function* (
+      endpointId: number,
+      since: Date,
+      createdBy: string,
+    ) {
+      const job = yield* create(
+        { endpoint: String(endpointId), status: "failed", since: since.toISOString() },
+        DEFAULT_RATE,
+        createdBy,
+        true,
+        { endpointId, since },
+      )
+      return toRecovery((yield* repo.get(job.id))!)
+    })
+
+    /** A recovery with the endpoint it is of (a console bulk retry is no recovery: not found). */
+    const recovery = Effect.fn("BulkRetries.recovery")(function* (id: string | number) {
+      const row = yield* byId(id)
+      if (row.recovery_endpoint_id === null) return yield* new BulkRetryNotFound()
+      return toRecovery(row)
+    })
+
+    return { create, start, list, get, cancel, step, claim, release, previewRecovery, recovery }
   }),
 }) {
   static readonly layer = Layer.effect(BulkRetries, BulkRetries.make).pipe(
-    Layer.provide(BulkRetriesRepo.layer),
+    Layer.provide(Layer.mergeAll(BulkRetriesRepo.layer, DeliverySets.layer)),
   )
 
   /**

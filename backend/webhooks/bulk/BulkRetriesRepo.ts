@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { Db } from "../platform/Db.ts"
+import { Db } from "../../platform/Db.ts"
 
 /** The SQL of bulk retries: jobs, their snapshot of delivery ids, and the lease a worker holds a job under. */
 
@@ -18,6 +18,9 @@ export interface BulkRetryRow {
   readonly created_at: Date
   readonly finished_at: Date | null
   readonly lease_owner: string | null
+  /** A recovery's endpoint and time (a portal's "send again since"); null for the console's bulk retries. */
+  readonly recovery_endpoint_id: string | null
+  readonly recovery_since: Date | null
 }
 
 const COLUMNS = [
@@ -33,10 +36,12 @@ const COLUMNS = [
   "created_at",
   "finished_at",
   "lease_owner",
+  "recovery_endpoint_id",
+  "recovery_since",
 ] as const satisfies ReadonlyArray<keyof BulkRetryRow>
 
 export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
-  "partner-service/operator/BulkRetriesRepo",
+  "partner-service/webhooks/BulkRetriesRepo",
   {
     make: Effect.gen(function* () {
       const db = yield* Db
@@ -50,13 +55,16 @@ export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
         owner: string,
         leaseSeconds: number,
         status: "running" | "previewed" = "running",
+        recovery?: { readonly endpointId: number; readonly since: Date },
       ) =>
         db
           .query(
             (sql) => sql<Array<BulkRetryRow>>`
-              insert into bulk_retries (filter, rate_per_second, created_by, lease_owner, lease_until, status)
+              insert into bulk_retries (filter, rate_per_second, created_by, lease_owner, lease_until, status,
+                                        recovery_endpoint_id, recovery_since)
               values (${sql.json(filter as never)}, ${rate}, ${createdBy}, ${owner},
-                      now() + ${leaseSeconds} * interval '1 second', ${status})
+                      now() + ${leaseSeconds} * interval '1 second', ${status},
+                      ${recovery?.endpointId ?? null}, ${recovery?.since ?? null})
               returning ${sql(COLUMNS)}`,
           )
           .pipe(Effect.map((rows) => rows[0]!))
@@ -83,6 +91,25 @@ export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
             where status <> 'previewed' ${before === undefined ? sql`` : sql`and id < ${before}`}
             order by id desc limit ${limit}`,
         )
+
+      /**
+       * The running recovery of `endpointId`, if any, read after waiting for any other start of one of its
+       * recoveries (a lock held to the end of the caller's transaction): one runs at a time per endpoint.
+       */
+      const runningRecovery = (endpointId: number) =>
+        Effect.gen(function* () {
+          yield* db.query(
+            (sql) =>
+              sql`select pg_advisory_xact_lock(hashtext('bulk_retries.recovery'), hashtext(${String(endpointId)}))`,
+          )
+          const rows = yield* db.query(
+            (sql) => sql<Array<{ id: string }>>`
+              select id from bulk_retries
+              where recovery_endpoint_id = ${endpointId} and status = 'running'
+              limit 1`,
+          )
+          return rows[0] === undefined ? undefined : Number(rows[0].id)
+        })
 
       /** Snapshot items at positions `first`, `first + 1`, ... */
       const addItems = (id: number, first: number, deliveryIds: ReadonlyArray<number>) =>
@@ -182,6 +209,7 @@ export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
         cancel,
         claim,
         release,
+        runningRecovery,
       }
     }),
   },
