@@ -136,11 +136,4 @@ const readRoutes = [
  */
 export const portalRoutes: ReadonlyArray<
   Route<PortalSessions | PortalConfig | PortalReads | PortalChanges | PortalRecoveries | PortalLive>
-> = [
-  startRoute,
-  sessionRoute,
-  ...readRoutes,
-  ...changeRoutes,
-  ...recoverRoutes,
-  ...liveRoutes,
-]
+> = [startRoute, sessionRoute, ...readRoutes, ...changeRoutes, ...recoverRoutes, ...liveRoutes]
