@@ -51,6 +51,7 @@ import { PortalConfig } from "./portal/Config.ts"
 import { portalRoutes } from "./portal/Http.ts"
 import { portalSessionRoutes } from "./portal/PartnerHttp.ts"
 import { PortalChanges } from "./portal/PortalChanges.ts"
+import { portalSiteRoutes } from "./portal/Site.ts"
 import { PortalReads } from "./portal/PortalReads.ts"
 import { PortalSessions } from "./portal/PortalSessions.ts"
 import { PortalRecoveries } from "./portal/Recoveries.ts"
@@ -77,7 +78,10 @@ import { replayRoutes } from "./webhooks/replays/Http.ts"
 import { replayRunnerLayer } from "./webhooks/replays/ReplayRunner.ts"
 import { Replays } from "./webhooks/replays/Replays.ts"
 
-/** The operator console's build (`console/build.mjs`), served by the console role; backend/ runs from source. */
+/**
+ * The operator console's build (`console/build.mjs`), served by the console role, with the partner portal's page
+ * beside it, served by the portal role; backend/ runs from source.
+ */
 const CONSOLE_DIST = fileURLToPath(new URL("../dist/console", import.meta.url))
 
 /** What route handlers and actors may use, besides the platform. */
@@ -155,7 +159,8 @@ export const routesFor = (role: HttpRole, serviceEnv: ServiceEnv): ReadonlyArray
     case "enrollment":
       return enrollmentRoutes
     case "portal":
-      return portalRoutes
+      // The API's routes go before the site, whose catch-all answers every other GET under /portal/ with the app.
+      return [...portalRoutes, ...portalSiteRoutes(CONSOLE_DIST)]
     case "console":
       // The operator API's routes go before the site, whose catch-all answers every other GET with the app.
       return [...policyRoutes, ...operatorApiRoutes, ...consoleSiteRoutes(CONSOLE_DIST)]

@@ -1,4 +1,4 @@
-// Builds the operator console into dist/console with Vite.
+// Builds the operator console into dist/console with Vite, and beside it the partner portal's page (portal.html).
 //
 //   node console/build.mjs             build now
 //   node console/build.mjs --if-stale  build only when dist/console is missing or older than its sources

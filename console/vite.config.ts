@@ -5,6 +5,10 @@ import { defineConfig } from "vite"
 /** The console is served by the `console` role; `npm run build` and `console/build.mjs` write it here. */
 export const OUT_DIR = fileURLToPath(new URL("../dist/console", import.meta.url))
 
+/** The partner portal's page, built beside the console's: its gateway serves it and its assets under /portal/. */
+export const PORTAL_PAGE = "portal.html"
+export const PORTAL_BASE = "/portal/"
+
 export default defineConfig({
   root: fileURLToPath(new URL(".", import.meta.url)),
   plugins: [vue()],
@@ -14,8 +18,23 @@ export default defineConfig({
     emptyOutDir: true,
     modulePreload: { polyfill: false },
     sourcemap: false,
-    // The bundler's note that plugins were slow says only that the machine was busy (npm test builds beside tests).
-    rolldownOptions: { checks: { bundlerTimings: false } },
+    // The portal's gateway serves only the files its page reaches, which the manifest lists.
+    manifest: true,
+    rolldownOptions: {
+      input: {
+        index: fileURLToPath(new URL("index.html", import.meta.url)),
+        portal: fileURLToPath(new URL(PORTAL_PAGE, import.meta.url)),
+      },
+      // The bundler's note that plugins were slow says only that the machine was busy (npm test builds beside tests).
+      checks: { bundlerTimings: false },
+    },
   },
-  server: { proxy: { "/api": "http://127.0.0.1:8083" } },
+  experimental: {
+    // Scripts and styles load their chunks relative to themselves; each page names its own under its own base.
+    renderBuiltUrl: (file, { hostType, hostId }) => {
+      if (hostType !== "html") return { relative: true }
+      return hostId.endsWith(PORTAL_PAGE) ? `${PORTAL_BASE}${file}` : `/${file}`
+    },
+  },
+  server: { proxy: { "/api": "http://127.0.0.1:8083", "/portal/api": "http://127.0.0.1:8084" } },
 })

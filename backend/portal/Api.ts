@@ -257,3 +257,24 @@ export type RecoveryAnswer = typeof RecoveryAnswer.Type
  * (Recovery), and `session_ended` last when the session ends or expires.
  */
 export const PortalLiveEventNames = ["ready", "delivery", "endpoint", "recovery", "session_ended"] as const
+
+/**
+ * `delivery` on `GET /portal/api/live`: one of the holder's deliveries changed status, in the console's shape
+ * (operator/LiveEvents.ts's LiveDelivery), declared here so the portal's app imports nothing of the operator's.
+ */
+export const PortalLiveDelivery = Schema.Struct({
+  delivery_id: Schema.Number,
+  endpoint_id: Schema.Number,
+  event: Schema.String,
+  status: Schema.String,
+  attempt_number: Schema.Number,
+  status_code: Schema.optional(Schema.Number),
+  failure_reason: Schema.optional(Schema.String),
+  next_retry_at: Schema.optional(Schema.String),
+  at: Schema.String,
+})
+export type PortalLiveDelivery = typeof PortalLiveDelivery.Type
+
+/** `endpoint` on `GET /portal/api/live`: one of the holder's endpoints was created or changed. */
+export const PortalLiveEndpoint = Schema.Struct({ id: Schema.Union([Schema.Number, Schema.String]) })
+export type PortalLiveEndpoint = typeof PortalLiveEndpoint.Type

@@ -1,6 +1,6 @@
 import { Clock, Effect, Exit } from "effect"
 import type { AddressThrottled } from "../platform/AddressThrottle.ts"
-import { json, type Route } from "../platform/Http.ts"
+import type { Route } from "../platform/Http.ts"
 import { fromSearchParams } from "../webhooks/endpoints/DeliveryFilters.ts"
 import {
   DeliveryDetailAnswer,
@@ -14,12 +14,7 @@ import { changeRoutes } from "./ChangeRoutes.ts"
 import { PortalConfig } from "./Config.ts"
 import type { PortalDeliveryNotFound, PortalFilterInvalid, PortalSession } from "./Domain.ts"
 import { portalCookie, portalToken } from "./Cookie.ts"
-import {
-  linkCannotOpenNowPage,
-  linkNoLongerValidPage,
-  noSessionPage,
-  portalPlaceholderPage,
-} from "./Pages.ts"
+import { linkCannotOpenNowPage, linkNoLongerValidPage } from "./Pages.ts"
 import type { PortalChanges } from "./PortalChanges.ts"
 import { PortalReads } from "./PortalReads.ts"
 import { PortalSessions } from "./PortalSessions.ts"
@@ -32,7 +27,6 @@ import {
   encoded,
   headersFor,
   invalidFields,
-  JSON_TYPE,
   notFound,
   portalRoute,
   sessionHeaders,
@@ -169,36 +163,9 @@ const readRoutes = [
   }),
 ]
 
-const currentSession = (headers: Headers) =>
-  PortalSessions.use((sessions) => sessions.current(portalToken(headers)))
-
-const homeRoute: Route<PortalSessions | PortalConfig> = {
-  method: "GET",
-  path: "/portal/",
-  access: "public",
-  handle: (request) =>
-    Effect.gen(function* () {
-      const session: PortalSession | undefined = yield* currentSession(request.headers)
-      return session === undefined
-        ? yield* html(401, noSessionPage())
-        : yield* html(200, portalPlaceholderPage(session), session)
-    }),
-}
-
-/** Other portal paths: a 404 with the portal's headers, so nothing under /portal is framed or cached. */
-const unknownRoute: Route<PortalSessions | PortalConfig> = {
-  method: "GET",
-  path: "/portal/**",
-  access: "public",
-  handle: () =>
-    Effect.map(headersFor(null, JSON_TYPE), (headers) =>
-      json(404, { status_code: 404, error: "Not found." }, headers),
-    ),
-}
-
 /**
  * The portal gateway's routes: the one-time link's exchange, the session, its holder's reads, changes, recoveries
- * and live view, and the page.
+ * and live view; the app's page and assets follow them (`Site.ts`).
  */
 export const portalRoutes: ReadonlyArray<
   Route<
@@ -210,13 +177,4 @@ export const portalRoutes: ReadonlyArray<
     | PortalLive
     | StartThrottle
   >
-> = [
-  startRoute,
-  sessionRoute,
-  ...readRoutes,
-  ...changeRoutes,
-  ...recoverRoutes,
-  ...liveRoutes,
-  homeRoute,
-  unknownRoute,
-]
+> = [startRoute, sessionRoute, ...readRoutes, ...changeRoutes, ...recoverRoutes, ...liveRoutes]

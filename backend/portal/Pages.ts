@@ -1,5 +1,3 @@
-import type { PortalSession } from "./Domain.ts"
-
 const escapeHtml = (text: string) =>
   text.replace(
     /[&<>"']/g,
@@ -36,15 +34,12 @@ export const linkCannotOpenNowPage = () =>
 <p>Wait a few minutes, then open the webhooks portal again from your partner's app.</p>`,
   )
 
-const holderName = (session: PortalSession) =>
-  "owner" in session.holder ? session.holder.owner.name : session.holder.provider.name
-
-/** The portal's page until its app replaces it: whose webhooks it is for. */
-export const portalPlaceholderPage = (session: PortalSession) =>
+/** The portal's page while its app is not built (`npm start` builds it when missing). */
+export const notBuiltPage = () =>
   page(
     "Webhooks portal",
     `<h1>Webhooks portal</h1>
-<p>Webhooks of ${escapeHtml(holderName(session))}${session.readOnly ? " (read only)" : ""}.</p>`,
+<p>The portal's app is not built: run <code>npm run build</code>. Try again in a moment.</p>`,
   )
 
 /** The portal's page without a session: how to open it. */

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { authService, authEnv, createOwner, gatewayPort, httpRequest } from "../support/Auth.ts"
@@ -227,7 +228,11 @@ describe("portal sessions", () => {
         const home = yield* portal("/portal/", cookie)
         assert.strictEqual(home.status, 200)
         assert.include(home.text, "<title>Webhooks portal</title>")
-        assert.include(home.text, "Owner portal-start")
+        assert.include(
+          home.text,
+          'src="/portal/assets/',
+          "the portal's app, its script under the portal's path",
+        )
         assert.include(home.headers.get("content-security-policy")!, `frame-ancestors ${PARENT}`)
 
         const again = yield* portal(link.start)
@@ -308,6 +313,49 @@ describe("portal sessions", () => {
         )
         assert.strictEqual((yield* portal("/portal/api/session")).status, 401)
         assert.strictEqual((yield* portal("/portal/api/session", "portal_session=forged")).status, 401)
+      }),
+    )
+
+    it.effect("serves the app on its deep paths and only the assets its page reaches", () =>
+      Effect.gen(function* () {
+        const partner = yield* framedOwner("portal-site")
+        const link = yield* createLink(partner, ownerSessions("portal-site"), { parent_origin: PARENT })
+        const { cookie } = yield* exchange(link.start)
+        const home = yield* portal("/portal/", cookie)
+        assert.strictEqual(home.status, 200, home.text)
+        for (const path of ["/portal/endpoints/12", "/portal/deliveries/5", "/portal/events"]) {
+          const deep = yield* portal(path, cookie)
+          assert.strictEqual(deep.status, 200, path)
+          assert.strictEqual(deep.text, home.text, path)
+          assert.include(deep.headers.get("content-security-policy")!, `frame-ancestors ${PARENT}`)
+        }
+        assert.strictEqual(
+          (yield* portal("/portal/endpoints/12")).status,
+          401,
+          "no session: the neutral page",
+        )
+
+        const script = /src="(\/portal\/assets\/[^"]+\.js)"/.exec(home.text)![1]!
+        const asset = yield* portal(script)
+        assert.strictEqual(asset.status, 200)
+        assert.strictEqual(asset.headers.get("content-type"), "text/javascript; charset=utf-8")
+        assert.include(asset.headers.get("cache-control")!, "immutable")
+        assert.strictEqual(asset.headers.get("x-content-type-options"), "nosniff")
+
+        const manifest = JSON.parse(
+          readFileSync(new URL("../../dist/console/.vite/manifest.json", import.meta.url), "utf8"),
+        ) as Record<string, { file: string }>
+        const consoleEntry = manifest["index.html"]!.file
+        assert.strictEqual(
+          (yield* portal(`/portal/${consoleEntry}`, cookie)).status,
+          404,
+          "not the console's",
+        )
+        assert.strictEqual((yield* portal("/portal/assets/missing.js", cookie)).status, 404)
+        assert.strictEqual((yield* portal("/portal/.vite/manifest.json", cookie)).text, home.text)
+        const unknownApi = yield* portal("/portal/api/nothing", cookie)
+        assert.strictEqual(unknownApi.status, 404)
+        assert.strictEqual(unknownApi.headers.get("content-type"), "application/json")
       }),
     )
 

@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { onBeforeUnmount, readonly, ref } from "vue"
 import { LiveBulkRetry, LiveDelivery, LiveEndpoint, SessionBody } from "../schemas"
 import { api } from "./api"
+import type { LiveState } from "./liveState"
 
 /**
  * The live view (`GET /api/live`): one EventSource for the whole console, shared by whatever the open page
@@ -17,8 +18,7 @@ export interface LiveFollower {
   readonly catchUp?: () => Promise<unknown>
 }
 
-/** `connecting` at first, `disconnected` while away, `catching-up` once back, `live` when caught up. */
-export type LiveState = "connecting" | "disconnected" | "catching-up" | "live"
+export type { LiveState }
 
 const state = ref<LiveState>("connecting")
 const followers = new Set<LiveFollower>()
