@@ -31,7 +31,7 @@ const framingPage = (src: string, width: number) => `<!doctype html>
 <body>
 <h1>Partner page</h1>
 <iframe id="enrollment" title="Enrollment" src="${src.replaceAll("&", "&amp;").replaceAll('"', "&quot;")}"
-  width="${width}" height="1600"></iframe>
+  width="${width}" height="1600" allow="clipboard-write"></iframe>
 <script>
   window.received = []
   window.addEventListener("message", (event) => window.received.push({ origin: event.origin, data: event.data }))
