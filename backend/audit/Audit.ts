@@ -1,5 +1,6 @@
 import { Context, Effect } from "effect"
 import type { DbShape } from "../platform/Db.ts"
+import type { AuditChannelName } from "./Channels.ts"
 
 /*
  * The audit log: every operator action, whichever context carries it out (roster, webhooks, policies, operator,
@@ -8,15 +9,8 @@ import type { DbShape } from "../platform/Db.ts"
  */
 
 /**
- * Where an action came from: the console, the CLI, a script calling the operator API, or a partner's developer in
- * the partner portal (whose actor is the portal session).
- */
-export const AuditChannels = ["console", "cli", "api", "portal"] as const
-export type AuditChannelName = (typeof AuditChannels)[number]
-
-/**
- * The channel audit entries written in this fiber carry. The console's routes set `console`; the CLI, the only
- * other writer of operator actions, runs with the default.
+ * The channel audit entries written in this fiber carry. The console's routes set `console`, the portal's
+ * `portal`; the CLI runs with the default.
  */
 export const AuditChannel = Context.Reference<AuditChannelName>("partner-service/audit/AuditChannel", {
   defaultValue: () => "cli",

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { AuditChannels } from "../audit/Channels.ts"
 import { IN_FORCE, PolicyProducts, PolicyStatuses } from "../policies/Statuses.ts"
 import { EndpointStatuses, ReplayStatuses, ShownDeliveryStatuses } from "../webhooks/Statuses.ts"
 
@@ -322,7 +323,7 @@ export const AuditEntry = Schema.Struct({
   id: Schema.Number,
   at: Timestamp,
   actor: Schema.String,
-  channel: Schema.Literals(["console", "cli", "api"]),
+  channel: Schema.Literals(AuditChannels),
   action: Schema.String,
   target: Schema.NullOr(Schema.String),
   before: Schema.Unknown,

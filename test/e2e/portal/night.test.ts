@@ -2,7 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Frame } from "playwright-core"
 import { assertAccessible } from "../../support/Accessibility.ts"
-import { clipboardText, promise } from "../../support/Console.ts"
+import { clipboardText, consoleOrigin, operatorAccount, promise, signIn } from "../../support/Console.ts"
 import { PORTAL_HOST_NAME } from "../../support/ParentSites.ts"
 import {
   DESKTOP,
@@ -206,6 +206,26 @@ describe("a partner's night in the portal", () => {
         )
         assert.isAbove(resizes, 0, "the frame was told the portal's height")
         assert.deepStrictEqual(problems(), [])
+
+        // The operators see every change of the night in the console's audit log, with channel `portal`.
+        const account = yield* operatorAccount(e2e.env, "viewer")
+        const console_ = yield* newPage(DESKTOP)
+        yield* signIn(console_.page, yield* consoleOrigin, account)
+        yield* promise(() => console_.page.goto(`${new URL(console_.page.url()).origin}/audit`))
+        yield* promise(() => console_.page.getByTestId("audit-entry").first().waitFor())
+        const entries = yield* promise(() => console_.page.getByTestId("audit-entry").allInnerTexts())
+        const ofPortal = entries.filter((entry) => /\bportal:\d+\b/.test(entry) && /\bportal\b/.test(entry))
+        for (const action of [
+          "endpoints.create",
+          "endpoints.send_test",
+          "deliveries.retry",
+          "webhook_secrets.rotate",
+        ]) {
+          assert.isTrue(
+            ofPortal.some((entry) => entry.includes(action)),
+            `${action} by the portal session in the audit page:\n${entries.join("\n")}`,
+          )
+        }
       }),
     )
   })
