@@ -12,6 +12,7 @@ import {
   enrollmentE2e,
   heading,
   OPTION,
+  PAY_HEADING,
   pay,
   promise,
   renter,
@@ -49,7 +50,7 @@ describe("the renter's enrollment in headless Chromium", () => {
               await page.setViewportSize({ width, height: width === 360 ? 740 : 900 })
               await page.goto(hostedEnrollmentUrl)
               await heading(page, "Check your details")
-              await page.getByText("Step 1 of 4").waitFor()
+              await page.getByText("Step 1 of 5").waitFor()
               await seen("details")
               await page.getByLabel("Phone number").fill("")
               await page.getByRole("button", { name: "Confirm and continue" }).click()
@@ -76,7 +77,7 @@ describe("the renter's enrollment in headless Chromium", () => {
               await seen("check")
               await page.getByRole("link", { name: "Continue to payment" }).click()
 
-              await heading(page, "Your quote")
+              await heading(page, PAY_HEADING)
               await seen("quote")
               await page.getByRole("button", { name: /^Pay / }).click()
               await alert()
