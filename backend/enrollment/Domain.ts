@@ -176,6 +176,14 @@ export interface JourneyView {
    * such as a change the partner made since): the rules it failed, for the page to explain. The other offers stay.
    */
   readonly refused?: { readonly product: ProductType; readonly rules: ReadonlyArray<string> }
+  /**
+   * On `choose`: each product the partner asked for that is not offered to the renter, with the rules it fails
+   * (for the page to say why in plain words; empty when no rule explains it).
+   */
+  readonly notOffered?: ReadonlyArray<{
+    readonly product: ProductType
+    readonly rules: ReadonlyArray<string>
+  }>
   /** On `quote` (and kept on `completed`). */
   readonly quote?: Quote
   /** On `completed`. */

@@ -1,5 +1,11 @@
 import type { EnrollmentFacts, OfferedProduct } from "../prospects/Domain.ts"
-import { type ApplicationRow, applicationId, policyId, type PolicyRow } from "../policies/Domain.ts"
+import {
+  type ApplicationRow,
+  applicationId,
+  policyId,
+  type PolicyRow,
+  type ProductType,
+} from "../policies/Domain.ts"
 import type {
   EmploymentStatus,
   JourneyError,
@@ -25,6 +31,11 @@ export interface JourneyState {
   readonly offers: ReadonlyArray<Offer>
   /** Why nothing can be offered, each product's reasons; read only when `offers` is empty. */
   readonly ineligibility: () => ReadonlyArray<string>
+  /** The rules each product not offered fails (on the renter's answers once given); read on `choose`. */
+  readonly notOffered: () => ReadonlyArray<{
+    readonly product: ProductType
+    readonly rules: ReadonlyArray<string>
+  }>
 }
 
 /** The offers as `offered_products` publishes them, with links preselecting product and cadence. */
@@ -75,6 +86,26 @@ export const stepOf = (state: JourneyState): JourneyStep => {
   if (enrollment.inputs_supplied_at === null) return "underwriting"
   if (application?.outcome === "quoted" && application.status === "created") return "quote"
   return "choose"
+}
+
+/**
+ * The products the partner asked for that the renter is not offered, each with the rules it fails now; a product
+ * taken off the offers since (underwriting refused it) keeps the rules it was refused on.
+ */
+const notOfferedOf = (state: JourneyState, offers: ReadonlyArray<Offer>) => {
+  const failing = state.notOffered()
+  const refused =
+    state.application?.outcome === "declined"
+      ? (state.application.declined_rules ?? [])
+      : ([] as Array<string>)
+  const products = new Set(failing.map((entry) => entry.product))
+  const taken = (state.enrollment?.offers == null ? [] : state.offers)
+    .filter((offer) => !offers.some((o) => o.product === offer.product) && !products.has(offer.product))
+    .map((offer) => ({
+      product: offer.product,
+      rules: state.application?.product_type === offer.product ? refused : [],
+    }))
+  return [...failing, ...taken].filter((entry) => !offers.some((offer) => offer.product === entry.product))
 }
 
 /** What the pages show for the state; `documentsUrl` is the policy's newest archive, when there is one. */
@@ -175,6 +206,7 @@ export const journeyView = (
           },
         }),
     ...(quote === undefined ? {} : { quote }),
+    ...(step === "choose" ? { notOffered: notOfferedOf(state, offers) } : {}),
     ...(step === "choose" && application?.outcome === "declined" && application.status === "created"
       ? { refused: { product: application.product_type, rules: application.declined_rules ?? [] } }
       : {}),
