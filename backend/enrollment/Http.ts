@@ -166,6 +166,7 @@ const renderView = (
       continueUrl,
       testCards: (yield* PaymentsConfig).provider === "test" ? testCards : [],
       issuer: yield* IssuerConfig,
+      ownerName: view.owner.name,
       submitted: options.submitted,
     })
     const headers = pageHeaders(framing, { https: config.enrollmentHost.startsWith("https:") })
@@ -235,12 +236,17 @@ const show = (request: HttpRequest) =>
           const crypto = yield* Crypto
           const now = yield* Clock.currentTimeMillis
           const state = yield* openFormState(crypto, link, asked, request.query.get(FORM_STATE_PARAM), now)
-          return yield* renderView(state === undefined ? view : { ...view, error: state.error }, link, framing, {
-            status: 200,
-            page: asked,
-            returnTo: returnTo !== undefined && open.includes(returnTo) ? returnTo : undefined,
-            ...(state === undefined ? {} : { submitted: state.submitted }),
-          })
+          return yield* renderView(
+            state === undefined ? view : { ...view, error: state.error },
+            link,
+            framing,
+            {
+              status: 200,
+              page: asked,
+              returnTo: returnTo !== undefined && open.includes(returnTo) ? returnTo : undefined,
+              ...(state === undefined ? {} : { submitted: state.submitted }),
+            },
+          )
         })
       }),
       // The journey has logged why; the renter learns nothing of it.

@@ -291,7 +291,7 @@ describe("the renter's enrollment in headless Chromium", () => {
             // The page's Back link: the details, with the corrected phone.
             await page.getByRole("link", { name: "Back", exact: true }).click()
             await heading(page, "Check your details")
-            assert.strictEqual(await page.getByLabel("Phone number").inputValue(), "5551112222")
+            assert.strictEqual(await page.getByLabel("Phone number").inputValue(), "(555) 111-2222")
             await shot("back-link")
             await assertAccessible(page, `${width} px: details after Back`)
             await confirmDetails(page, shot)
@@ -304,7 +304,7 @@ describe("the renter's enrollment in headless Chromium", () => {
             await choose(page, shot, OPTION)
             await heading(page, "Check your answers before paying")
             const answers = await page.locator("main").innerText()
-            assert.include(answers, "5551112222")
+            assert.include(answers, "(555) 111-2222")
             assert.include(answers, "$95,000")
             assert.strictEqual(await page.getByRole("link", { name: /^Change/ }).count(), 6)
             await shot("check")

@@ -1,5 +1,6 @@
 // The pages work without this script; it only moves focus to errors, stops a form being sent twice, writes a
-// card's expiry as MM/YY while it is typed and, in a frame, tells the parent window the page's height and, on a
+// card's expiry as MM/YY while it is typed and, in a frame, moves focus to the page's heading and tells the parent
+// window where that heading is (so the parent scrolls the new page into view), the page's height and, on a
 // terminal page, how the enrollment ended.
 "use strict"
 
@@ -27,10 +28,38 @@ const formatExpiry = (input, event) => {
   input.value = digits.length >= 2 ? `${digits.slice(0, 2)}/${digits.slice(2)}` : digits
 }
 
+/** How long the height must hold still before it is posted: a page settling posts its final height once. */
+const RESIZE_SETTLE_MS = 100
+
+/** The page's content height: the bottom of the body's last box, never the frame's own height. */
+const contentHeight = () => {
+  let bottom = 0
+  for (const child of document.body.children) {
+    if (child.tagName === "SCRIPT") continue
+    const box = child.getBoundingClientRect()
+    if (box.height === 0 && box.width === 0) continue
+    const margin = parseFloat(window.getComputedStyle(child).marginBottom) || 0
+    bottom = Math.max(bottom, box.bottom + window.scrollY + margin)
+  }
+  return Math.ceil(bottom)
+}
+
+/** Where `element` starts in the page, in CSS px. */
+const topOf = (element) => Math.max(0, Math.floor(element.getBoundingClientRect().top + window.scrollY))
+
 document.addEventListener("DOMContentLoaded", () => {
+  const framed = window.parent !== window
   const summary = document.querySelector(".error-summary")
+  // In a frame the browser keeps the parent where it was, often scrolled past the new page's top: the page's
+  // first thing to read (the errors, else the heading) takes focus without scrolling, and the parent is told
+  // where it is.
+  const start = summary || (framed ? document.querySelector("main h1") : null)
+  if (start && framed) {
+    if (!start.hasAttribute("tabindex")) start.setAttribute("tabindex", "-1")
+    start.focus({ preventScroll: true })
+  }
   if (summary) {
-    summary.focus()
+    if (!framed) summary.focus()
     // A link of the summary moves focus to its field (a fragment alone only scrolls to it).
     summary.addEventListener("click", (event) => {
       const link = event.target.closest("a[href^='#']")
@@ -56,17 +85,25 @@ document.addEventListener("DOMContentLoaded", () => {
     expiry.addEventListener("input", (event) => formatExpiry(expiry, event))
   }
 
-  if (window.parent === window) return
-  // The parent sizes its frame to the page: every change of height is posted (docs/enrollment.md).
+  if (!framed) return
+  // The parent sizes its frame to the page: the content's height once it holds still (docs/enrollment.md).
   let height = 0
-  const resized = () => {
-    const now = Math.ceil(document.documentElement.getBoundingClientRect().height)
-    if (now === height) return
+  let timer
+  const post = () => {
+    timer = undefined
+    const now = contentHeight()
+    if (now === height || now === 0) return
     height = now
     tellParent({ type: "enrollment.resize", height })
   }
-  resized()
-  if (window.ResizeObserver) new window.ResizeObserver(resized).observe(document.documentElement)
+  const resized = () => {
+    if (timer !== undefined) window.clearTimeout(timer)
+    timer = window.setTimeout(post, RESIZE_SETTLE_MS)
+  }
+  post()
+  // The top of the main content: the Back link and the step's number above the heading stay in view with it.
+  if (start) tellParent({ type: "enrollment.scroll", top: topOf(document.querySelector("main") || start) })
+  if (window.ResizeObserver) new window.ResizeObserver(resized).observe(document.body)
   else window.addEventListener("resize", resized)
 
   const outcome = document.querySelector("[data-outcome]")

@@ -25,6 +25,8 @@ export interface PageContext {
   readonly submitted: URLSearchParams | undefined
   /** The insurer and the contact the pages name. */
   readonly issuer: IssuerConfigShape
+  /** The owner's display name, shown in the header. */
+  readonly ownerName?: string | undefined
 }
 
 /**
@@ -51,6 +53,7 @@ export const journeyPageOf = (
     ...content,
     issuer: context.issuer,
     parentOrigins: context.parentOrigins,
+    ownerName: context.ownerName,
     ...(number === undefined ? {} : { progress: { step: number, of: STEP_COUNT } }),
   })
 }

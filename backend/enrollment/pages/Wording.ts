@@ -73,3 +73,9 @@ export const quoteRows = (
   { key: "Dates", value: `${longDate(quote.coverageStartDate)} to ${longDate(quote.coverageEndDate)}` },
   { key: "Price", value: priceOf(quote.premiumCents, quote.cadence, quote.payments) },
 ]
+
+/** A US phone of 10 digits as people write it, `(555) 201-3344`; anything else as it is. */
+export const formatPhone = (phone: string) => {
+  const digits = phone.replace(/\D/g, "")
+  return digits.length === 10 ? `(${digits.slice(0, 3)}) ${digits.slice(3, 6)}-${digits.slice(6)}` : phone
+}
