@@ -128,6 +128,8 @@ export interface IssuedPolicy {
   readonly coverageStartDate: string
   readonly coverageEndDate: string
   readonly paidCents: number
+  /** `YYYY-MM-DD`: the day the renter paid and the policy was issued (the owner's date). */
+  readonly paidOn: string
   readonly cardLast4: string
   /** The next monthly premium's due date (`YYYY-MM-DD`); absent when nothing more is due. */
   readonly nextChargeOn?: string

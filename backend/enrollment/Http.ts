@@ -169,7 +169,10 @@ const renderView = (
       ownerName: view.owner.name,
       submitted: options.submitted,
     })
-    const headers = pageHeaders(framing, { https: config.enrollmentHost.startsWith("https:") })
+    const headers = pageHeaders(framing, {
+      https: config.enrollmentHost.startsWith("https:"),
+      connects: options.page === "completed",
+    })
     return htmlResponse(options.status, body, headers)
   })
 

@@ -223,6 +223,7 @@ export const journeyView = (
             coverageStartDate: policy.coverage_start_date,
             coverageEndDate: policy.coverage_end_date,
             paidCents: Number(policy.premium_cents),
+            paidOn: policy.issued_on,
             cardLast4: policy.card_last4,
             ...(policy.next_charge_on === null ? {} : { nextChargeOn: policy.next_charge_on }),
             ...(documentsUrl === undefined ? {} : { documentsUrl }),

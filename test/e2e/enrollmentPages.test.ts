@@ -7,6 +7,7 @@ import {
   answerUnderwriting,
   checkAnswers,
   choose,
+  COMPLETED_HEADING,
   confirmDetails,
   E2e,
   enrollmentE2e,
@@ -100,12 +101,8 @@ describe("the renter's enrollment in headless Chromium", () => {
               await page.getByLabel("Security code").fill("123")
               await page.getByRole("button", { name: /^Pay / }).click()
               await heading(page, "Your deposit is protected")
-              // The documents follow the payment: the page shows each PDF once they are stored.
-              const declaration = page.getByRole("link", { name: "Policy declaration (PDF)" })
-              for (let tries = 0; (await declaration.count()) === 0 && tries < 60; tries++) {
-                await page.waitForTimeout(500)
-                await page.reload()
-              }
+              // The documents follow the payment: the page shows each PDF once they are stored, by itself.
+              await page.getByRole("link", { name: "Policy declaration (PDF)" }).waitFor({ timeout: 60_000 })
               await seen("completed")
               if (width === 360) await page.getByText("Next payment").waitFor()
               for (const name of ["Policy declaration (PDF)", "Certificate of coverage (PDF)"]) {
@@ -206,7 +203,7 @@ describe("the renter's enrollment in headless Chromium", () => {
               await choose(page, shot, option)
               await checkAnswers(page, shot)
               await pay(page, shot, TEST_CARDS.ok)
-              await heading(page, "Your deposit is protected")
+              await heading(page, COMPLETED_HEADING)
               await shot("completed")
               await page.close()
             })
@@ -258,7 +255,7 @@ describe("the renter's enrollment in headless Chromium", () => {
               await page.getByRole("button", { name: "Continue" }).click()
               await checkAnswers(page, shot)
               await pay(page, shot, TEST_CARDS.ok)
-              await heading(page, "Your deposit is protected")
+              await heading(page, COMPLETED_HEADING)
               await shot("completed")
               await page.close()
             })
@@ -324,7 +321,7 @@ describe("the renter's enrollment in headless Chromium", () => {
             assert.include(await page.locator("main").innerText(), "$10,000")
             await checkAnswers(page, shot)
             await pay(page, shot, TEST_CARDS.ok)
-            await heading(page, "Your deposit is protected")
+            await heading(page, COMPLETED_HEADING)
             await page.close()
           })
         }),

@@ -5,8 +5,10 @@ import { Effect } from "effect"
 import type { Frame, Page } from "playwright-core"
 import { TEST_CARDS } from "../../backend/policies/Payments.ts"
 import { assertAccessible } from "../support/Accessibility.ts"
+import { getPage, pathOf } from "../support/Enrollment.ts"
 import {
   answerUnderwriting,
+  COMPLETED_HEADING,
   E2e,
   enrollmentE2e,
   heading,
@@ -27,10 +29,13 @@ import {
  * 2. a form's errors come by redirect-after-POST, so Back and reload never send it again;
  * 3. the choice says why each product is not offered;
  * 5. the pay page's wording, optional mark, heading and step counts;
+ * 4. the receipt says what was bought (insurance, or a cash deposit and who holds it) and when it was paid;
+ * 6. the documents appear on the receipt by themselves, tagged PDFs naming the insurer's address and licence and
+ *    the premium, and the terms say how to cancel and what is refunded;
  * 7. the phone formatted, emails that wrap at the phone's width, the owner's name in the header.
  */
 
-const { layer: e2e } = await enrollmentE2e()
+const { origin: ENROLLMENT_ORIGIN, layer: e2e } = await enrollmentE2e()
 
 /** A long address, to see it wrap at a phone's width. */
 const LONG_EMAIL = (id: string) => `${id}.with.a.rather.long.name@renters-of-example-property-management.com`
@@ -296,6 +301,98 @@ describe("the renter's pages, as issue 48 found them", () => {
               await seen("pay-errors-after-back")
               await page.close()
             })
+          }),
+      )
+
+      it.effect(
+        `at ${width} px, the receipt says what was bought and when it was paid, and its tagged documents appear by themselves`,
+        () =>
+          Effect.gen(function* () {
+            const { browser } = yield* E2e
+            const page = yield* promise(() => browser.newPage())
+            const shot = screenshots(page, `face-receipt-${width}`)
+            const pdfs: Array<string> = []
+            for (const [name, option, heading_, bought, documents] of [
+              [
+                "insurance",
+                "Deposit insurance, paid once",
+                "Your deposit is protected",
+                /Deposit insurance: insurance issued by Example Insurance Company/,
+                ["Policy declaration (PDF)", "Certificate of coverage (PDF)"],
+              ],
+              [
+                "cash-deposit",
+                "Pay a refundable cash deposit",
+                "Your cash deposit is paid",
+                /A refundable cash deposit of \$2,500, held by Example Deposit Services, LLC until your lease ends/,
+                ["Cash deposit receipt (PDF)", "Certificate of deposit held (PDF)"],
+              ],
+            ] as const) {
+              const { enrollmentUrl } = yield* renter(`p-face-receipt-${name}-${width}`)
+              yield* promise(async () => {
+                await page.setViewportSize({ width, height: 800 })
+                await page.goto(enrollmentUrl)
+                await heading(page, "Check your details")
+                await page.getByRole("button", { name: "Confirm and continue" }).click()
+                await answerUnderwriting(page, async () => {}, "95000")
+                await heading(page, "How do you want to protect your deposit?")
+                await page.getByRole("radio", { name: option }).check()
+                await page.getByRole("button", { name: "Continue" }).click()
+                await heading(page, "Check your answers before paying")
+                await page.getByRole("link", { name: "Continue to payment" }).click()
+                await heading(page, PAY_HEADING)
+                const quote = await page.locator("main").innerText()
+                assert.notInclude(quote, "Deposit protection,", `${name}: no placeholder holder`)
+                await page.getByLabel("Card number").fill(TEST_CARDS.ok)
+                await page.getByLabel("Expiry date").fill("12/30")
+                await page.getByLabel("Security code").fill("123")
+                await page.getByRole("button", { name: /^Pay / }).click()
+                await heading(page, COMPLETED_HEADING)
+                await heading(page, heading_)
+                const receipt = (await page.locator("main").innerText()).replace(/\s+/g, " ")
+                assert.match(receipt, bought, name)
+                assert.match(
+                  receipt,
+                  /Paid \$[\d,]+ on [A-Z][a-z]+ \d{1,2}, \d{4} with the card ending 4242/,
+                  name,
+                )
+                if (name === "cash-deposit") {
+                  assert.include(receipt, "Your deposit reference DEP-")
+                  assert.notInclude(receipt, "policy number")
+                  assert.notInclude(receipt, "Price")
+                } else assert.include(receipt, "Your policy number SDI-")
+                // The documents appear without a reload: the first load is the only navigation.
+                let navigations = 0
+                page.on("framenavigated", (frame) => {
+                  if (frame === page.mainFrame()) navigations += 1
+                })
+                for (const document of documents) {
+                  await page.getByRole("link", { name: document }).waitFor({ timeout: 60_000 })
+                  pdfs.push((await page.getByRole("link", { name: document }).getAttribute("href"))!)
+                }
+                assert.strictEqual(navigations, 0, `${name}: the page was not reloaded`)
+                await shot(name)
+                await assertAccessible(page, `${width} px: receipt (${name})`)
+              })
+            }
+            for (const pdf of pdfs) {
+              const answer = yield* getPage(pathOf(new URL(pdf, ENROLLMENT_ORIGIN).href))
+              assert.strictEqual(answer.status, 200, pdf)
+              assert.match(answer.text, /\/StructTreeRoot \d+ 0 R/, `${pdf}: tagged`)
+              assert.match(answer.text, /\/MarkInfo <<\s*\/Marked true\s*>>/, pdf)
+              assert.match(answer.text, /\/Lang \(en-US\)/, pdf)
+            }
+            // The terms say how to cancel and what is refunded.
+            for (const terms of ["security_deposit_insurance", "cash_deposit"]) {
+              yield* promise(async () => {
+                await page.goto(`${ENROLLMENT_ORIGIN}/enrollment/terms/${terms}`)
+                await page.getByRole("heading", { level: 2, name: "Cancelling" }).waitFor()
+                assert.match(await page.locator("main").innerText(), /To cancel, email[^]*What is refunded/)
+                await shot(`terms-${terms}`)
+                await assertAccessible(page, `${width} px: terms of ${terms}`)
+              })
+            }
+            yield* promise(() => page.close())
           }),
       )
 

@@ -181,45 +181,47 @@ describe("the renter's forms", () => {
         }),
     )
 
-    it.effect("carry a form's errors to its page's GET sealed, never with the card number, and only there", () =>
-      Effect.gen(function* () {
-        const renter = yield* enrollableRenter("forms-error-state")
-        const other = yield* enrollableRenter("forms-error-state-other")
-        const link = pathOf(renter.enrollmentUrl)
-        for (const fields of UP_TO_QUOTE) assert.strictEqual((yield* postForm(link, fields)).status, 303)
-        const card = "4242424242424241"
-        const sent = yield* postForm(pageOf(link, "pay"), {
-          step: "quote",
-          card_number: card,
-          expiry: "12/30",
-          cvc: "987",
-          name_on_card: "Jane Q Renter",
-          postal_code: "62701",
-        })
-        assert.strictEqual(sent.status, 303)
-        const location = sent.headers.get("location") ?? ""
-        const state = new URL(location, "https://enroll.test").searchParams.get("state") ?? ""
-        assert.isNotEmpty(state)
-        for (const typed of [card, "987", "Jane", "62701"]) assert.notInclude(location, typed)
-        const page = yield* getPage(location)
-        assert.strictEqual(page.status, 200)
-        assert.strictEqual(headingOf(page), "Pay for your deposit insurance")
-        assert.include(page.text, "This card number is not valid")
-        assert.match(page.text, /id="card-number"[^>]*value=""/, "the card number is never sent back")
-        assert.match(page.text, /id="name-on-card"[^>]*value="Jane Q Renter"/)
-        assert.match(page.text, /id="postal-code"[^>]*value="62701"/)
-        // Altered, on another page, or on another renter's link: the page without the errors.
-        const tampered = `${state.slice(0, -4)}${state.endsWith("AAAA") ? "BBBB" : "AAAA"}`
-        for (const address of [
-          pageOf(link, "pay", `&state=${tampered}`),
-          pageOf(link, "check", `&state=${state}`),
-          pageOf(pathOf(other.enrollmentUrl), "details", `&state=${state}`),
-        ]) {
-          const shown = yield* getPage(address)
-          assert.strictEqual(shown.status, 200, address)
-          assert.notInclude(shown.text, "There is a problem", address)
-        }
-      }),
+    it.effect(
+      "carry a form's errors to its page's GET sealed, never with the card number, and only there",
+      () =>
+        Effect.gen(function* () {
+          const renter = yield* enrollableRenter("forms-error-state")
+          const other = yield* enrollableRenter("forms-error-state-other")
+          const link = pathOf(renter.enrollmentUrl)
+          for (const fields of UP_TO_QUOTE) assert.strictEqual((yield* postForm(link, fields)).status, 303)
+          const card = "4242424242424241"
+          const sent = yield* postForm(pageOf(link, "pay"), {
+            step: "quote",
+            card_number: card,
+            expiry: "12/30",
+            cvc: "987",
+            name_on_card: "Jane Q Renter",
+            postal_code: "62701",
+          })
+          assert.strictEqual(sent.status, 303)
+          const location = sent.headers.get("location") ?? ""
+          const state = new URL(location, "https://enroll.test").searchParams.get("state") ?? ""
+          assert.isNotEmpty(state)
+          for (const typed of [card, "987", "Jane", "62701"]) assert.notInclude(location, typed)
+          const page = yield* getPage(location)
+          assert.strictEqual(page.status, 200)
+          assert.strictEqual(headingOf(page), "Pay for your deposit insurance")
+          assert.include(page.text, "This card number is not valid")
+          assert.match(page.text, /id="card-number"[^>]*value=""/, "the card number is never sent back")
+          assert.match(page.text, /id="name-on-card"[^>]*value="Jane Q Renter"/)
+          assert.match(page.text, /id="postal-code"[^>]*value="62701"/)
+          // Altered, on another page, or on another renter's link: the page without the errors.
+          const tampered = `${state.slice(0, -4)}${state.endsWith("AAAA") ? "BBBB" : "AAAA"}`
+          for (const address of [
+            pageOf(link, "pay", `&state=${tampered}`),
+            pageOf(link, "check", `&state=${state}`),
+            pageOf(pathOf(other.enrollmentUrl), "details", `&state=${state}`),
+          ]) {
+            const shown = yield* getPage(address)
+            assert.strictEqual(shown.status, 200, address)
+            assert.notInclude(shown.text, "There is a problem", address)
+          }
+        }),
     )
 
     it.effect("let the renter choose another option from the quote", () =>

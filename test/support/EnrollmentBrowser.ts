@@ -110,6 +110,9 @@ export const checkAnswers = async (surface: Surface, shot: Shot) => {
   await surface.getByRole("link", { name: "Continue to payment" }).click()
 }
 
+/** The receipt's heading: insurance protects the deposit, a cash deposit is paid. */
+export const COMPLETED_HEADING = /^Your (deposit is protected|cash deposit is paid)$/
+
 /** The payment page's heading, whichever product is paid for. */
 export const PAY_HEADING = /^Pay (for )?your /
 

@@ -47,7 +47,45 @@ const contentHeight = () => {
 /** Where `element` starts in the page, in CSS px. */
 const topOf = (element) => Math.max(0, Math.floor(element.getBoundingClientRect().top + window.scrollY))
 
+/** How often a section still being prepared (`data-refresh`) asks the page again, and for how long. */
+const REFRESH_EVERY_MS = 2000
+const REFRESH_TRIES = 90
+
+/**
+ * Fills `section` from the same page fetched again once the server has it ready (the receipt's documents): the
+ * page is not reloaded, so focus and scroll stay where they are, and the section's live region announces it.
+ */
+const refreshWhenReady = (section) => {
+  let tries = 0
+  const again = async () => {
+    tries += 1
+    try {
+      const response = await window.fetch(window.location.href, {
+        cache: "no-store",
+        credentials: "same-origin",
+      })
+      if (response.ok) {
+        const page = new window.DOMParser().parseFromString(await response.text(), "text/html")
+        const fresh = page.getElementById(section.id)
+        if (fresh && !fresh.hasAttribute("data-refresh")) {
+          section.replaceChildren(...Array.from(fresh.childNodes, (node) => document.importNode(node, true)))
+          section.removeAttribute("data-refresh")
+          return
+        }
+      }
+    } catch {
+      // A network error: asked again at the next turn.
+    }
+    if (tries < REFRESH_TRIES) window.setTimeout(again, REFRESH_EVERY_MS)
+  }
+  window.setTimeout(again, REFRESH_EVERY_MS)
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  for (const section of document.querySelectorAll("[data-refresh][id]")) {
+    if (window.fetch && window.DOMParser) refreshWhenReady(section)
+  }
+
   const framed = window.parent !== window
   const summary = document.querySelector(".error-summary")
   // In a frame the browser keeps the parent where it was, often scrolled past the new page's top: the page's
