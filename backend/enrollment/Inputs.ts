@@ -20,7 +20,7 @@ export type Parsed<A> = { readonly ok: A } | { readonly fields: Readonly<Record<
 const isBlank = (value: string | undefined) => value === undefined || value.trim() === ""
 
 /** The phone's example, in its hint and its errors alike. */
-export const PHONE_EXAMPLE = "5551234567"
+export const PHONE_EXAMPLE = "(555) 123-4567"
 
 /** The phone field omitted keeps the one shown; sent empty, it was cleared, and a phone is needed. */
 export const parseDetails = (input: DetailsInput): Parsed<{ readonly phone: string | null }> => {

@@ -5,6 +5,7 @@ import { Effect } from "effect"
 import type { Frame, Page } from "playwright-core"
 import { TEST_CARDS } from "../../backend/policies/Payments.ts"
 import { assertAccessible } from "../support/Accessibility.ts"
+import { gatewayPort } from "../support/Auth.ts"
 import { getPage, pathOf } from "../support/Enrollment.ts"
 import {
   answerUnderwriting,
@@ -108,6 +109,11 @@ const scrolls = (messages: ReadonlyArray<Message>) =>
       message.data !== null &&
       (message.data as { type?: unknown }).type === "enrollment.scroll",
   )
+
+/** The receipt's documents section while they are being made, as `EndPages.ts` renders it. */
+const PENDING_DOCUMENTS =
+  '<div id="documents" data-refresh="documents" aria-live="polite"><h2>Your documents</h2>' +
+  "<p>Your documents are being prepared. They appear here in a minute.</p></div>"
 
 /** The screenshot of a renter step inside a partner's frame that docs/enrollment.md shows. */
 const VIEWPORT_HEIGHT = 700
@@ -309,6 +315,7 @@ describe("the renter's pages, as issue 48 found them", () => {
         () =>
           Effect.gen(function* () {
             const { browser } = yield* E2e
+            const gateway = yield* gatewayPort("enrollment")
             const page = yield* promise(() => browser.newPage())
             const shot = screenshots(page, `face-receipt-${width}`)
             const pdfs: Array<string> = []
@@ -346,6 +353,25 @@ describe("the renter's pages, as issue 48 found them", () => {
                 await page.getByLabel("Card number").fill(TEST_CARDS.ok)
                 await page.getByLabel("Expiry date").fill("12/30")
                 await page.getByLabel("Security code").fill("123")
+                // The receipt as it first loads while its documents are still being made, whether or not the
+                // document actor has been quicker this time: the page's own requests after it are left alone.
+                let receiptLoads = 0
+                await page.route(/\/completed\?/, async (route) => {
+                  receiptLoads += 1
+                  if (receiptLoads > 1) return route.continue()
+                  // Asked of the enrollment gateway itself: the test's process does not resolve the sites' names.
+                  const url = new URL(route.request().url())
+                  const response = await fetch(`http://127.0.0.1:${gateway}${url.pathname}${url.search}`)
+                  const body = (await response.text()).replace(
+                    /<div id="documents" aria-live="polite">[^]*?<\/ul>\s*<\/div>/,
+                    PENDING_DOCUMENTS,
+                  )
+                  return route.fulfill({
+                    status: response.status,
+                    headers: Object.fromEntries(response.headers),
+                    body,
+                  })
+                })
                 await page.getByRole("button", { name: /^Pay / }).click()
                 await heading(page, COMPLETED_HEADING)
                 await heading(page, heading_)
@@ -366,11 +392,18 @@ describe("the renter's pages, as issue 48 found them", () => {
                 page.on("framenavigated", (frame) => {
                   if (frame === page.mainFrame()) navigations += 1
                 })
+                if (width === 360 || name === "insurance") {
+                  await page.getByText("Your documents are being prepared").waitFor()
+                  await shot(`${name}-documents-pending`)
+                  await assertAccessible(page, `${width} px: receipt (${name}), documents being made`)
+                }
                 for (const document of documents) {
                   await page.getByRole("link", { name: document }).waitFor({ timeout: 60_000 })
                   pdfs.push((await page.getByRole("link", { name: document }).getAttribute("href"))!)
                 }
                 assert.strictEqual(navigations, 0, `${name}: the page was not reloaded`)
+                assert.isAbove(receiptLoads, 1, `${name}: the page asked for itself again`)
+                await page.unroute(/\/completed\?/)
                 await shot(name)
                 await assertAccessible(page, `${width} px: receipt (${name})`)
               })

@@ -41,7 +41,7 @@ export const detailsPage = (view: JourneyView, context: PageContext, errors: Rea
             id: "phone",
             name: "phone",
             label: "Phone number",
-            hint: `10 digits without the country code, like ${formatPhone(PHONE_EXAMPLE)}. Change it if it is wrong.`,
+            hint: `10 digits without the country code, like ${PHONE_EXAMPLE}. Change it if it is wrong.`,
             type: "tel",
             autocomplete: "tel-national",
             value: context.submitted?.get("phone") ?? formatPhone(view.renter.phone),
