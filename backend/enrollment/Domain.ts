@@ -153,6 +153,8 @@ export interface JourneyView {
   readonly owner: {
     readonly slug: string
     readonly name: string
+    /** The owner's brand name when it has one, else its name: the pages' header shows it. */
+    readonly displayName: string
     /** HTTPS origins allowed to frame the embedded flow; empty: no framing. */
     readonly embeddedFrameAncestors: ReadonlyArray<string>
   }

@@ -166,7 +166,7 @@ const renderView = (
       continueUrl,
       testCards: (yield* PaymentsConfig).provider === "test" ? testCards : [],
       issuer: yield* IssuerConfig,
-      ownerName: view.owner.name,
+      ownerName: view.owner.displayName,
       submitted: options.submitted,
     })
     const headers = pageHeaders(framing, {

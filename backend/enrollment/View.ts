@@ -153,6 +153,7 @@ export const journeyView = (
     owner: {
       slug: facts.owner.slug,
       name: facts.owner.name,
+      displayName: facts.owner.displayName,
       embeddedFrameAncestors: facts.owner.embeddedFrameAncestors,
     },
     redirectDomains: facts.source.redirectDomains,

@@ -6,7 +6,7 @@ import type { Frame, Page } from "playwright-core"
 import { TEST_CARDS } from "../../backend/policies/Payments.ts"
 import { assertAccessible } from "../support/Accessibility.ts"
 import { gatewayPort } from "../support/Auth.ts"
-import { getPage, pathOf } from "../support/Enrollment.ts"
+import { enrollableRenter, getPage, pathOf } from "../support/Enrollment.ts"
 import {
   answerUnderwriting,
   COMPLETED_HEADING,
@@ -462,6 +462,20 @@ describe("the renter's pages, as issue 48 found them", () => {
               await assertAccessible(page, `${width} px: not offered (${name})`)
             })
           }
+          // The owner's brand name, when it has one, is the name the header shows.
+          const branded = yield* enrollableRenter(`face-brand-${width}`, {
+            owner: { brand_name: "Maple Street Homes" },
+          })
+          yield* promise(async () => {
+            await page.goto(branded.enrollmentUrl)
+            await heading(page, "Check your details")
+            assert.strictEqual(
+              (await page.locator("header").innerText()).replace(/\s+/g, " ").trim(),
+              "Deposit protection Offered by Maple Street Homes",
+            )
+            await shot("brand-name")
+            await assertAccessible(page, `${width} px: the owner's brand name in the header`)
+          })
           yield* promise(() => page.close())
         }),
       )
