@@ -42,7 +42,7 @@ export interface PageContent {
   readonly body: SafeHtml
   /** Who stands behind the service: the footer names the insurer and a contact. */
   readonly issuer: IssuerConfigShape
-  /** Where the renter is in the journey, shown above the heading ("Step 2 of 4"). */
+  /** Where the renter is in the journey, shown above the heading ("Step 2 of 5"). */
   readonly progress?: { readonly step: number; readonly of: number }
   /** The HTTPS origins the page's script may tell its height and outcome (embedded flow only). */
   readonly parentOrigins?: ReadonlyArray<string>
