@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { unzlibSync } from "fflate"
+import { PDFDict, PDFDocument, PDFName } from "pdf-lib"
 import { certificatePdf, declarationPdf, type DocumentFacts } from "../../backend/policies/Documents.ts"
 
 const FACTS: DocumentFacts = {
@@ -102,7 +103,12 @@ describe("the policy documents", () => {
   it.effect("are tagged PDFs: a structure tree, marked content, a language and the title shown", () =>
     Effect.gen(function* () {
       for (const make of [declarationPdf, certificatePdf]) {
-        const raw = Buffer.from(yield* Effect.promise(() => make(FACTS))).toString("latin1")
+        const bytes = yield* Effect.promise(() => make(FACTS))
+        // A reader opens it, and finds the tree from its catalog.
+        const parsed = yield* Effect.promise(() => PDFDocument.load(bytes))
+        const root = parsed.catalog.lookup(PDFName.of("StructTreeRoot"), PDFDict)
+        assert.strictEqual(String(root.get(PDFName.of("Type"))), "/StructTreeRoot")
+        const raw = Buffer.from(bytes).toString("latin1")
         assert.match(raw, /\/StructTreeRoot \d+ 0 R/)
         assert.match(raw, /\/MarkInfo <<\s*\/Marked true\s*>>/)
         assert.match(raw, /\/Lang \(en-US\)/)
