@@ -128,6 +128,8 @@ export interface IssuedPolicy {
   readonly coverageStartDate: string
   readonly coverageEndDate: string
   readonly paidCents: number
+  /** `YYYY-MM-DD`: the day the renter paid and the policy was issued (the owner's date). */
+  readonly paidOn: string
   readonly cardLast4: string
   /** The next monthly premium's due date (`YYYY-MM-DD`); absent when nothing more is due. */
   readonly nextChargeOn?: string
@@ -151,6 +153,8 @@ export interface JourneyView {
   readonly owner: {
     readonly slug: string
     readonly name: string
+    /** The owner's brand name when it has one, else its name: the pages' header shows it. */
+    readonly displayName: string
     /** HTTPS origins allowed to frame the embedded flow; empty: no framing. */
     readonly embeddedFrameAncestors: ReadonlyArray<string>
   }
@@ -176,6 +180,14 @@ export interface JourneyView {
    * such as a change the partner made since): the rules it failed, for the page to explain. The other offers stay.
    */
   readonly refused?: { readonly product: ProductType; readonly rules: ReadonlyArray<string> }
+  /**
+   * On `choose`: each product the partner asked for that is not offered to the renter, with the rules it fails
+   * (for the page to say why in plain words; empty when no rule explains it).
+   */
+  readonly notOffered?: ReadonlyArray<{
+    readonly product: ProductType
+    readonly rules: ReadonlyArray<string>
+  }>
   /** On `quote` (and kept on `completed`). */
   readonly quote?: Quote
   /** On `completed`. */

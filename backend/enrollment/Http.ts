@@ -16,6 +16,7 @@ import { unavailableIn } from "../platform/Unavailable.ts"
 import { Roster } from "../roster/Roster.ts"
 import { type Asset, assets } from "./Assets.ts"
 import { type JourneyLink, type JourneyView, LinkInvalid, type Preselection } from "./Domain.ts"
+import { FORM_STATE_PARAM, openFormState, sealFormState } from "./FormState.ts"
 import { formTokenValid, issueFormToken, postedFromThisHost } from "./FormToken.ts"
 import { Journey, type JourneyShape } from "./Journey.ts"
 import { LinkThrottle } from "./LinkThrottle.ts"
@@ -165,9 +166,13 @@ const renderView = (
       continueUrl,
       testCards: (yield* PaymentsConfig).provider === "test" ? testCards : [],
       issuer: yield* IssuerConfig,
+      ownerName: view.owner.displayName,
       submitted: options.submitted,
     })
-    const headers = pageHeaders(framing, { https: config.enrollmentHost.startsWith("https:") })
+    const headers = pageHeaders(framing, {
+      https: config.enrollmentHost.startsWith("https:"),
+      connects: options.page === "completed",
+    })
     return htmlResponse(options.status, body, headers)
   })
 
@@ -229,10 +234,22 @@ const show = (request: HttpRequest) =>
           return Effect.succeed(seeOther(pagePath(link, pageOfStep[view.step])))
         }
         const returnTo = returnOf(request.query)
-        return renderView(view, link, framing, {
-          status: 200,
-          page: asked,
-          returnTo: returnTo !== undefined && open.includes(returnTo) ? returnTo : undefined,
+        // The errors of the form just sent, carried here by the redirect after it (`FormState.ts`).
+        return Effect.gen(function* () {
+          const crypto = yield* Crypto
+          const now = yield* Clock.currentTimeMillis
+          const state = yield* openFormState(crypto, link, asked, request.query.get(FORM_STATE_PARAM), now)
+          return yield* renderView(
+            state === undefined ? view : { ...view, error: state.error },
+            link,
+            framing,
+            {
+              status: 200,
+              page: asked,
+              returnTo: returnTo !== undefined && open.includes(returnTo) ? returnTo : undefined,
+              ...(state === undefined ? {} : { submitted: state.submitted }),
+            },
+          )
         })
       }),
       // The journey has logged why; the renter learns nothing of it.
@@ -271,13 +288,6 @@ const answer = (journey: JourneyShape, link: JourneyLink, step: string | null, f
   }
 }
 
-/** What the renter sent, kept to fill the form again beside its errors; card details are never sent back. */
-const resubmittable = (form: URLSearchParams) => {
-  const kept = new URLSearchParams(form)
-  for (const secret of ["card_number", "cvc", "csrf_token"]) kept.delete(secret)
-  return kept
-}
-
 const submit = (request: HttpRequest) =>
   Effect.gen(function* () {
     const framing = yield* framingOf(request.params)
@@ -310,12 +320,13 @@ const submit = (request: HttpRequest) =>
       Effect.flatMap((view) => {
         const open = openPages(view.step)
         if (view.error !== undefined && answered !== undefined && open.includes(answered)) {
-          return renderView(view, link, framing, {
-            status: 422,
-            page: answered,
-            returnTo: returnTo !== undefined && open.includes(returnTo) ? returnTo : undefined,
-            submitted: resubmittable(form),
-          })
+          // Redirect-after-POST: the page's GET shows the errors and the answers, so Back and reload never send
+          // the form again.
+          const kept = returnTo !== undefined && open.includes(returnTo) ? returnTo : undefined
+          return Effect.map(
+            sealFormState(crypto, link, answered, { error: view.error, form }, now),
+            (state) => seeOther(`${pagePath(link, answered, kept)}&${FORM_STATE_PARAM}=${state}`),
+          )
         }
         // On to the next page (back to the check of the answers when the renter came from it), when the journey
         // allows it; else to the page of the step it is on (new answers that changed the offers: the choice). The

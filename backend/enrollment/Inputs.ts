@@ -20,7 +20,7 @@ export type Parsed<A> = { readonly ok: A } | { readonly fields: Readonly<Record<
 const isBlank = (value: string | undefined) => value === undefined || value.trim() === ""
 
 /** The phone's example, in its hint and its errors alike. */
-export const PHONE_EXAMPLE = "5551234567"
+export const PHONE_EXAMPLE = "(555) 123-4567"
 
 /** The phone field omitted keeps the one shown; sent empty, it was cleared, and a phone is needed. */
 export const parseDetails = (input: DetailsInput): Parsed<{ readonly phone: string | null }> => {
@@ -117,8 +117,12 @@ export const parseCard = (input: PaymentInput, today: string): Parsed<Card> => {
   const fields: Record<string, string> = {}
   const number = (input.cardNumber ?? "").replace(/[\s-]/g, "")
   if (number === "") fields.card_number = "Enter your card number"
-  else if (!/^\d{12,19}$/.test(number) || !luhn(number)) {
-    fields.card_number = "Enter the card number as it is shown on your card"
+  else if (!/^\d+$/.test(number)) fields.card_number = "Enter the card number using digits only"
+  else if (!/^\d{12,19}$/.test(number)) {
+    fields.card_number = "Enter the card number as it is shown on your card, 12 to 19 digits"
+  } else if (!luhn(number)) {
+    // A typing mistake the card's check digit shows, before the provider is asked.
+    fields.card_number = "This card number is not valid. Check it and enter it again"
   }
   const expiry = parseExpiry(input.expiry ?? "")
   if (isBlank(input.expiry)) fields.expiry = `Enter the expiry date on the card, like ${EXPIRY_EXAMPLE}`

@@ -141,6 +141,7 @@ export class Journey extends Context.Service<Journey, JourneyShape>()("partner-s
             today: day,
             offers: policies.offersFor(facts, day, answersOf(enrollment)),
             ineligibility: () => policies.ineligibility(facts, day),
+            notOffered: () => policies.productsNotOffered(facts, day, answersOf(enrollment)),
           } satisfies JourneyState
         })
 

@@ -1,6 +1,6 @@
 import type { IssuerConfigShape } from "../policies/Config.ts"
 import { script, stylesheet } from "./Assets.ts"
-import { type Fragment, html, type SafeHtml } from "./Html.ts"
+import { type Fragment, html, raw, type SafeHtml } from "./Html.ts"
 
 /**
  * The page shell and the form parts of the renter's pages, after the GOV.UK Design System's patterns: labels
@@ -10,6 +10,15 @@ import { type Fragment, html, type SafeHtml } from "./Html.ts"
 
 /** The service's name on the renter's pages (a neutral word stands in for the operator's brand). */
 export const SERVICE_NAME = "Deposit protection"
+
+/**
+ * An email address that wraps before its `@` and its dots when the line is too short (a phone's width), rather
+ * than mid-word; its class lets it break anywhere only when one part alone is still too long.
+ */
+export const emailText = (email: string) =>
+  html`<span class="email"
+    >${email.split(/(?=[@.])/).map((part, index) => [index === 0 ? undefined : raw("<wbr />"), part])}</span
+  >`
 
 /** A message about one field; `field` is the id of the input the summary links to. */
 export interface FieldError {
@@ -33,10 +42,12 @@ export interface PageContent {
   readonly body: SafeHtml
   /** Who stands behind the service: the footer names the insurer and a contact. */
   readonly issuer: IssuerConfigShape
-  /** Where the renter is in the journey, shown above the heading ("Step 2 of 4"). */
+  /** Where the renter is in the journey, shown above the heading ("Step 2 of 5"). */
   readonly progress?: { readonly step: number; readonly of: number }
   /** The HTTPS origins the page's script may tell its height and outcome (embedded flow only). */
   readonly parentOrigins?: ReadonlyArray<string>
+  /** The owner whose renters the journey is for (their display name), shown in the header. */
+  readonly ownerName?: string | undefined
 }
 
 const footer = (issuer: IssuerConfigShape) =>
@@ -44,7 +55,7 @@ const footer = (issuer: IssuerConfigShape) =>
     <div class="footer__inner">
       <p>
         Questions about your deposit protection? Email
-        <a href="mailto:${issuer.supportEmail}">${issuer.supportEmail}</a>${
+        <a href="mailto:${issuer.supportEmail}">${emailText(issuer.supportEmail)}</a>${
           issuer.supportPhone === undefined
             ? undefined
             : html` or call
@@ -75,7 +86,13 @@ export const page = (content: PageContent): string => {
       </head>
       <body data-parent-origins="${(content.parentOrigins ?? []).join(" ")}">
         <a class="skip-link" href="#main">Skip to main content</a>
-        <header class="header">${SERVICE_NAME}</header>
+        <header class="header">
+          ${SERVICE_NAME}${
+            content.ownerName === undefined || content.ownerName === ""
+              ? undefined
+              : html`<span class="header__owner">Offered by ${content.ownerName}</span>`
+          }
+        </header>
         <main class="main" id="main">
           ${errorSummary(errors)}
           ${progress === undefined ? undefined : html`<p class="caption">Step ${progress.step} of ${progress.of}</p>`}

@@ -17,10 +17,18 @@ const frameAncestorsSources = (framing: Framing) =>
  * link (which carries the renter's email) never leaves in a Referer while same-origin form posts keep their
  * Origin for the CSRF check.
  */
-export const pageHeaders = (framing: Framing, options: { readonly https: boolean }): Record<string, string> =>
+export const pageHeaders = (
+  framing: Framing,
+  options: {
+    readonly https: boolean
+    /** The page's script fetches the page again (the receipt, until its documents are stored). */
+    readonly connects?: boolean
+  },
+): Record<string, string> =>
   pageSecurityHeaders(frameAncestorsSources(framing), {
     https: options.https,
     contentType: "text/html; charset=utf-8",
+    connects: options.connects === true,
   })
 
 /** Headers of the host's own CSS and script: cacheable, never sniffed, never used by another site. */

@@ -47,6 +47,19 @@ const payingAndChanges = html`<h2>Paying</h2>
     policy documents. The declaration in your newest documents is the one that applies.
   </p>`
 
+/** How a policy is cancelled and what is refunded: what operators do on a renter's request. */
+const cancelling = (issuer: IssuerConfigShape) =>
+  html`<h2>Cancelling</h2>
+    <p>
+      To cancel, email <a href="mailto:${issuer.supportEmail}">${issuer.supportEmail}</a> with your policy
+      number (on your receipt and your policy documents). The policy ends on the day it is cancelled and your
+      landlord is told.
+    </p>
+    <p>
+      What is refunded: nothing. Nothing more is charged after a policy is cancelled, so monthly premiums
+      stop; premiums already paid, including a premium paid once for the whole lease, are not refunded.
+    </p>`
+
 const TERMS: ReadonlyArray<Terms> = [
   {
     product: "security_deposit_insurance",
@@ -63,7 +76,7 @@ const TERMS: ReadonlyArray<Terms> = [
           Your landlord may claim for damage to the home beyond normal wear and tear, and for rent or other
           charges under the lease that you did not pay.
         </p>
-        ${oweTheInsurer} ${payingAndChanges}`,
+        ${oweTheInsurer} ${payingAndChanges} ${cancelling(issuer)}`,
   },
   {
     product: "renter_guarantee_insurance",
@@ -81,15 +94,15 @@ const TERMS: ReadonlyArray<Terms> = [
           Your landlord may claim for rent and other charges under the lease that you did not pay, and for
           damage to the home beyond normal wear and tear.
         </p>
-        ${oweTheInsurer} ${payingAndChanges}`,
+        ${oweTheInsurer} ${payingAndChanges} ${cancelling(issuer)}`,
   },
   {
     product: "cash_deposit",
     name: "Refundable cash deposit",
-    body: () =>
+    body: (issuer) =>
       html`<p>
-          A cash deposit is not insurance. You pay your whole security deposit once; ${SERVICE_NAME} holds it
-          for your landlord for the lease it names.
+          A cash deposit is not insurance. You pay your whole security deposit once;
+          ${issuer.depositHolderName} holds it for your landlord for the lease it names.
         </p>
         <h2>Getting it back</h2>
         <p>
@@ -97,7 +110,13 @@ const TERMS: ReadonlyArray<Terms> = [
           to the home beyond normal wear and tear, or for rent or charges you did not pay.
         </p>
         <h2>Changes to your lease</h2>
-        <p>When your lease changes, you receive new documents stating the deposit held.</p>`,
+        <p>When your lease changes, you receive new documents stating the deposit held.</p>
+        <h2>Cancelling</h2>
+        <p>
+          To cancel, email <a href="mailto:${issuer.supportEmail}">${issuer.supportEmail}</a> with your
+          deposit reference (it starts DEP-). What is refunded: the deposit, when the lease ends or the
+          deposit is cancelled, less what your landlord claims under the lease.
+        </p>`,
   },
 ]
 

@@ -1,5 +1,11 @@
 import type { EnrollmentFacts, OfferedProduct } from "../prospects/Domain.ts"
-import { type ApplicationRow, applicationId, policyId, type PolicyRow } from "../policies/Domain.ts"
+import {
+  type ApplicationRow,
+  applicationId,
+  policyId,
+  type PolicyRow,
+  type ProductType,
+} from "../policies/Domain.ts"
 import type {
   EmploymentStatus,
   JourneyError,
@@ -25,6 +31,11 @@ export interface JourneyState {
   readonly offers: ReadonlyArray<Offer>
   /** Why nothing can be offered, each product's reasons; read only when `offers` is empty. */
   readonly ineligibility: () => ReadonlyArray<string>
+  /** The rules each product not offered fails (on the renter's answers once given); read on `choose`. */
+  readonly notOffered: () => ReadonlyArray<{
+    readonly product: ProductType
+    readonly rules: ReadonlyArray<string>
+  }>
 }
 
 /** The offers as `offered_products` publishes them, with links preselecting product and cadence. */
@@ -77,6 +88,26 @@ export const stepOf = (state: JourneyState): JourneyStep => {
   return "choose"
 }
 
+/**
+ * The products the partner asked for that the renter is not offered, each with the rules it fails now; a product
+ * taken off the offers since (underwriting refused it) keeps the rules it was refused on.
+ */
+const notOfferedOf = (state: JourneyState, offers: ReadonlyArray<Offer>) => {
+  const failing = state.notOffered()
+  const refused =
+    state.application?.outcome === "declined"
+      ? (state.application.declined_rules ?? [])
+      : ([] as Array<string>)
+  const products = new Set(failing.map((entry) => entry.product))
+  const taken = (state.enrollment?.offers == null ? [] : state.offers)
+    .filter((offer) => !offers.some((o) => o.product === offer.product) && !products.has(offer.product))
+    .map((offer) => ({
+      product: offer.product,
+      rules: state.application?.product_type === offer.product ? refused : [],
+    }))
+  return [...failing, ...taken].filter((entry) => !offers.some((offer) => offer.product === entry.product))
+}
+
 /** What the pages show for the state; `documentsUrl` is the policy's newest archive, when there is one. */
 export const journeyView = (
   link: JourneyLink,
@@ -122,6 +153,7 @@ export const journeyView = (
     owner: {
       slug: facts.owner.slug,
       name: facts.owner.name,
+      displayName: facts.owner.displayName,
       embeddedFrameAncestors: facts.owner.embeddedFrameAncestors,
     },
     redirectDomains: facts.source.redirectDomains,
@@ -175,6 +207,7 @@ export const journeyView = (
           },
         }),
     ...(quote === undefined ? {} : { quote }),
+    ...(step === "choose" ? { notOffered: notOfferedOf(state, offers) } : {}),
     ...(step === "choose" && application?.outcome === "declined" && application.status === "created"
       ? { refused: { product: application.product_type, rules: application.declined_rules ?? [] } }
       : {}),
@@ -191,6 +224,7 @@ export const journeyView = (
             coverageStartDate: policy.coverage_start_date,
             coverageEndDate: policy.coverage_end_date,
             paidCents: Number(policy.premium_cents),
+            paidOn: policy.issued_on,
             cardLast4: policy.card_last4,
             ...(policy.next_charge_on === null ? {} : { nextChargeOn: policy.next_charge_on }),
             ...(documentsUrl === undefined ? {} : { documentsUrl }),

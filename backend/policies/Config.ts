@@ -91,19 +91,32 @@ export class PaymentsConfig extends Context.Service<PaymentsConfig, PaymentsConf
 }
 
 /**
- * Who stands behind what the renter buys, as the renter's pages and policy documents name them (README:
- * `INSURER_NAME`, `SUPPORT_EMAIL`, `SUPPORT_PHONE`). Production must name them; elsewhere an example stands in.
+ * Who stands behind what the renter buys, as the renter's pages and policy documents name them (docs/settings.md:
+ * `INSURER_NAME`, `INSURER_ADDRESS`, `INSURER_LICENSE_NUMBER`, `DEPOSIT_HOLDER_NAME`, `SUPPORT_EMAIL`,
+ * `SUPPORT_PHONE`). Production must name them; elsewhere an example stands in.
  */
 export interface IssuerConfigShape {
   /** The insurer that issues deposit insurance and the renter guarantee. */
   readonly insurerName: string
+  /** The insurer's postal address, on one line, as the policy documents give it. */
+  readonly insurerAddress: string
+  /** The insurer's licence number, as the policy documents give it. */
+  readonly insurerLicenseNumber: string
+  /** Who holds a renter's refundable cash deposit until the lease ends (the operator's legal name). */
+  readonly depositHolderName: string
   /** Where renters write with questions about their enrollment or policy. */
   readonly supportEmail: string
   /** A phone number renters may call, as it is dialled and shown; absent when there is none. */
   readonly supportPhone: string | undefined
 }
 
-const EXAMPLE_ISSUER = { insurerName: "Example Insurance Company", supportEmail: "support@example.com" }
+const EXAMPLE_ISSUER = {
+  insurerName: "Example Insurance Company",
+  insurerAddress: "100 Example Street, Springfield, IL 62701",
+  insurerLicenseNumber: "EX-0000000",
+  depositHolderName: "Example Deposit Services, LLC",
+  supportEmail: "support@example.com",
+}
 
 const plainText = (max: number) => (value: string) =>
   value.length <= max && !hasControlCharacter(value) ? value : undefined
@@ -123,16 +136,52 @@ export const loadIssuerConfig = (serviceEnv: ServiceEnv) =>
       (v) => (/^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/.test(v) && v.length <= 254 ? v : undefined),
       example(EXAMPLE_ISSUER.supportEmail),
     )
-    const missing =
-      insurerName === undefined ? "INSURER_NAME" : supportEmail === undefined ? "SUPPORT_EMAIL" : undefined
-    if (missing !== undefined || insurerName === undefined || supportEmail === undefined) {
+    const insurerAddress = yield* setting(
+      "INSURER_ADDRESS",
+      "the insurer's postal address on one line, at most 300 characters",
+      plainText(300),
+      example(EXAMPLE_ISSUER.insurerAddress),
+    )
+    const insurerLicenseNumber = yield* setting(
+      "INSURER_LICENSE_NUMBER",
+      "the insurer's licence number, at most 100 characters",
+      plainText(100),
+      example(EXAMPLE_ISSUER.insurerLicenseNumber),
+    )
+    const depositHolderName = yield* setting(
+      "DEPOSIT_HOLDER_NAME",
+      "the legal name of who holds renters' cash deposits, at most 200 characters",
+      plainText(200),
+      example(EXAMPLE_ISSUER.depositHolderName),
+    )
+    const required = [
+      ["INSURER_NAME", insurerName],
+      ["SUPPORT_EMAIL", supportEmail],
+      ["INSURER_ADDRESS", insurerAddress],
+      ["INSURER_LICENSE_NUMBER", insurerLicenseNumber],
+      ["DEPOSIT_HOLDER_NAME", depositHolderName],
+    ] as const
+    const missing = required.find(([, value]) => value === undefined)?.[0]
+    if (
+      missing !== undefined ||
+      insurerName === undefined ||
+      supportEmail === undefined ||
+      insurerAddress === undefined ||
+      insurerLicenseNumber === undefined ||
+      depositHolderName === undefined
+    ) {
       return yield* new ConfigInvalid({
         variable: missing ?? "INSURER_NAME",
-        expected: "set in production: the renter's pages and policy documents name the insurer and a contact",
+        expected:
+          "set in production: the renter's pages and policy documents name the insurer (its address and " +
+          "licence), who holds cash deposits and a contact",
       })
     }
     return {
       insurerName,
+      insurerAddress,
+      insurerLicenseNumber,
+      depositHolderName,
       supportEmail,
       supportPhone: yield* setting(
         "SUPPORT_PHONE",

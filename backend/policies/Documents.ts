@@ -25,8 +25,13 @@ export interface DocumentFacts {
   readonly policyHolderName: string
   /** When this generation was made; also the PDFs' creation date. */
   readonly issuedAt: Date
-  /** Who issues the insurance, and where the renter writes with questions. */
+  /** The day the renter paid (the policy's `issued_on`, `YYYY-MM-DD`). */
+  readonly paidOn: string
+  /** Who issues the insurance (its address and licence), who holds a cash deposit, where renters write. */
   readonly insurerName: string
+  readonly insurerAddress: string
+  readonly insurerLicenseNumber: string
+  readonly depositHolderName: string
   readonly supportEmail: string
   readonly supportPhone: string | undefined
 }
@@ -60,17 +65,64 @@ const premiumLine = (facts: DocumentFacts) =>
       ? `Premium: ${dollars(facts.premiumCents)} a month, ${facts.payments} payments`
       : `Premium: ${dollars(facts.premiumCents)}, paid in full`
 
-/** One page of text: a title, then label-value lines, then a closing note. */
+const isDeposit = (facts: DocumentFacts) => facts.productType === "service_deposit"
+
+/** How to cancel and what is refunded, as the product's terms say it (`backend/enrollment/Terms.ts`). */
+const cancellingNote = (facts: DocumentFacts) =>
+  isDeposit(facts)
+    ? `To cancel, email ${facts.supportEmail} with this reference. The deposit is returned when the lease ends ` +
+      "or the deposit is cancelled, less what the landlord claims under the lease."
+    : `To cancel, email ${facts.supportEmail} with this policy number. Nothing more is charged once the policy ` +
+      "is cancelled; premiums already paid are not refunded."
+
+/** Who issues the insurance, with its address and licence, on every insurance document. */
+const insurerLines = (facts: DocumentFacts): ReadonlyArray<readonly [string, string]> => [
+  ["Issued by", facts.insurerName],
+  ["Insurer's address", facts.insurerAddress],
+  ["Insurer's licence number", facts.insurerLicenseNumber],
+]
+
+/** One block of the page, in reading order: its structure type and its text runs (a label and a value, or one). */
+interface Block {
+  readonly role: "H1" | "P"
+  readonly runs: ReadonlyArray<{ readonly text: string; readonly bold?: boolean; readonly x?: number }>
+  readonly size: number
+}
+
+/** `text` cut into lines no wider than `width` points at `size` in `font`. */
+const wrap = (text: string, font: PDFFont, size: number, width: number) => {
+  const lines: Array<string> = []
+  let line = ""
+  for (const word of text.split(" ")) {
+    const next = line === "" ? word : `${line} ${word}`
+    if (line !== "" && font.widthOfTextAtSize(next, size) > width) {
+      lines.push(line)
+      line = word
+    } else line = next
+  }
+  if (line !== "") lines.push(line)
+  return lines
+}
+
+/**
+ * One page of text, a tagged PDF: a title, then label-value lines, then closing notes. Every text run is marked
+ * content (`BDC` with its MCID) of a structure element (`H1` for the title, `P` for each line and note) under one
+ * `Document` element, with the structure tree, its parent tree, `/MarkInfo`, `/Lang` and the title shown as
+ * the window's, so a screen reader reads it in order.
+ */
 const page = async (
   facts: DocumentFacts,
   title: string,
   lines: ReadonlyArray<readonly [string, string]>,
-  note: string,
+  notes: ReadonlyArray<string>,
 ) => {
-  const { PDFDocument, StandardFonts, rgb } = await libraries()
+  const { PDFDocument, PDFName, PDFNumber, PDFOperator, PDFOperatorNames, PDFString, StandardFonts, rgb } =
+    await libraries()
   const pdf = await PDFDocument.create()
-  pdf.setTitle(`${title} ${facts.policyNumber}`)
-  pdf.setSubject(PRODUCT_NAMES[facts.productType] ?? facts.productType)
+  const productName = PRODUCT_NAMES[facts.productType] ?? facts.productType
+  pdf.setTitle(`${title} ${facts.policyNumber}`, { showInWindowTitleBar: true })
+  pdf.setSubject(productName)
+  pdf.setLanguage("en-US")
   pdf.setCreator("partner-service")
   pdf.setProducer("partner-service")
   // Fixed dates: the same policy generation always makes the same bytes.
@@ -79,44 +131,110 @@ const page = async (
   const regular = await pdf.embedFont(StandardFonts.Helvetica)
   const bold = await pdf.embedFont(StandardFonts.HelveticaBold)
   const sheet = pdf.addPage([612, 792])
+  const context = pdf.context
+
+  const blocks: Array<Block> = [
+    { role: "H1", runs: [{ text: title, bold: true }], size: 20 },
+    { role: "P", runs: [{ text: productName }], size: 12 },
+    ...lines.map(([label, value]): Block => ({
+      role: "P",
+      runs: [
+        { text: label, bold: true },
+        { text: value, x: 220 },
+      ],
+      size: 10,
+    })),
+    ...[...notes, `Issued on ${humanDate(facts.issuedAt)}. ${contactLine(facts)}`].flatMap((note) =>
+      wrap(note, regular, 9, 500).map((text): Block => ({ role: "P", runs: [{ text }], size: 9 })),
+    ),
+  ]
+
+  const documentElement = context.nextRef()
+  const structTreeRoot = context.nextRef()
+  const elements: Array<ReturnType<typeof context.nextRef>> = []
+  const marked: Array<ReturnType<typeof context.nextRef>> = []
+  let mcid = 0
   let y = 720
-  const write = (text: string, font: PDFFont, size: number, x = 56) => {
-    sheet.drawText(text, { x, y, size, font, color: rgb(0.1, 0.1, 0.1) })
-    y -= size * 1.8
+  for (const [index, block] of blocks.entries()) {
+    if (index === 2 || index === 2 + lines.length) y -= 12
+    const mcids: Array<number> = []
+    const element = context.nextRef()
+    for (const run of block.runs) {
+      sheet.pushOperators(
+        PDFOperator.of(PDFOperatorNames.BeginMarkedContentSequence, [
+          PDFName.of(block.role),
+          // A property list is a dictionary, which pdf-lib's operator type does not name but writes as it is.
+          context.obj({ MCID: mcid }) as never,
+        ]),
+      )
+      sheet.drawText(run.text, {
+        x: run.x ?? 56,
+        y,
+        size: block.size,
+        font: run.bold === true ? bold : regular,
+        color: rgb(0.1, 0.1, 0.1),
+      })
+      sheet.pushOperators(PDFOperator.of(PDFOperatorNames.EndMarkedContent))
+      mcids.push(mcid)
+      marked.push(element)
+      mcid += 1
+    }
+    context.assign(
+      element,
+      context.obj({
+        Type: "StructElem",
+        S: block.role,
+        P: documentElement,
+        Pg: sheet.ref,
+        K: mcids.length === 1 ? PDFNumber.of(mcids[0]!) : mcids,
+      }),
+    )
+    elements.push(element)
+    y -= block.role === "H1" ? block.size * 1.8 : block.runs.length > 1 ? 20 : block.size * 1.8
   }
-  write(title, bold, 20)
-  write(PRODUCT_NAMES[facts.productType] ?? facts.productType, regular, 12)
-  y -= 12
-  for (const [label, value] of lines) {
-    sheet.drawText(label, { x: 56, y, size: 10, font: bold })
-    sheet.drawText(value, { x: 220, y, size: 10, font: regular })
-    y -= 20
-  }
-  y -= 16
-  for (const line of [note, `Issued on ${humanDate(facts.issuedAt)}. ${contactLine(facts)}`]) {
-    write(line, regular, 9)
-  }
+  context.assign(
+    documentElement,
+    context.obj({ Type: "StructElem", S: "Document", P: structTreeRoot, K: elements }),
+  )
+  context.assign(
+    structTreeRoot,
+    context.obj({
+      Type: "StructTreeRoot",
+      K: documentElement,
+      ParentTree: context.obj({ Nums: [0, marked] }),
+      ParentTreeNextKey: 1,
+    }),
+  )
+  sheet.node.set(PDFName.of("StructParents"), PDFNumber.of(0))
+  sheet.node.set(PDFName.of("Tabs"), PDFName.of("S"))
+  pdf.catalog.set(PDFName.of("StructTreeRoot"), structTreeRoot)
+  pdf.catalog.set(PDFName.of("MarkInfo"), context.obj({ Marked: true }))
+  pdf.catalog.set(PDFName.of("Lang"), PDFString.of("en-US"))
   return pdf.save({ useObjectStreams: false })
 }
 
-/** The policy declaration: the renter's contract, every term of the coverage. */
+/** The policy declaration: the renter's contract, every term of the coverage (a cash deposit's receipt). */
 export const declarationPdf = (facts: DocumentFacts) =>
   page(
     facts,
-    "Policy declaration",
-    facts.productType === "service_deposit"
+    isDeposit(facts) ? "Cash deposit receipt" : "Policy declaration",
+    isDeposit(facts)
       ? [
-          ["Reference", facts.policyNumber],
+          ["Deposit reference", facts.policyNumber],
+          ["What was bought", "A refundable cash deposit (not insurance)"],
+          ["Held by", facts.depositHolderName],
           ["Renter", facts.renterName],
           ["Home", `${facts.address}, unit ${facts.unitName}`],
           ["Landlord", facts.policyHolderName],
           ["Deposit held", dollars(facts.coverageAmountCents)],
           ["Lease", period(facts)],
           ["Payment", premiumLine(facts)],
+          ["Paid on", humanDate(facts.paidOn)],
         ]
       : [
           ["Policy number", facts.policyNumber],
-          ["Issued by", facts.insurerName],
+          ["What was bought", `${PRODUCT_NAMES[facts.productType] ?? facts.productType} (insurance)`],
+          ...insurerLines(facts),
           ...(facts.productVersion === null
             ? []
             : [["Policy terms", `Version ${facts.productVersion}`] as const]),
@@ -126,30 +244,33 @@ export const declarationPdf = (facts: DocumentFacts) =>
           ["Coverage amount", dollars(facts.coverageAmountCents)],
           ["Coverage period", period(facts)],
           ["Payment", premiumLine(facts)],
+          ["Paid on", humanDate(facts.paidOn)],
         ],
-    facts.productType === "service_deposit"
-      ? "A refundable deposit, not insurance: returned when the lease ends, less what the landlord claims."
-      : "The insurer pays the landlord's claims up to the coverage amount; the renter repays the insurer.",
+    [
+      isDeposit(facts)
+        ? `A refundable deposit, not insurance: ${facts.depositHolderName} holds it and returns it when the lease ends, less what the landlord claims.`
+        : "The insurer pays the landlord's claims up to the coverage amount; the renter repays the insurer.",
+      cancellingNote(facts),
+    ],
   )
 
-/** The certificate of coverage: what the landlord keeps to show the deposit is covered. */
+/** The certificate of coverage: what the landlord keeps to show the deposit is covered (or held). */
 export const certificatePdf = (facts: DocumentFacts) =>
   page(
     facts,
-    "Certificate of coverage",
+    isDeposit(facts) ? "Certificate of deposit held" : "Certificate of coverage",
     [
       ["Certificate for", facts.policyHolderName],
-      [facts.productType === "service_deposit" ? "Reference" : "Policy number", facts.policyNumber],
-      ...(facts.productType === "service_deposit" ? [] : [["Issued by", facts.insurerName] as const]),
+      [isDeposit(facts) ? "Deposit reference" : "Policy number", facts.policyNumber],
+      ...(isDeposit(facts) ? [["Held by", facts.depositHolderName] as const] : insurerLines(facts)),
       ["Renter", facts.renterName],
       ["Home", `${facts.address}, unit ${facts.unitName}`],
-      [
-        facts.productType === "service_deposit" ? "Deposit held" : "Coverage amount",
-        dollars(facts.coverageAmountCents),
-      ],
-      [facts.productType === "service_deposit" ? "Lease" : "Coverage period", period(facts)],
+      [isDeposit(facts) ? "Deposit held" : "Coverage amount", dollars(facts.coverageAmountCents)],
+      [isDeposit(facts) ? "Lease" : "Coverage period", period(facts)],
+      ["Payment", premiumLine(facts)],
+      ["Paid on", humanDate(facts.paidOn)],
     ],
-    "This certificate states coverage on the date it was issued; the policy declaration governs.",
+    ["This certificate states coverage on the date it was issued; the policy declaration governs."],
   )
 
 /** The archive a `policy_url` serves: the declaration and the certificate, as PDFs in one zip. */

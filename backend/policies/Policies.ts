@@ -9,7 +9,7 @@ import { makePolicyDocuments } from "./PolicyDocuments.ts"
 import { percentSavings } from "./Pricing.ts"
 import { PoliciesRepo } from "./Repo.ts"
 import { TestClocks } from "./TestClocks.ts"
-import { offersFor, ruleFacts } from "./Underwriting.ts"
+import { offersFor, productsNotOffered, ruleFacts } from "./Underwriting.ts"
 
 /**
  * The policies service, in parts by use: issuing (`Issuing.ts`: applications and their payment) and the policies'
@@ -42,6 +42,8 @@ export class Policies extends Context.Service<Policies>()("partner-service/polic
       todayOf: clocks.todayOf,
       /** The products and prices the prospect can be offered `today`, on the renter's answers once given. */
       offersFor,
+      /** Why each product the partner asked for is not offered `today`, on the renter's answers once given. */
+      productsNotOffered,
       ineligibility,
       percentSavings,
       apply,

@@ -104,6 +104,21 @@ export const offersFor = (
   })
 }
 
+/**
+ * Why each product the partner asked for is not offered `today`: the rules it fails, on the renter's answers once
+ * given (products that pass are left out; a product the partner did not ask for is not listed).
+ */
+export const productsNotOffered = (
+  facts: EnrollmentFacts,
+  today: string,
+  answers?: RenterAnswers,
+): ReadonlyArray<{ readonly product: ProductType; readonly rules: ReadonlyArray<string> }> => {
+  const rules = ruleFacts(facts, today, answers)
+  return ProductTypes.filter((product) => considered(product, facts))
+    .map((product) => ({ product, rules: failingRules(product as Product, rules).map((r) => r.name) }))
+    .filter((entry) => entry.rules.length > 0)
+}
+
 export type UnderwritingDecision =
   | {
       readonly accepted: true

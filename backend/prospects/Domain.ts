@@ -403,6 +403,8 @@ export interface EnrollmentFacts {
     readonly id: string
     readonly slug: string
     readonly name: string
+    /** The owner's brand name when it has one, else its name. */
+    readonly displayName: string
     readonly active: boolean
     readonly maxCoverageAmountCents: number | null
     readonly embeddedFrameAncestors: ReadonlyArray<string>

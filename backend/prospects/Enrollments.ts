@@ -63,6 +63,7 @@ export class Enrollments extends Context.Service<Enrollments>()("partner-service
           id: more.owner_id,
           slug: more.slug,
           name: more.name,
+          displayName: more.display_name,
           active: more.purchase_flow_enabled,
           maxCoverageAmountCents: toInt(more.max_coverage_amount_cents),
           embeddedFrameAncestors: more.embedded_frame_ancestors,

@@ -7,6 +7,8 @@ export interface EnrollmentFactsRow {
   readonly owner_id: string
   readonly slug: string
   readonly name: string
+  /** The owner's brand name, else its name: how renters and partners see the owner. */
+  readonly display_name: string
   readonly purchase_flow_enabled: boolean
   readonly max_coverage_amount_cents: string | null
   readonly embedded_frame_ancestors: Array<string>
@@ -47,7 +49,8 @@ export class EnrollmentsRepo extends Context.Service<EnrollmentsRepo>()(
           db
             .query(
               (sql) => sql<Array<EnrollmentFactsRow>>`
-                select o.id::text as owner_id, o.slug, o.name, o.purchase_flow_enabled,
+                select o.id::text as owner_id, o.slug, o.name, coalesce(o.brand_name, o.name) as display_name,
+                       o.purchase_flow_enabled,
                        o.max_coverage_amount_cents::text as max_coverage_amount_cents, o.embedded_frame_ancestors,
                        s.flow, s.redirect_domains,
                        (select to_jsonb(p) from (

@@ -7,11 +7,13 @@ import {
   answerUnderwriting,
   checkAnswers,
   choose,
+  COMPLETED_HEADING,
   confirmDetails,
   E2e,
   enrollmentE2e,
   heading,
   OPTION,
+  PAY_HEADING,
   pay,
   promise,
   renter,
@@ -49,7 +51,7 @@ describe("the renter's enrollment in headless Chromium", () => {
               await page.setViewportSize({ width, height: width === 360 ? 740 : 900 })
               await page.goto(hostedEnrollmentUrl)
               await heading(page, "Check your details")
-              await page.getByText("Step 1 of 4").waitFor()
+              await page.getByText("Step 1 of 5").waitFor()
               await seen("details")
               await page.getByLabel("Phone number").fill("")
               await page.getByRole("button", { name: "Confirm and continue" }).click()
@@ -76,7 +78,7 @@ describe("the renter's enrollment in headless Chromium", () => {
               await seen("check")
               await page.getByRole("link", { name: "Continue to payment" }).click()
 
-              await heading(page, "Your quote")
+              await heading(page, PAY_HEADING)
               await seen("quote")
               await page.getByRole("button", { name: /^Pay / }).click()
               await alert()
@@ -99,12 +101,8 @@ describe("the renter's enrollment in headless Chromium", () => {
               await page.getByLabel("Security code").fill("123")
               await page.getByRole("button", { name: /^Pay / }).click()
               await heading(page, "Your deposit is protected")
-              // The documents follow the payment: the page shows each PDF once they are stored.
-              const declaration = page.getByRole("link", { name: "Policy declaration (PDF)" })
-              for (let tries = 0; (await declaration.count()) === 0 && tries < 60; tries++) {
-                await page.waitForTimeout(500)
-                await page.reload()
-              }
+              // The documents follow the payment: the page shows each PDF once they are stored, by itself.
+              await page.getByRole("link", { name: "Policy declaration (PDF)" }).waitFor({ timeout: 60_000 })
               await seen("completed")
               if (width === 360) await page.getByText("Next payment").waitFor()
               for (const name of ["Policy declaration (PDF)", "Certificate of coverage (PDF)"]) {
@@ -205,7 +203,7 @@ describe("the renter's enrollment in headless Chromium", () => {
               await choose(page, shot, option)
               await checkAnswers(page, shot)
               await pay(page, shot, TEST_CARDS.ok)
-              await heading(page, "Your deposit is protected")
+              await heading(page, COMPLETED_HEADING)
               await shot("completed")
               await page.close()
             })
@@ -257,7 +255,7 @@ describe("the renter's enrollment in headless Chromium", () => {
               await page.getByRole("button", { name: "Continue" }).click()
               await checkAnswers(page, shot)
               await pay(page, shot, TEST_CARDS.ok)
-              await heading(page, "Your deposit is protected")
+              await heading(page, COMPLETED_HEADING)
               await shot("completed")
               await page.close()
             })
@@ -290,7 +288,7 @@ describe("the renter's enrollment in headless Chromium", () => {
             // The page's Back link: the details, with the corrected phone.
             await page.getByRole("link", { name: "Back", exact: true }).click()
             await heading(page, "Check your details")
-            assert.strictEqual(await page.getByLabel("Phone number").inputValue(), "5551112222")
+            assert.strictEqual(await page.getByLabel("Phone number").inputValue(), "(555) 111-2222")
             await shot("back-link")
             await assertAccessible(page, `${width} px: details after Back`)
             await confirmDetails(page, shot)
@@ -303,7 +301,7 @@ describe("the renter's enrollment in headless Chromium", () => {
             await choose(page, shot, OPTION)
             await heading(page, "Check your answers before paying")
             const answers = await page.locator("main").innerText()
-            assert.include(answers, "5551112222")
+            assert.include(answers, "(555) 111-2222")
             assert.include(answers, "$95,000")
             assert.strictEqual(await page.getByRole("link", { name: /^Change/ }).count(), 6)
             await shot("check")
@@ -323,7 +321,7 @@ describe("the renter's enrollment in headless Chromium", () => {
             assert.include(await page.locator("main").innerText(), "$10,000")
             await checkAnswers(page, shot)
             await pay(page, shot, TEST_CARDS.ok)
-            await heading(page, "Your deposit is protected")
+            await heading(page, COMPLETED_HEADING)
             await page.close()
           })
         }),

@@ -44,7 +44,7 @@ const enrollByForms = (link: string) =>
       assert.strictEqual(answer.status, 303, `${fields.step}: ${answer.text}`)
     }
     assert.strictEqual(headingOf(yield* getPage(link)), "Check your answers before paying")
-    assert.strictEqual(headingOf(yield* getPage(pageOf(link, "pay"))), "Your quote")
+    assert.strictEqual(headingOf(yield* getPage(pageOf(link, "pay"))), "Pay for your deposit insurance")
     return yield* postForm(pageOf(link, "pay"), {
       step: "quote",
       card_number: TEST_CARDS.ok,
@@ -84,8 +84,14 @@ describe("the renter's forms", () => {
       Effect.gen(function* () {
         const renter = yield* enrollableRenter("forms-errors")
         const link = pathOf(renter.enrollmentUrl)
-        const answer = yield* postForm(link, { step: "details", phone: "12345" })
-        assert.strictEqual(answer.status, 422)
+        const sent = yield* postForm(link, { step: "details", phone: "12345" })
+        // Redirect-after-POST: the page's GET shows the errors, so Back and reload never send the form again.
+        assert.strictEqual(sent.status, 303)
+        const location = sent.headers.get("location") ?? ""
+        assert.isTrue(location.startsWith(pageOf(link, "details", "&state=")), location)
+        assert.notInclude(location, "12345", "what the renter typed is sealed, not in the address")
+        const answer = yield* getPage(location)
+        assert.strictEqual(answer.status, 200)
         assert.strictEqual(headingOf(answer), "Check your details")
         assert.match(answer.text, /<title>Error: /)
         assert.match(answer.text, /class="error-summary"[^>]*role="alert"/)
@@ -175,13 +181,56 @@ describe("the renter's forms", () => {
         }),
     )
 
+    it.effect(
+      "carry a form's errors to its page's GET sealed, never with the card number, and only there",
+      () =>
+        Effect.gen(function* () {
+          const renter = yield* enrollableRenter("forms-error-state")
+          const other = yield* enrollableRenter("forms-error-state-other")
+          const link = pathOf(renter.enrollmentUrl)
+          for (const fields of UP_TO_QUOTE) assert.strictEqual((yield* postForm(link, fields)).status, 303)
+          const card = "4242424242424241"
+          const sent = yield* postForm(pageOf(link, "pay"), {
+            step: "quote",
+            card_number: card,
+            expiry: "12/30",
+            cvc: "987",
+            name_on_card: "Jane Q Renter",
+            postal_code: "62701",
+          })
+          assert.strictEqual(sent.status, 303)
+          const location = sent.headers.get("location") ?? ""
+          const state = new URL(location, "https://enroll.test").searchParams.get("state") ?? ""
+          assert.isNotEmpty(state)
+          for (const typed of [card, "987", "Jane", "62701"]) assert.notInclude(location, typed)
+          const page = yield* getPage(location)
+          assert.strictEqual(page.status, 200)
+          assert.strictEqual(headingOf(page), "Pay for your deposit insurance")
+          assert.include(page.text, "This card number is not valid")
+          assert.match(page.text, /id="card-number"[^>]*value=""/, "the card number is never sent back")
+          assert.match(page.text, /id="name-on-card"[^>]*value="Jane Q Renter"/)
+          assert.match(page.text, /id="postal-code"[^>]*value="62701"/)
+          // Altered, on another page, or on another renter's link: the page without the errors.
+          const tampered = `${state.slice(0, -4)}${state.endsWith("AAAA") ? "BBBB" : "AAAA"}`
+          for (const address of [
+            pageOf(link, "pay", `&state=${tampered}`),
+            pageOf(link, "check", `&state=${state}`),
+            pageOf(pathOf(other.enrollmentUrl), "details", `&state=${state}`),
+          ]) {
+            const shown = yield* getPage(address)
+            assert.strictEqual(shown.status, 200, address)
+            assert.notInclude(shown.text, "There is a problem", address)
+          }
+        }),
+    )
+
     it.effect("let the renter choose another option from the quote", () =>
       Effect.gen(function* () {
         const renter = yield* enrollableRenter("forms-rechoose")
         const link = pathOf(renter.enrollmentUrl)
         for (const fields of UP_TO_QUOTE) assert.strictEqual((yield* postForm(link, fields)).status, 303)
         const quote = yield* getPage(pageOf(link, "pay"))
-        assert.strictEqual(headingOf(quote), "Your quote")
+        assert.strictEqual(headingOf(quote), "Pay for your deposit insurance")
         assert.include(quote.text, "paid once")
 
         const changing = yield* getPage(pageOf(link, "choose", "&return=check"))
@@ -262,8 +311,9 @@ describe("the renter's forms", () => {
       Effect.gen(function* () {
         const renter = yield* enrollableRenter("forms-phone-cleared")
         const link = pathOf(renter.enrollmentUrl)
-        const answer = yield* postForm(link, { step: "details", phone: "" })
-        assert.strictEqual(answer.status, 422)
+        const sent = yield* postForm(link, { step: "details", phone: "" })
+        assert.strictEqual(sent.status, 303)
+        const answer = yield* getPage(sent.headers.get("location") ?? "")
         assert.include(answer.text, "Enter your phone number")
         assert.strictEqual(headingOf(yield* getPage(link)), "Check your details")
       }),

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { unzlibSync } from "fflate"
+import { PDFDict, PDFDocument, PDFName } from "pdf-lib"
 import { certificatePdf, declarationPdf, type DocumentFacts } from "../../backend/policies/Documents.ts"
 
 const FACTS: DocumentFacts = {
@@ -18,7 +19,11 @@ const FACTS: DocumentFacts = {
   unitName: "4B",
   policyHolderName: "Acme Apartments LLC",
   issuedAt: new Date("2026-11-26T10:00:00Z"),
+  paidOn: "2026-11-25",
   insurerName: "Acme Mutual",
+  insurerAddress: "500 Insurer Way, Hartford, CT 06103",
+  insurerLicenseNumber: "CT-9876543",
+  depositHolderName: "Acme Deposit Services, LLC",
   supportEmail: "help@acme.example",
   supportPhone: "+1 555 010 0100",
 }
@@ -68,8 +73,62 @@ describe("the policy documents", () => {
       )
       assert.include(text, "Cash security deposit")
       assert.include(text, "A refundable deposit, not insurance")
+      assert.include(text, "Cash deposit receipt")
+      assert.include(text, "Held by\nAcme Deposit Services, LLC")
+      assert.include(text, "Deposit reference")
+      assert.include(text, "Paid on\nNovember 25, 2026")
+      assert.notInclude(text, "Policy number")
       assert.notInclude(text, "Acme Mutual")
       assert.notInclude(text, "Premium")
+    }),
+  )
+
+  it.effect(
+    "name the insurer's address and licence, the premium on the certificate, the payment date and how to cancel",
+    () =>
+      Effect.gen(function* () {
+        for (const make of [declarationPdf, certificatePdf]) {
+          const text = textOf(yield* Effect.promise(() => make(FACTS)))
+          assert.include(text, "Insurer's address\n500 Insurer Way, Hartford, CT 06103")
+          assert.include(text, "Insurer's licence number\nCT-9876543")
+          assert.include(text, "Premium: $10.00 a month, 12 payments")
+          assert.include(text, "Paid on\nNovember 25, 2026")
+        }
+        const declaration = textOf(yield* Effect.promise(() => declarationPdf(FACTS)))
+        assert.match(declaration.replace(/\n/g, " "), /To cancel, email help@acme\.example/)
+        assert.match(declaration.replace(/\n/g, " "), /premiums already paid are not refunded/)
+      }),
+  )
+
+  it.effect("are tagged PDFs: a structure tree, marked content, a language and the title shown", () =>
+    Effect.gen(function* () {
+      for (const make of [declarationPdf, certificatePdf]) {
+        const bytes = yield* Effect.promise(() => make(FACTS))
+        // A reader opens it, and finds the tree from its catalog.
+        const parsed = yield* Effect.promise(() => PDFDocument.load(bytes))
+        const root = parsed.catalog.lookup(PDFName.of("StructTreeRoot"), PDFDict)
+        assert.strictEqual(String(root.get(PDFName.of("Type"))), "/StructTreeRoot")
+        const raw = Buffer.from(bytes).toString("latin1")
+        assert.match(raw, /\/StructTreeRoot \d+ 0 R/)
+        assert.match(raw, /\/MarkInfo <<\s*\/Marked true\s*>>/)
+        assert.match(raw, /\/Lang \(en-US\)/)
+        assert.match(raw, /\/Type \/StructTreeRoot/)
+        assert.match(raw, /\/ParentTree/)
+        assert.match(raw, /\/S \/Document/)
+        assert.match(raw, /\/S \/H1/)
+        assert.match(raw, /\/StructParents 0/)
+        assert.match(raw, /\/DisplayDocTitle true/)
+        // Every text run drawn is marked content with its MCID.
+        const contents: Array<string> = []
+        for (const match of raw.matchAll(/\/FlateDecode[^]*?stream\r?\n([^]*?)\r?\nendstream/g)) {
+          contents.push(Buffer.from(unzlibSync(Buffer.from(match[1]!, "latin1"))).toString("latin1"))
+        }
+        const content = contents.join("\n")
+        const shown = [...content.matchAll(/ Tj/g)].length
+        assert.isAbove(shown, 5)
+        assert.strictEqual([...content.matchAll(/\/(H1|P) <<\s*\/MCID \d+\s*>> BDC/g)].length, shown)
+        assert.strictEqual([...content.matchAll(/\bEMC\b/g)].length, shown)
+      }
     }),
   )
 })

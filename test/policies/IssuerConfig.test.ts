@@ -18,6 +18,40 @@ describe("the insurer and contact the renter's pages name", () => {
         [production, "INSURER_NAME"],
         [{ ...production, INSURER_NAME: "Acme Mutual" }, "SUPPORT_EMAIL"],
         [{ ...production, INSURER_NAME: "Acme Mutual", SUPPORT_EMAIL: "not an address" }, "SUPPORT_EMAIL"],
+        [
+          { ...production, INSURER_NAME: "Acme Mutual", SUPPORT_EMAIL: "help@acme.example" },
+          "INSURER_ADDRESS",
+        ],
+        [
+          {
+            ...production,
+            INSURER_NAME: "Acme Mutual",
+            SUPPORT_EMAIL: "help@acme.example",
+            INSURER_ADDRESS: "1 Main St, Springfield, IL 62701",
+          },
+          "INSURER_LICENSE_NUMBER",
+        ],
+        [
+          {
+            ...production,
+            INSURER_NAME: "Acme Mutual",
+            SUPPORT_EMAIL: "help@acme.example",
+            INSURER_ADDRESS: "1 Main St, Springfield, IL 62701",
+            INSURER_LICENSE_NUMBER: "IL-12345",
+          },
+          "DEPOSIT_HOLDER_NAME",
+        ],
+        [
+          {
+            ...production,
+            INSURER_NAME: "Acme Mutual",
+            SUPPORT_EMAIL: "help@acme.example",
+            INSURER_ADDRESS: "1 Main St\nSpringfield",
+            INSURER_LICENSE_NUMBER: "IL-12345",
+            DEPOSIT_HOLDER_NAME: "Acme Deposits, LLC",
+          },
+          "INSURER_ADDRESS",
+        ],
       ] as const) {
         const exit = yield* load(env)
         assert.isTrue(Exit.isFailure(exit), variable)
@@ -29,9 +63,15 @@ describe("the insurer and contact the renter's pages name", () => {
           INSURER_NAME: "Acme Mutual",
           SUPPORT_EMAIL: "help@acme.example",
           SUPPORT_PHONE: "+1 (555) 010-0100",
+          INSURER_ADDRESS: "1 Main St, Springfield, IL 62701",
+          INSURER_LICENSE_NUMBER: "IL-12345",
+          DEPOSIT_HOLDER_NAME: "Acme Deposits, LLC",
         }),
         Exit.succeed({
           insurerName: "Acme Mutual",
+          insurerAddress: "1 Main St, Springfield, IL 62701",
+          insurerLicenseNumber: "IL-12345",
+          depositHolderName: "Acme Deposits, LLC",
           supportEmail: "help@acme.example",
           supportPhone: "+1 (555) 010-0100",
         }),

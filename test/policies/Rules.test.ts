@@ -43,6 +43,7 @@ const facts = (prospect: Partial<EnrollmentFacts["prospect"]> = {}): EnrollmentF
     id: "1",
     slug: "o",
     name: "O",
+    displayName: "O",
     active: true,
     maxCoverageAmountCents: null,
     embeddedFrameAncestors: [],

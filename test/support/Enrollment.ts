@@ -112,6 +112,8 @@ export const enrollableRenter = (
     readonly flow?: "embedded" | "expedited"
     readonly frameAncestors?: ReadonlyArray<string>
     readonly redirectDomains?: ReadonlyArray<string>
+    /** More of the owner's fields, such as its `brand_name`. */
+    readonly owner?: Record<string, unknown>
     readonly prospect?: Record<string, unknown>
     readonly sourceProspectId?: string
   } = {},
@@ -126,7 +128,7 @@ export const enrollableRenter = (
       redirectDomains: options.redirectDomains ?? [],
     })
     const slug = yield* provisionedOwner(partner, org, {
-      owner: { embedded_frame_ancestors: options.frameAncestors ?? [] },
+      owner: { embedded_frame_ancestors: options.frameAncestors ?? [], ...options.owner },
     })
     return yield* anotherRenter(
       { partner, slug, source },

@@ -74,7 +74,7 @@ export const screenshots = (page: Page, scenario: string) => {
 export type Surface = Page | FrameLocator
 export type Shot = (step: string) => Promise<void>
 
-export const heading = (surface: Surface, text: string) =>
+export const heading = (surface: Surface, text: string | RegExp) =>
   surface.getByRole("heading", { level: 1, name: text }).waitFor({ timeout: 30_000 })
 
 /** Each step as a person answers it, with a screenshot before the answer is sent. */
@@ -110,8 +110,14 @@ export const checkAnswers = async (surface: Surface, shot: Shot) => {
   await surface.getByRole("link", { name: "Continue to payment" }).click()
 }
 
+/** The receipt's heading: insurance protects the deposit, a cash deposit is paid. */
+export const COMPLETED_HEADING = /^Your (deposit is protected|cash deposit is paid)$/
+
+/** The payment page's heading, whichever product is paid for. */
+export const PAY_HEADING = /^Pay (for )?your /
+
 export const pay = async (surface: Surface, shot: Shot, cardNumber: string) => {
-  await heading(surface, "Your quote")
+  await heading(surface, PAY_HEADING)
   await surface.getByLabel("Card number").fill(cardNumber)
   await surface.getByLabel("Expiry date").fill("12/30")
   await surface.getByLabel("Security code").fill("123")

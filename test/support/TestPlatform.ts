@@ -24,6 +24,9 @@ export const PRODUCTION = {
   STRIPE_SECRET_KEY: "sk_test_production",
   INSURER_NAME: "Production Test Insurance Company",
   SUPPORT_EMAIL: "support@production.test",
+  INSURER_ADDRESS: "1 Production Plaza, Springfield, IL 62701",
+  INSURER_LICENSE_NUMBER: "PT-1234567",
+  DEPOSIT_HOLDER_NAME: "Production Test Deposits, LLC",
 } as const
 
 /** A database name and subject prefix of this test's own, so test files run in parallel on one server. */

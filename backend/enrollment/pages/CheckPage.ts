@@ -3,7 +3,7 @@ import { html, type SafeHtml } from "../Html.ts"
 import { summaryList } from "../Layout.ts"
 import type { StepPage } from "../StepPages.ts"
 import { backLink, journeyPageOf, type PageContext } from "./PageContext.ts"
-import { dollars, employmentLabels, longDate, productNames } from "./Wording.ts"
+import { dollars, employmentLabels, formatPhone, longDate, productNames } from "./Wording.ts"
 
 /** A summary row with GOV.UK's Change link, which names what it changes for screen readers. */
 interface AnswerRow {
@@ -45,7 +45,12 @@ export const checkPage = (view: JourneyView, context: PageContext) => {
       <h1>Check your answers before paying</h1>
       <h2>Your details</h2>
       ${answerList("answers-details", [
-        { key: "Phone number", value: view.renter.phone, change: "phone number", href: change("details") },
+        {
+          key: "Phone number",
+          value: formatPhone(view.renter.phone),
+          change: "phone number",
+          href: change("details"),
+        },
       ])}
       <h2>Your income and employment</h2>
       ${answerList("answers-income", [

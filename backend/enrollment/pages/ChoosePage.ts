@@ -74,6 +74,56 @@ const refusalNotice = (refused: NonNullable<JourneyView["refused"]>) => {
   </div>`
 }
 
+/**
+ * Why a product is not offered, in the renter's words and without the rule's numbers (the underwriting table is
+ * not published on the page): one phrase per rule of `backend/prospects/Eligibility.ts`.
+ */
+const notOfferedReasons: Record<string, string> = {
+  property_present: "we do not have the details of the home you are renting",
+  property_on_roster: "the home you are renting is not covered by this service",
+  unit_present: "we do not have the details of the home you are renting",
+  owner_active: "your landlord is not taking new protections at the moment",
+  lease_dates_in_order: "the dates of your lease are not complete",
+  lease_not_ended: "your lease has ended",
+  monthly_rent_present: "we do not have the rent of your home",
+  coverage_above_zero: "it would cover nothing for this home",
+  screening_not_denied: "the result of your rental screening does not allow it",
+  deposit_within_limit: "your deposit is more than it can cover for this rent",
+  sdi_income_covers_rent: "your yearly income is below what it needs for the rent of this home",
+  income_covers_rent: "your yearly income is below what it needs for the rent of this home",
+  deposit_present: "there is no deposit to pay for this home",
+  renter_guarantee_offered: "it is not offered for this home",
+  renter_of_age: "it is only for renters aged 18 or over",
+  social_security_number: "it needs a Social Security number",
+}
+
+const whyNotOffered = (rules: ReadonlyArray<string>) => {
+  const reasons = [...new Set(rules.map((rule) => notOfferedReasons[rule]))]
+  return reasons.length === 0 || reasons.includes(undefined)
+    ? "it does not fit your lease or your home. Contact us if you want to know more"
+    : reasons.join(", and ")
+}
+
+/** Each product the renter is not offered, and why: a product never just disappears. */
+const notOfferedNotice = (view: JourneyView) => {
+  const missing = (view.notOffered ?? []).filter((entry) => entry.product !== view.refused?.product)
+  return missing.length === 0
+    ? undefined
+    : html`<div class="inset" id="not-offered">
+        <h2>Not offered to you</h2>
+        <ul class="list">
+          ${missing.map(
+            (entry) =>
+              html`<li>
+                <strong>${productNames[entry.product]}</strong>: ${capitalised(whyNotOffered(entry.rules))}.
+              </li>`,
+          )}
+        </ul>
+      </div>`
+}
+
+const capitalised = (text: string) => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
+
 export const choosePage = (view: JourneyView, context: PageContext, errors: ReadonlyArray<FieldError>) => {
   const sent = context.submitted?.get("choice")
   const current = view.quote ? `${view.quote.product}:${view.quote.cadence}` : undefined
@@ -115,6 +165,7 @@ export const choosePage = (view: JourneyView, context: PageContext, errors: Read
                 ])}
               </p>
             </div>`,
+        notOfferedNotice(view),
         button("Continue"),
       ],
     })}`,

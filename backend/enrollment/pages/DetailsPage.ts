@@ -1,10 +1,10 @@
 import type { JourneyView } from "../Domain.ts"
 import { html, type SafeHtml } from "../Html.ts"
 import { PHONE_EXAMPLE } from "../Inputs.ts"
-import { button, type FieldError, form, summaryList, textInput } from "../Layout.ts"
+import { button, emailText, type FieldError, form, summaryList, textInput } from "../Layout.ts"
 import { messageFor } from "./FieldErrors.ts"
 import { journeyPageOf, type PageContext } from "./PageContext.ts"
-import { dollars, longDate } from "./Wording.ts"
+import { dollars, formatPhone, longDate } from "./Wording.ts"
 
 const addressOf = (view: JourneyView): SafeHtml => {
   const { address, buildingName, unitName } = view.lease
@@ -23,7 +23,7 @@ export const detailsPage = (view: JourneyView, context: PageContext, errors: Rea
       </p>
       ${summaryList([
         { key: "Name", value: `${view.renter.firstName} ${view.renter.lastName}` },
-        { key: "Email", value: view.renter.email },
+        { key: "Email", value: emailText(view.renter.email) },
         { key: "Date of birth", value: longDate(view.renter.birthdate) },
         { key: "Home you are renting", value: addressOf(view) },
         {
@@ -44,7 +44,7 @@ export const detailsPage = (view: JourneyView, context: PageContext, errors: Rea
             hint: `10 digits without the country code, like ${PHONE_EXAMPLE}. Change it if it is wrong.`,
             type: "tel",
             autocomplete: "tel-national",
-            value: context.submitted?.get("phone") ?? view.renter.phone,
+            value: context.submitted?.get("phone") ?? formatPhone(view.renter.phone),
             error: messageFor(errors, "phone"),
           }),
           button("Confirm and continue"),

@@ -1,4 +1,4 @@
-import { documentFileNames } from "../../policies/Domain.ts"
+import { documentFileNames, type ProductType } from "../../policies/Domain.ts"
 import type { JourneyStep, JourneyView } from "../Domain.ts"
 import { html } from "../Html.ts"
 import { newTabLink, summaryList } from "../Layout.ts"
@@ -16,44 +16,84 @@ const continueLink = (context: PageContext) =>
         <a class="button" href="${context.continueUrl}">Continue to ${new URL(context.continueUrl).host}</a>
       </p>`
 
-/** Each PDF of the archive on its own (a renter keeps documents, not zips), then the zip partners get. */
-const documentLinks = (documentsUrl: string, policyNumber: string) => {
+/** The names the receipt gives each document: a cash deposit's are a receipt and a record, not a policy's. */
+export const documentTitles = (product: ProductType) =>
+  product === "cash_deposit"
+    ? { declaration: "Cash deposit receipt", certificate: "Certificate of deposit held" }
+    : { declaration: "Policy declaration", certificate: "Certificate of coverage" }
+
+/**
+ * Each PDF of the archive on its own (a renter keeps documents, not zips), then the zip partners get. Until they
+ * are stored, a notice the page's script replaces with the links once the page answers with them.
+ */
+const documentsSection = (product: ProductType, documentsUrl: string | undefined, policyNumber: string) => {
+  if (documentsUrl === undefined) {
+    return html`<div id="documents" data-refresh="documents" aria-live="polite">
+      <h2>Your documents</h2>
+      <p>Your documents are being prepared. They appear here in a minute.</p>
+    </div>`
+  }
   const folder = documentsUrl.replace(/\.zip$/, "")
   const files = documentFileNames(policyNumber)
-  return html`<h2>Your documents</h2>
+  const titles = documentTitles(product)
+  return html`<div id="documents" aria-live="polite">
+    <h2>Your documents</h2>
     <ul class="list">
-      <li><a href="${folder}/${files.declaration}">Policy declaration (PDF)</a></li>
-      <li><a href="${folder}/${files.certificate}">Certificate of coverage (PDF)</a></li>
+      <li><a href="${folder}/${files.declaration}">${titles.declaration} (PDF)</a></li>
+      <li><a href="${folder}/${files.certificate}">${titles.certificate} (PDF)</a></li>
       <li><a href="${documentsUrl}" download>Both documents (ZIP file)</a></li>
-    </ul>`
+    </ul>
+  </div>`
 }
+
+/** The receipt's heading: insurance protects the deposit; a cash deposit is the deposit itself, paid. */
+export const completedTitle = (product: ProductType) =>
+  product === "cash_deposit" ? "Your cash deposit is paid" : "Your deposit is protected"
+
+/** What the renter bought, in one line: insurance and who issues it, or a cash deposit and who holds it. */
+const whatYouBought = (product: ProductType, amountCents: number, issuer: PageContext["issuer"]) =>
+  product === "cash_deposit"
+    ? `A refundable cash deposit of ${dollars(amountCents)}, held by ${issuer.depositHolderName} until your lease ends. It is not insurance.`
+    : product === "renter_guarantee_insurance"
+      ? `A renter guarantee: insurance issued by ${issuer.insurerName} that guarantees your landlord the rent and charges under your lease.`
+      : `Deposit insurance: insurance issued by ${issuer.insurerName} that covers your landlord in place of a cash deposit.`
 
 export const completedPage = (view: JourneyView, context: PageContext) => {
   const policy = view.policy
   if (policy === undefined) {
+    const title = completedTitle(view.quote?.product ?? "security_deposit_insurance")
     return journeyPageOf(context, "completed", {
-      title: "Your deposit is protected",
-      body: html`<h1>Your deposit is protected</h1>
+      title,
+      body: html`<h1>${title}</h1>
         ${outcomeOf("completed")}
-        <p>Your policy is being issued. Reload this page in a minute to see its number and documents.</p>
+        <p>Your payment is being recorded. Reload this page in a minute to see your receipt and documents.</p>
         ${continueLink(context)}`,
     })
   }
   const product = productOfPolicy(policy.productType)
+  const title = completedTitle(product)
   const nextCharge =
     policy.cadence === "monthly" && policy.nextChargeOn !== undefined
       ? `${dollars(view.quote?.premiumCents ?? policy.paidCents)} on ${longDate(policy.nextChargeOn)}, from the card ending ${policy.cardLast4}`
       : undefined
   return journeyPageOf(context, "completed", {
-    title: "Your deposit is protected",
+    title,
     body: html`<div class="panel">
-        <h1>Your deposit is protected</h1>
-        <div class="panel__body">Your policy number<br /><strong>${policy.policyNumber}</strong></div>
+        <h1>${title}</h1>
+        <div class="panel__body">
+          ${product === "cash_deposit" ? "Your deposit reference" : "Your policy number"}<br /><strong
+            >${policy.policyNumber}</strong
+          >
+        </div>
       </div>
       ${outcomeOf("completed")}
       ${summaryList([
+        { key: "What you bought", value: whatYouBought(product, policy.coverageAmountCents, context.issuer) },
         ...(view.quote ? quoteRows(view, view.quote, context.issuer) : []),
-        { key: "Paid", value: `${dollars(policy.paidCents)} with the card ending ${policy.cardLast4}` },
+        {
+          key: "Paid",
+          value: `${dollars(policy.paidCents)} on ${longDate(policy.paidOn)} with the card ending ${policy.cardLast4}`,
+        },
         ...(nextCharge === undefined ? [] : [{ key: "Next payment", value: nextCharge }]),
       ])}
       <p>
@@ -64,14 +104,7 @@ export const completedPage = (view: JourneyView, context: PageContext) => {
         }
         ${newTabLink(termsPath(product, view.quote?.productVersion), `Terms of ${productNames[product]}`)}
       </p>
-      ${
-        policy.documentsUrl === undefined
-          ? html`<p>
-              Your policy documents are being prepared. Reload this page in a minute to download them.
-            </p>`
-          : documentLinks(policy.documentsUrl, policy.policyNumber)
-      }
-      ${continueLink(context)}`,
+      ${documentsSection(product, policy.documentsUrl, policy.policyNumber)} ${continueLink(context)}`,
   })
 }
 

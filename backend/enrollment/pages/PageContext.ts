@@ -25,28 +25,35 @@ export interface PageContext {
   readonly submitted: URLSearchParams | undefined
   /** The insurer and the contact the pages name. */
   readonly issuer: IssuerConfigShape
+  /** The owner's display name, shown in the header. */
+  readonly ownerName?: string | undefined
 }
 
-/** The steps before the policy, numbered for the renter ("Step 2 of 4"). */
-const STEP_NUMBERS: Partial<Record<JourneyStep, number>> = {
+/**
+ * The pages before the policy, numbered for the renter ("Step 2 of 5"): the check of the answers and the payment
+ * are steps of their own, as the renter sees two pages.
+ */
+const STEP_NUMBERS: Partial<Record<StepPage, number>> = {
   details: 1,
-  underwriting: 2,
+  income: 2,
   choose: 3,
-  quote: 4,
+  check: 4,
+  pay: 5,
 }
-const STEP_COUNT = 4
+export const STEP_COUNT = 5
 
-/** A journey page: the issuer's footer, and the step's number while there are steps to go. */
+/** A journey page: the issuer's footer, the owner's name, and the page's number while there are steps to go. */
 export const journeyPageOf = (
   context: PageContext,
-  step: JourneyStep,
+  _step: JourneyStep,
   content: Omit<PageContent, "issuer" | "progress">,
 ) => {
-  const number = STEP_NUMBERS[step]
+  const number = STEP_NUMBERS[context.page]
   return page({
     ...content,
     issuer: context.issuer,
     parentOrigins: context.parentOrigins,
+    ownerName: context.ownerName,
     ...(number === undefined ? {} : { progress: { step: number, of: STEP_COUNT } }),
   })
 }

@@ -21,11 +21,15 @@ export const payPage = (view: JourneyView, context: PageContext, errors: Readonl
   const sent = context.submitted
   const due = dollars(quote.dueNowCents)
   const cards = context.testCards
+  const title =
+    quote.product === "cash_deposit"
+      ? "Pay your refundable cash deposit"
+      : `Pay for your ${productNames[quote.product].toLowerCase()}`
   return journeyPageOf(context, "quote", {
-    title: "Your quote",
+    title,
     errors,
     body: html`${backLink(context)}
-      <h1>Your quote</h1>
+      <h1>${title}</h1>
       ${summaryList(quoteRows(view, quote, context.issuer))}
       <p><a href="${context.pagePath("choose", "check")}">Choose a different option</a></p>
       <h2>Pay ${due} now</h2>
@@ -91,7 +95,8 @@ export const payPage = (view: JourneyView, context: PageContext, errors: Readonl
           textInput({
             id: "postal-code",
             name: "postal_code",
-            label: "Billing ZIP code",
+            label: "Billing ZIP code (optional)",
+            hint: "5 digits, like 62701",
             inputmode: "numeric",
             autocomplete: "postal-code",
             short: true,

@@ -3,7 +3,6 @@ import type { IssuerConfigShape } from "../../policies/Config.ts"
 import type { ProductType } from "../../policies/Domain.ts"
 import type { JourneyView } from "../Domain.ts"
 import { html } from "../Html.ts"
-import { SERVICE_NAME } from "../Layout.ts"
 
 /** How the renter's pages write amounts, dates, products and the quote, so every page says them alike. */
 
@@ -62,14 +61,25 @@ export const quoteRows = (
 ) => [
   { key: "Product", value: productNames[quote.product] },
   quote.product === "cash_deposit"
-    ? { key: "Held by", value: `${SERVICE_NAME}, returned to you when the lease ends` }
+    ? { key: "Held by", value: `${issuer.depositHolderName}, returned to you when the lease ends` }
     : { key: "Issued by", value: issuer.insurerName },
-  quote.product === "cash_deposit"
-    ? { key: "Deposit", value: dollars(quote.coverageAmountCents) }
-    : {
-        key: "Covers",
-        value: `Up to ${coverageOfDeposit(quote.coverageAmountCents, view.lease.depositAmountCents).slice("up to ".length)}`,
-      },
-  { key: "Dates", value: `${longDate(quote.coverageStartDate)} to ${longDate(quote.coverageEndDate)}` },
-  { key: "Price", value: priceOf(quote.premiumCents, quote.cadence, quote.payments) },
+  ...(quote.product === "cash_deposit"
+    ? [
+        { key: "Lease", value: `${longDate(quote.coverageStartDate)} to ${longDate(quote.coverageEndDate)}` },
+        { key: "Deposit", value: `${dollars(quote.premiumCents)}, paid once` },
+      ]
+    : [
+        {
+          key: "Covers",
+          value: `Up to ${coverageOfDeposit(quote.coverageAmountCents, view.lease.depositAmountCents).slice("up to ".length)}`,
+        },
+        { key: "Dates", value: `${longDate(quote.coverageStartDate)} to ${longDate(quote.coverageEndDate)}` },
+        { key: "Price", value: priceOf(quote.premiumCents, quote.cadence, quote.payments) },
+      ]),
 ]
+
+/** A US phone of 10 digits as people write it, `(555) 201-3344`; anything else as it is. */
+export const formatPhone = (phone: string) => {
+  const digits = phone.replace(/\D/g, "")
+  return digits.length === 10 ? `(${digits.slice(0, 3)}) ${digits.slice(3, 6)}-${digits.slice(6)}` : phone
+}
