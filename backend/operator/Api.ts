@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { AuditChannels } from "../audit/Channels.ts"
 import { IN_FORCE, PolicyProducts, PolicyStatuses } from "../policies/Statuses.ts"
 import { EndpointStatuses, ReplayStatuses, ShownDeliveryStatuses } from "../webhooks/Statuses.ts"
+import { EndpointHealth, HealthBucket, HealthSummary, HealthWindow } from "../webhooks/endpoints/HealthApi.ts"
 
 /*
  * The operator API's requests and answers (served under /api on the console port; `docs/operator-api.md`), as
@@ -172,52 +173,7 @@ export const Endpoint = Schema.Struct({
 })
 export type Endpoint = typeof Endpoint.Type
 
-export const HealthBucket = Schema.Struct({
-  start: Timestamp,
-  attempts: Schema.Number,
-  succeeded: Schema.Number,
-  failed: Schema.Number,
-  p50_ms: Schema.NullOr(Schema.Number),
-  p95_ms: Schema.NullOr(Schema.Number),
-})
-export type HealthBucket = typeof HealthBucket.Type
-
-export const HealthWindow = Schema.Struct({
-  attempts: Schema.Number,
-  succeeded: Schema.Number,
-  failed: Schema.Number,
-  /** 0..1; null without attempts. */
-  success_rate: Schema.NullOr(Schema.Number),
-  p50_ms: Schema.NullOr(Schema.Number),
-  p95_ms: Schema.NullOr(Schema.Number),
-  buckets: Schema.Array(HealthBucket),
-})
-export type HealthWindow = typeof HealthWindow.Type
-
-/** An endpoint's health: deliveries waiting, and the last hour's and day's attempts. */
-export const EndpointHealth = Schema.Struct({
-  /** Deliveries not yet delivered or failed (held ones included). */
-  waiting: Schema.Number,
-  /**
-   * Set while the delivery engine slows the endpoint: its latest attempts timed out in a row (as the last process
-   * to record one counted them), so it gets at most `max_in_flight` attempts at once until it answers.
-   */
-  slowed: Schema.NullOr(Schema.Struct({ timeouts_in_row: Schema.Number, max_in_flight: Schema.Number })),
-  hour: HealthWindow,
-  day: HealthWindow,
-})
-export type EndpointHealth = typeof EndpointHealth.Type
-
-/** The last hour of an endpoint at a glance, as its list row shows it. */
-export const HealthSummary = Schema.Struct({
-  attempts: Schema.Number,
-  succeeded: Schema.Number,
-  failed: Schema.Number,
-  /** 0..1; null without attempts. */
-  success_rate: Schema.NullOr(Schema.Number),
-  p95_ms: Schema.NullOr(Schema.Number),
-})
-export type HealthSummary = typeof HealthSummary.Type
+export { EndpointHealth, HealthBucket, HealthSummary, HealthWindow }
 
 /** An endpoint as the console lists it: with its last hour's success rate and p95. */
 export const ListedEndpoint = Schema.Struct({ ...Endpoint.fields, last_hour: HealthSummary })

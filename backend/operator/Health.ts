@@ -1,16 +1,14 @@
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { WebhookConfig } from "../webhooks/Config.ts"
-import { SLOW_AFTER_TIMEOUTS, slowedCap } from "../webhooks/delivery/EndpointPlaces.ts"
-import { BUCKET_MS } from "../webhooks/delivery/HealthBuckets.ts"
 import { DeliveryReads } from "../webhooks/endpoints/DeliveryReads.ts"
 import {
-  HOUR_BUCKETS,
-  healthWindow,
+  endpointHealth,
+  lastDaySince,
   lastHourSince,
   lastHourSummaries,
 } from "../webhooks/endpoints/HealthWindows.ts"
 import { WebhookRetention } from "../webhooks/Retention.ts"
-import type { EndpointHealth, HealthBucket } from "./Api.ts"
+import type { HealthBucket } from "./Api.ts"
 
 /**
  * An endpoint's health for the console: attempts, successes, failures and p50/p95 latency over the last hour
@@ -34,19 +32,9 @@ export class Health extends Context.Service<Health>()("partner-service/operator/
     const retention = yield* WebhookRetention
 
     const health = Effect.fn("Health.health")(function* (endpointId: number, now: Date) {
-      const since = Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - 23 * HOUR_MS
-      const rows = yield* reads.healthBuckets(endpointId, new Date(since))
+      const rows = yield* reads.healthBuckets(endpointId, lastDaySince(now))
       const waiting = yield* reads.waiting(endpointId)
-      const streak = rows.findLast((row) => row.timeouts_in_row != null)?.timeouts_in_row ?? 0
-      return {
-        waiting,
-        slowed:
-          streak >= SLOW_AFTER_TIMEOUTS
-            ? { timeouts_in_row: streak, max_in_flight: slowedCap(config.maxInFlightPerEndpoint) }
-            : null,
-        hour: healthWindow(rows, now.getTime(), BUCKET_MS, HOUR_BUCKETS),
-        day: healthWindow(rows, now.getTime(), HOUR_MS, 24),
-      } satisfies EndpointHealth
+      return endpointHealth(rows, waiting, now, config.maxInFlightPerEndpoint)
     })
 
     /** The last hour of each endpoint in `endpointIds` (a list's page), read at once. */

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { EndpointHealth, HealthSummary } from "../webhooks/endpoints/HealthApi.ts"
 import { EndpointStatuses, ShownDeliveryStatuses } from "../webhooks/Statuses.ts"
 
 /*
@@ -28,16 +29,7 @@ export type PortalError = typeof PortalError.Type
 
 export const EndpointStatus = Schema.Literals(EndpointStatuses)
 
-/** The last hour of an endpoint at a glance. */
-export const HealthSummary = Schema.Struct({
-  attempts: Schema.Number,
-  succeeded: Schema.Number,
-  failed: Schema.Number,
-  /** 0..1; null without attempts. */
-  success_rate: Schema.NullOr(Schema.Number),
-  p95_ms: Schema.NullOr(Schema.Number),
-})
-export type HealthSummary = typeof HealthSummary.Type
+export { EndpointHealth, HealthSummary }
 
 export const PortalEndpoint = Schema.Struct({
   id: Schema.Number,
@@ -48,6 +40,10 @@ export const PortalEndpoint = Schema.Struct({
   last_hour: HealthSummary,
 })
 export type PortalEndpoint = typeof PortalEndpoint.Type
+
+/** `GET /portal/api/endpoints/{id}/health`: the endpoint's last hour and day, as the console shows them. */
+export const EndpointHealthAnswer = Schema.Struct({ health: EndpointHealth })
+export type EndpointHealthAnswer = typeof EndpointHealthAnswer.Type
 
 /** `GET /portal/api/endpoints`: the holder's endpoints, not deleted. */
 export const EndpointsAnswer = Schema.Struct({ endpoints: Schema.Array(PortalEndpoint) })

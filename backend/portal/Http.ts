@@ -5,6 +5,7 @@ import { fromSearchParams } from "../webhooks/endpoints/DeliveryFilters.ts"
 import {
   DeliveryDetailAnswer,
   DeliveryPage,
+  EndpointHealthAnswer,
   EndpointsAnswer,
   EventsAnswer,
   SessionAnswer,
@@ -133,6 +134,19 @@ const readRoutes = [
     change: false,
     handle: (session) =>
       PortalReads.use((reads) => reads.endpoints(session)).pipe(Effect.map(encoded(EndpointsAnswer))),
+  }),
+  portalRoute({
+    method: "GET",
+    path: "/portal/api/endpoints/:id/health",
+    change: false,
+    handle: (session, request) =>
+      PortalReads.use((reads) => reads.health(session, request.params.id ?? "")).pipe(
+        Effect.flatMap((answer) =>
+          answer === undefined
+            ? Effect.fail(notFound("Endpoint"))
+            : Effect.succeed(encoded(EndpointHealthAnswer)(answer)),
+        ),
+      ),
   }),
   portalRoute({
     method: "GET",

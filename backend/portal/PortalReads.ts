@@ -12,11 +12,18 @@ import {
 } from "../webhooks/endpoints/DeliveryFilters.ts"
 import { type AttemptRow, type DeliveryListRow, DeliveryReads } from "../webhooks/endpoints/DeliveryReads.ts"
 import { EndpointReads } from "../webhooks/endpoints/EndpointReads.ts"
-import { lastHourSince, lastHourSummaries } from "../webhooks/endpoints/HealthWindows.ts"
+import {
+  endpointHealth,
+  lastDaySince,
+  lastHourSince,
+  lastHourSummaries,
+} from "../webhooks/endpoints/HealthWindows.ts"
+import { WebhookConfig } from "../webhooks/Config.ts"
 import {
   type CatalogEvent,
   type DeliveryDetailAnswer,
   type DeliveryPage,
+  type EndpointHealthAnswer,
   type EndpointsAnswer,
   type PortalAttempt,
   type PortalDelivery,
@@ -92,6 +99,7 @@ export class PortalReads extends Context.Service<PortalReads>()("partner-service
     const deliveryReads = yield* DeliveryReads
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
+    const config = yield* WebhookConfig
     const holderEndpoints = (session: PortalSession) => endpointReads.subscriberEndpoints(session.holderId)
 
     type HolderEndpoint = Effect.Success<ReturnType<typeof holderEndpoints>>[number]
@@ -130,6 +138,18 @@ export class PortalReads extends Context.Service<PortalReads>()("partner-service
       if (wanted === undefined) return undefined
       const found = (yield* holderEndpoints(session)).find((endpoint) => endpoint.id === wanted)
       return found === undefined || found.deleted ? undefined : found.id
+    })
+
+    /** The health of one of the holder's endpoints not deleted, as the console shows it; undefined for any other. */
+    const health = Effect.fn("PortalReads.health")(function* (session: PortalSession, id: string) {
+      const found = yield* liveEndpointId(session, id)
+      if (found === undefined) return undefined
+      const at = yield* now
+      const rows = yield* deliveryReads.healthBuckets(found, lastDaySince(at))
+      const waiting = yield* deliveryReads.waiting(found)
+      return {
+        health: endpointHealth(rows, waiting, at, config.maxInFlightPerEndpoint),
+      } satisfies EndpointHealthAnswer
     })
 
     /** One of the holder's endpoints not deleted, as the list shows it; undefined for any other. */
@@ -234,7 +254,7 @@ export class PortalReads extends Context.Service<PortalReads>()("partner-service
       }),
     })
 
-    return { endpoints, endpoint, liveEndpointId, deliveries, delivery, deliverySummary, events }
+    return { endpoints, endpoint, health, liveEndpointId, deliveries, delivery, deliverySummary, events }
   }),
 }) {
   static readonly layer = Layer.effect(PortalReads, PortalReads.make).pipe(

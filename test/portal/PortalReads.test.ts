@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import {
   DeliveryDetailAnswer,
   DeliveryPage,
+  EndpointHealthAnswer,
   EndpointsAnswer,
   EventsAnswer,
   RESPONSE_EXCERPT_BYTES,
@@ -138,6 +139,20 @@ describe("portal reads", () => {
         })
         assert.sameMembers([...listed[0]!.events], ["policy.created", "prospect.ready"])
         assert.deepInclude(listed[0]!.last_hour, { attempts: 2, succeeded: 1, failed: 1, success_rate: 0.5 })
+        const health = yield* portal(`/portal/api/endpoints/${a.endpoint.id}/health`, cookie)
+        assert.strictEqual(health.status, 200, health.text)
+        const { hour, day } = decode(EndpointHealthAnswer, health).health
+        assert.deepInclude(hour, { attempts: 2, succeeded: 1, failed: 1, success_rate: 0.5 })
+        assert.strictEqual(hour.buckets.length, 12, "the last hour's 12 buckets, as the console charts them")
+        assert.strictEqual(day.buckets.length, 24)
+        for (const other of [b.endpoint.id, gone.id]) {
+          const refused = yield* portal(`/portal/api/endpoints/${other}/health`, cookie)
+          assert.strictEqual(
+            refused.status,
+            404,
+            `another owner's or a deleted endpoint's health: ${refused.text}`,
+          )
+        }
         assert.isNumber(listed[0]!.last_hour.p95_ms)
 
         const page = yield* portal("/portal/api/deliveries", cookie)

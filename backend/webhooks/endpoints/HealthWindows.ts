@@ -1,40 +1,13 @@
+import { SLOW_AFTER_TIMEOUTS, slowedCap } from "../delivery/EndpointPlaces.ts"
 import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../delivery/HealthBuckets.ts"
 import type { HealthBucketRow } from "./DeliveryReads.ts"
+import type { EndpointHealth, HealthSummary, HealthWindow } from "./HealthApi.ts"
 
 /**
  * An endpoint's attempts over a window, summed from the health buckets the delivery engine keeps, for every
  * reader that shows them (the console's health, the console's and the portal's endpoint lists). Attempts whose
  * outcome is unknown (their process stopped mid-request) are not counted.
  */
-
-export interface WindowBucket {
-  readonly start: string
-  readonly attempts: number
-  readonly succeeded: number
-  readonly failed: number
-  readonly p50_ms: number | null
-  readonly p95_ms: number | null
-}
-
-export interface HealthWindowShown {
-  readonly attempts: number
-  readonly succeeded: number
-  readonly failed: number
-  /** 0..1; null without attempts. */
-  readonly success_rate: number | null
-  readonly p50_ms: number | null
-  readonly p95_ms: number | null
-  readonly buckets: ReadonlyArray<WindowBucket>
-}
-
-/** The last hour at a glance, as an endpoint list shows it. */
-export interface HealthSummaryShown {
-  readonly attempts: number
-  readonly succeeded: number
-  readonly failed: number
-  readonly success_rate: number | null
-  readonly p95_ms: number | null
-}
 
 /** The last hour is 12 buckets of `BUCKET_MS`. */
 export const HOUR_BUCKETS = 12
@@ -48,7 +21,7 @@ export const healthWindow = (
   now: number,
   width: number,
   count: number,
-): HealthWindowShown => {
+): HealthWindow => {
   const last = Math.floor(now / width) * width
   const first = last - (count - 1) * width
   const buckets = Array.from({ length: count }, (_, i) => ({
@@ -105,7 +78,7 @@ export const lastHourSummaries = (
   now: Date,
 ) =>
   new Map(
-    endpointIds.map((id): [number, HealthSummaryShown] => {
+    endpointIds.map((id): [number, HealthSummary] => {
       const hour = healthWindow(
         rows.filter((row) => Number(row.endpoint_id) === id),
         now.getTime(),
@@ -116,3 +89,32 @@ export const lastHourSummaries = (
       return [id, { attempts, succeeded, failed, success_rate, p95_ms }]
     }),
   )
+
+const HOUR_MS = 3_600_000
+
+/** The start of the oldest bucket `endpointHealth` shows at `now`: the last day's first hour. */
+export const lastDaySince = (now: Date) =>
+  new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - 23 * HOUR_MS)
+
+/**
+ * An endpoint's health at `now` from its buckets since `lastDaySince(now)` and its deliveries still waiting: the
+ * last hour (12 buckets of 5 minutes), the last day (24 of an hour), and whether the engine slows it (the newest
+ * bucket that counted timeouts in a row says so; `maxInFlight` is the engine's cap per endpoint).
+ */
+export const endpointHealth = (
+  rows: ReadonlyArray<HealthBucketRow>,
+  waiting: number,
+  now: Date,
+  maxInFlight: number,
+): EndpointHealth => {
+  const streak = rows.findLast((row) => row.timeouts_in_row != null)?.timeouts_in_row ?? 0
+  return {
+    waiting,
+    slowed:
+      streak >= SLOW_AFTER_TIMEOUTS
+        ? { timeouts_in_row: streak, max_in_flight: slowedCap(maxInFlight) }
+        : null,
+    hour: healthWindow(rows, now.getTime(), BUCKET_MS, HOUR_BUCKETS),
+    day: healthWindow(rows, now.getTime(), HOUR_MS, 24),
+  }
+}

@@ -6,6 +6,7 @@ import {
   DeliveryPage,
   type EndpointBody,
   EndpointAnswer,
+  EndpointHealthAnswer,
   EndpointsAnswer,
   EventsAnswer,
   PortalError,
@@ -103,6 +104,8 @@ const id = (value: number | string) => encodeURIComponent(String(value))
 export const getSession = () => portalApi(SessionAnswer, "GET", "/session")
 
 export const listEndpoints = () => portalApi(EndpointsAnswer, "GET", "/endpoints").then((a) => a.endpoints)
+export const getEndpointHealth = (endpoint: number) =>
+  portalApi(EndpointHealthAnswer, "GET", `/endpoints/${id(endpoint)}/health`).then((a) => a.health)
 export const createEndpoint = (body: EndpointBody) =>
   portalApi(EndpointAnswer, "POST", "/endpoints", body).then((a) => a.endpoint)
 export const editEndpoint = (endpoint: number, body: EndpointBody) =>
