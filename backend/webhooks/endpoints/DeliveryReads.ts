@@ -379,6 +379,17 @@ export class DeliveryReads extends Context.Service<DeliveryReads>()(
           where d.id = ${id}::bigint`,
         )
 
+      /** The deliveries of the event `eventId` (on the `(event_id, endpoint_id)` key), at most `limit`. */
+      const findEventDeliveries = (eventId: string, limit: number) =>
+        db.query(
+          (sql) => sql<Array<FoundRow>>`
+          select d.id::text as id, 'Delivery ' || d.id || ' of event ' || d.event_id as label,
+            concat_ws(' · ', d.event, d.owner_slug, e.name, d.status) as detail
+          from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+          where d.event_id = ${eventId}
+          order by d.id limit ${limit}`,
+        )
+
       /** The endpoint's health buckets (`delivery/HealthBuckets.ts`) that started at or after `since`, oldest first. */
       const healthBuckets = (endpointId: number, since: Date) =>
         db.query(
@@ -465,6 +476,7 @@ export class DeliveryReads extends Context.Service<DeliveryReads>()(
         secretsAt,
         deliveriesOf,
         findDelivery,
+        findEventDeliveries,
         healthBuckets,
         healthBucketsOf,
         waiting,
