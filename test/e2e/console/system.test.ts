@@ -1,3 +1,4 @@
+import path from "node:path"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Page } from "playwright-core"
@@ -128,6 +129,9 @@ describe("console: system", () => {
           assert.isFalse(yield* promise(() => idle.locator("tbody tr").first().isVisible()))
           assert.strictEqual(yield* promise(() => page.getByTestId("busy").count()), 0)
           yield* screenshot(page, "system-summary")
+          yield* promise(() =>
+            backlog.screenshot({ path: path.join(".data", "screenshots", "console", "system-backlog.png") }),
+          )
           for (const width of [360, 1280]) {
             yield* promise(() => page.setViewportSize({ width, height: 1024 }))
             yield* promise(() => assertAccessible(page, `/system, its summary, at ${width} px`))
