@@ -2,7 +2,13 @@ import { Schema } from "effect"
 import { AuditChannels } from "../audit/Channels.ts"
 import { IN_FORCE, PolicyProducts, PolicyStatuses } from "../policies/Statuses.ts"
 import { EndpointStatuses, ReplayStatuses, ShownDeliveryStatuses } from "../webhooks/Statuses.ts"
-import { EndpointHealth, HealthBucket, HealthSummary, HealthWindow } from "../webhooks/endpoints/HealthApi.ts"
+import {
+  EndpointHealth,
+  HealthBucket,
+  HealthSummary,
+  HealthWindow,
+  QuantileBounds,
+} from "../webhooks/endpoints/HealthApi.ts"
 
 /*
  * The operator API's requests and answers (served under /api on the console port; `docs/operator-api.md`), as
@@ -173,7 +179,7 @@ export const Endpoint = Schema.Struct({
 })
 export type Endpoint = typeof Endpoint.Type
 
-export { EndpointHealth, HealthBucket, HealthSummary, HealthWindow }
+export { EndpointHealth, HealthBucket, HealthSummary, HealthWindow, QuantileBounds }
 
 /** An endpoint as the console lists it: with its last hour's success rate and p95. */
 export const ListedEndpoint = Schema.Struct({ ...Endpoint.fields, last_hour: HealthSummary })

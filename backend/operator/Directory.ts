@@ -36,7 +36,12 @@ const SEARCH_RESULTS = 20
 const CLOCK_MARGIN_MS = 60_000
 
 const PROSPECT_ID = /^tpp_([1-9]\d{0,17})$/
-const WHOLE_NUMBER = /^[1-9]\d{0,17}$/
+/** An id as typed or as the lists write it (`#973`). */
+const WHOLE_NUMBER = /^#?([1-9]\d{0,17})$/
+/** What may be a renter's name: letters, with spaces, apostrophes, dots and hyphens between. */
+const NAME = /^\p{L}[\p{L}\p{M}' .-]{1,99}$/u
+/** What may be an event id: one token, no spaces. */
+const EVENT_ID = /^[\w-]{8,100}$/
 const EMAIL = /^[^\s@]+@[^\s@]+$/
 
 /** The row id behind a prospect's service id (`tpp_<n>`), or undefined. */
@@ -162,13 +167,14 @@ export class Directory extends Context.Service<Directory>()("partner-service/ope
       const row = rowId === undefined ? undefined : yield* prospectReads.prospect(rowId)
       if (row === undefined) return yield* new ProspectPageNotFound()
       const since = new Date(row.created_at.getTime() - CLOCK_MARGIN_MS)
-      const [decided, emitted, enrollment, applications, policies] = yield* Effect.all(
+      const [decided, emitted, enrollment, applications, policies, payments] = yield* Effect.all(
         [
           storedSince("ELIGIBILITY", `eligibility.decided.${row.owner_slug}`, since),
           storedSince("EVENTS", `events.${row.owner_slug}.prospect.>`, since),
           enrollments.enrollment(row.id),
           policyReads.applications(row.id),
           policyReads.policies(row.id),
+          policyReads.payments(row.id),
         ],
         { concurrency: "unbounded" },
       )
@@ -260,6 +266,9 @@ export class Directory extends Context.Service<Directory>()("partner-service/ope
           ...a,
           submitted_at: isoOrNull(a.submitted_at),
           created_at: iso(a.created_at),
+          payments: payments
+            .filter((p) => p.application_id === a.id)
+            .map(({ application_id: _, created_at, ...p }) => ({ ...p, created_at: iso(created_at) })),
         })),
         policies,
         events: shownEvents,
@@ -268,24 +277,27 @@ export class Directory extends Context.Service<Directory>()("partner-service/ope
     })
 
     /**
-     * What `q` names: an owner by slug or name, a prospect by its service id, its partner's id or its email, a
-     * delivery or an endpoint by id, a policy by number. Every reading that fits is looked up; a short list.
+     * What `q` names: an owner by slug or name, a prospect by its service id, its partner's id, its email or the
+     * renter's name (or its start), a delivery (`973` or `#973`) or an endpoint by id, the deliveries of an event
+     * by its id, a policy by number. Every reading that fits is looked up; a short list.
      */
     const search = Effect.fn("Directory.search")(function* (q: string) {
       const prospectId = prospectRowId(q.toLowerCase())
-      const number = WHOLE_NUMBER.test(q) ? q : undefined
+      const number = WHOLE_NUMBER.exec(q)?.[1]
       const none = Effect.succeed([] as Array<FoundRow>)
-      const [prospects, deliveries, endpoints, policies, owners] = yield* Effect.all(
+      const [prospects, deliveries, eventDeliveries, endpoints, policies, owners] = yield* Effect.all(
         [
           prospectReads.findProspects(
             {
               ...(prospectId === undefined ? {} : { id: prospectId }),
               sourceProspectId: q,
               ...(EMAIL.test(q) ? { email: q } : {}),
+              ...(NAME.test(q) ? { name: q } : {}),
             },
             SEARCH_RESULTS,
           ),
           number === undefined ? none : deliveryReads.findDelivery(number),
+          EVENT_ID.test(q) ? deliveryReads.findEventDeliveries(q, SEARCH_RESULTS) : none,
           number === undefined ? none : subscribers.findEndpoint(number),
           q.length > 64 ? none : policyReads.findPolicy(q),
           roster.findOwners(q, SEARCH_RESULTS),
@@ -294,7 +306,11 @@ export class Directory extends Context.Service<Directory>()("partner-service/ope
       )
       const hits: Array<SearchHit> = [
         ...prospects.map((r) => ({ kind: "prospect" as const, path: `/prospects/${r.id}`, ...shown(r) })),
-        ...deliveries.map((r) => ({ kind: "delivery" as const, path: `/deliveries/${r.id}`, ...shown(r) })),
+        ...[...deliveries, ...eventDeliveries].map((r) => ({
+          kind: "delivery" as const,
+          path: `/deliveries/${r.id}`,
+          ...shown(r),
+        })),
         ...endpoints.map((r) => ({ kind: "endpoint" as const, path: `/endpoints/${r.id}`, ...shown(r) })),
         ...policies.map((r) => ({ kind: "policy" as const, path: `/policies/${r.id}`, ...shown(r) })),
         ...owners.map((r) => ({

@@ -153,6 +153,19 @@ export const ProspectEmitted = Schema.Struct({
 })
 export type ProspectEmitted = typeof ProspectEmitted.Type
 
+/** A payment attempt of an application: a charge of the card, declined ones with the processor's reason. */
+export const ProspectPayment = Schema.Struct({
+  id: Schema.Number,
+  kind: Schema.String,
+  amount_cents: Schema.Number,
+  status: Schema.String,
+  failure_reason: NullableText,
+  card_brand: NullableText,
+  card_last4: Schema.String,
+  created_at: Timestamp,
+})
+export type ProspectPayment = typeof ProspectPayment.Type
+
 export const ProspectApplication = Schema.Struct({
   id: Schema.Number,
   status: Schema.String,
@@ -164,6 +177,8 @@ export const ProspectApplication = Schema.Struct({
   declined_rules: Schema.NullOr(Schema.Array(Schema.String)),
   submitted_at: NullableTimestamp,
   created_at: Timestamp,
+  /** Its payment attempts, oldest first. */
+  payments: Schema.Array(ProspectPayment),
 })
 export type ProspectApplication = typeof ProspectApplication.Type
 

@@ -13,7 +13,9 @@ import {
 import { Nats, type StreamReport } from "../platform/Nats.ts"
 import { metrics, systemSamplerLayer } from "../platform/Observability.ts"
 import type {
+  BacklogEndpoint,
   DeadLetter,
+  DeliveryBacklog,
   LoopPass,
   OutboxState,
   SystemAnswer,
@@ -21,11 +23,13 @@ import type {
   SystemThresholds,
 } from "./SystemApi.ts"
 import { DeadLetterNotFound } from "./Domain.ts"
+import { type BacklogRow, DeliveryReads } from "../webhooks/endpoints/DeliveryReads.ts"
 
 /**
  * Where work piles up, for the console's system page and for `/metrics`: every stream and durable consumer as
- * JetStream reports them, the outbox's unpublished rows, and the dead letters, which an operator may publish
- * again.
+ * JetStream reports them, the outbox's unpublished rows, the webhook deliveries not settled yet (read through the
+ * webhooks context's `DeliveryReads`: they wait in Postgres, where no consumer's count shows them), and the dead
+ * letters, which an operator may publish again.
  */
 
 /**
@@ -95,6 +99,66 @@ const streamView = (stream: StreamReport, now: number): SystemStream => ({
   }),
 })
 
+/** How many endpoints the summary names, those with the most deliveries waiting. */
+export const BACKLOG_ENDPOINTS_SHOWN = 5
+
+/** The webhook backlog's summary from its rows per endpoint and status (`DeliveryReads.backlog`). */
+export const backlogView = (
+  rows: ReadonlyArray<BacklogRow>,
+  oldest: { id: string; endpoint_id: string; created_at: Date } | undefined,
+  now: number,
+): DeliveryBacklog => {
+  const totals = { waiting: 0, pending: 0, retrying: 0, rate_limited: 0, held: 0 }
+  const byEndpoint = new Map<string, { -readonly [K in keyof BacklogEndpoint]: BacklogEndpoint[K] }>()
+  for (const row of rows) {
+    totals[row.status] += row.n
+    totals.waiting += row.n
+    const seen = byEndpoint.get(row.endpoint_id)
+    const at = row.oldest_created_at
+    if (seen === undefined) {
+      byEndpoint.set(row.endpoint_id, {
+        endpoint_id: Number(row.endpoint_id),
+        endpoint_name: row.endpoint_name,
+        owner_slug: row.owner_slug,
+        provider_name: row.provider_name,
+        waiting: row.n,
+        pending: 0,
+        retrying: 0,
+        rate_limited: 0,
+        held: 0,
+        [row.status]: row.n,
+        oldest_at: at.toISOString(),
+        oldest_seconds: secondsSince(at, now) ?? 0,
+      })
+    } else {
+      seen[row.status] += row.n
+      seen.waiting += row.n
+      if (at.toISOString() < seen.oldest_at) {
+        seen.oldest_at = at.toISOString()
+        seen.oldest_seconds = secondsSince(at, now) ?? 0
+      }
+    }
+  }
+  const endpoints = [...byEndpoint.values()].sort(
+    (a, b) =>
+      b.waiting - a.waiting || a.oldest_at.localeCompare(b.oldest_at) || a.endpoint_id - b.endpoint_id,
+  )
+  return {
+    ...totals,
+    oldest:
+      oldest === undefined
+        ? null
+        : {
+            id: Number(oldest.id),
+            endpoint_id: Number(oldest.endpoint_id),
+            created_at: oldest.created_at.toISOString(),
+            seconds: secondsSince(oldest.created_at, now) ?? 0,
+          },
+    endpoint_count: endpoints.length,
+    endpoints: endpoints.slice(0, BACKLOG_ENDPOINTS_SHOWN),
+  }
+}
+
 /** Headers a retry leaves out: its own `Nats-Msg-Id` replaces the original's, which JetStream may still hold. */
 const DROPPED_HEADERS = new Set(["nats-msg-id"])
 
@@ -102,6 +166,7 @@ export class System extends Context.Service<System>()("partner-service/operator/
   make: Effect.gen(function* () {
     const db = yield* Db
     const nats = yield* Nats
+    const deliveryReads = yield* DeliveryReads
 
     const outbox = Effect.fn("System.outbox")(function* (now: number) {
       const { backlog, oldest: oldestAt } = yield* outboxBacklog(db)
@@ -142,13 +207,15 @@ export class System extends Context.Service<System>()("partner-service/operator/
     /** Everything the system page shows, read now. */
     const status = Effect.fn("System.status")(function* () {
       const started = yield* Clock.currentTimeMillis
-      const [streams, box, passes, total, deadLetters] = yield* Effect.all(
+      const [streams, box, passes, total, deadLetters, backlog, oldest] = yield* Effect.all(
         [
           nats.streamReports,
           outbox(started),
           loops(started),
           deadLetterCount(db),
           latestDeadLetters(db, DEAD_LETTERS_SHOWN),
+          deliveryReads.backlog(),
+          deliveryReads.oldestWaiting(),
         ],
         { concurrency: "unbounded" },
       )
@@ -156,6 +223,7 @@ export class System extends Context.Service<System>()("partner-service/operator/
       return {
         checked_at: new Date(now).toISOString(),
         thresholds: THRESHOLDS,
+        deliveries: backlogView(backlog, oldest, now),
         streams: streams.map((s) => streamView(s, now)),
         outbox: box,
         loops: passes,
@@ -203,7 +271,19 @@ export class System extends Context.Service<System>()("partner-service/operator/
 
     /** Sets the gauges of `/metrics` from one reading; series of consumers that are gone are dropped. */
     const sample = Effect.fn("System.sample")(function* () {
-      const answer = yield* status()
+      // The gauges need no webhook backlog: its scan of every unsettled delivery is left to the page.
+      const started = yield* Clock.currentTimeMillis
+      const [streams, box, total] = yield* Effect.all(
+        [nats.streamReports, outbox(started), deadLetterCount(db)],
+        { concurrency: "unbounded" },
+      )
+      const now = yield* Clock.currentTimeMillis
+      const answer = {
+        checked_at: new Date(now).toISOString(),
+        streams: streams.map((s) => streamView(s, now)),
+        outbox: box,
+        dead_letters: { total },
+      }
       const consumerGauges = [
         metrics.consumerPending,
         metrics.consumerAckPending,
@@ -238,7 +318,7 @@ export class System extends Context.Service<System>()("partner-service/operator/
     return { status, retryDeadLetter, sample }
   }),
 }) {
-  static readonly layer = Layer.effect(System, System.make)
+  static readonly layer = Layer.effect(System, System.make).pipe(Layer.provide(DeliveryReads.layer))
 
   /**
    * In every process: the gauges of `/metrics` read at each scrape (`systemSamplerLayer`); a reading that fails or

@@ -86,10 +86,55 @@ export const SystemThresholds = Schema.Struct({
 })
 export type SystemThresholds = typeof SystemThresholds.Type
 
+/** An endpoint's deliveries not settled yet, by the status they wait in. */
+export const BacklogEndpoint = Schema.Struct({
+  endpoint_id: Schema.Number,
+  endpoint_name: Schema.String,
+  /** Whose endpoint: an owner's slug or a provider's name. */
+  owner_slug: Schema.NullOr(Schema.String),
+  provider_name: Schema.NullOr(Schema.String),
+  waiting: Schema.Number,
+  pending: Schema.Number,
+  retrying: Schema.Number,
+  rate_limited: Schema.Number,
+  held: Schema.Number,
+  /** When its oldest waiting delivery was created, and how long ago in seconds. */
+  oldest_at: Timestamp,
+  oldest_seconds: Schema.Number,
+})
+export type BacklogEndpoint = typeof BacklogEndpoint.Type
+
+/**
+ * The webhook backlog: every delivery not settled yet, which waits in Postgres (a retry is scheduled there, not
+ * in JetStream), so the consumers' pending counts do not show it. A delivery being attempted right now counts
+ * under the status it waits in; a held one (its endpoint is suspended) as held.
+ */
+export const DeliveryBacklog = Schema.Struct({
+  waiting: Schema.Number,
+  pending: Schema.Number,
+  retrying: Schema.Number,
+  rate_limited: Schema.Number,
+  held: Schema.Number,
+  /** The delivery that has waited longest; null when none waits. */
+  oldest: Schema.NullOr(
+    Schema.Struct({
+      id: Schema.Number,
+      endpoint_id: Schema.Number,
+      created_at: Timestamp,
+      seconds: Schema.Number,
+    }),
+  ),
+  /** How many endpoints have a delivery waiting, and the (at most) five with the most, most first. */
+  endpoint_count: Schema.Number,
+  endpoints: Schema.Array(BacklogEndpoint),
+})
+export type DeliveryBacklog = typeof DeliveryBacklog.Type
+
 /** `GET /api/system`. */
 export const SystemAnswer = Schema.Struct({
   checked_at: Timestamp,
   thresholds: SystemThresholds,
+  deliveries: DeliveryBacklog,
   streams: Schema.Array(SystemStream),
   outbox: OutboxState,
   /** The loops of every workers process that reported in the last minute, by loop then process. */

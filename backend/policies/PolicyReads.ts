@@ -30,6 +30,33 @@ export class PolicyReads extends Context.Service<PolicyReads>()("partner-service
           premium_cents::float8 as premium_cents, declined_rules, submitted_at, created_at
         from policy_applications where prospect_id = ${prospectId}::bigint order by id`,
         ),
+      /**
+       * Every payment attempt of the prospect's applications, oldest first: declined ones with the processor's
+       * reason, and the card tried (`charges_application`).
+       */
+      payments: (prospectId: string) =>
+        db.query(
+          (sql) => sql<
+            Array<{
+              id: number
+              application_id: number
+              kind: string
+              amount_cents: number
+              status: string
+              failure_reason: string | null
+              card_brand: string | null
+              card_last4: string
+              created_at: Date
+            }>
+          >`
+        select c.id::int, c.application_id::int, c.kind, c.amount_cents::float8 as amount_cents, c.status,
+          c.failure_reason, m.brand as card_brand, m.last4 as card_last4, c.created_at
+        from policy_applications a
+        join charges c on c.application_id = a.id
+        join payment_methods m on m.id = c.payment_method_id
+        where a.prospect_id = ${prospectId}::bigint
+        order by c.created_at, c.id`,
+        ),
       policies: (prospectId: string) =>
         db.query(
           (sql) => sql<

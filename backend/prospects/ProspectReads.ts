@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import type { FoundRow } from "../contract/Search.ts"
-import { Db } from "../platform/Db.ts"
+import { Db, type Sql } from "../platform/Db.ts"
 
 export interface ProspectRecordRow {
   readonly id: string
@@ -35,6 +35,18 @@ const NOT_FIELDS = [
  * the sealed SSN), and the prospects a search names. The rows are this context's; readers take these types as
  * they are.
  */
+/** A `like` pattern matching text that starts with `text`, with `%`, `_` and `\\` matched as themselves. */
+const startsWith = (text: string) => `${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
+/** Prospects whose first or last name starts with the words of `name` (`prospects_*_name_search`). */
+const nameCondition = (sql: Sql, name: string) => {
+  const [first, ...rest] = name.trim().split(/\s+/)
+  if (first === undefined || first === "") return undefined
+  return rest.length === 0
+    ? sql`(lower(p.first_name) like ${startsWith(first)} or lower(p.last_name) like ${startsWith(first)})`
+    : sql`(lower(p.first_name) like ${startsWith(first)} and lower(p.last_name) like ${startsWith(rest.join(" "))})`
+}
+
 export class ProspectReads extends Context.Service<ProspectReads>()(
   "partner-service/prospects/ProspectReads",
   {
@@ -52,7 +64,16 @@ export class ProspectReads extends Context.Service<ProspectReads>()(
             .pipe(Effect.map(([row]) => row)),
         /** Prospects by service id, partner's id or email (any of them given). */
         findProspects: (
-          by: { readonly id?: string; readonly sourceProspectId?: string; readonly email?: string },
+          by: {
+            readonly id?: string
+            readonly sourceProspectId?: string
+            readonly email?: string
+            /**
+             * The renter's name, or the start of it, ignoring case: one word matches the first or the last name,
+             * more the first name (first word) and the last (the rest).
+             */
+            readonly name?: string
+          },
           limit: number,
         ) =>
           db.query((sql) => {
@@ -62,6 +83,7 @@ export class ProspectReads extends Context.Service<ProspectReads>()(
                 ? undefined
                 : sql`p.source_prospect_id = ${by.sourceProspectId}`,
               by.email === undefined ? undefined : sql`lower(p.email) = lower(${by.email})`,
+              by.name === undefined ? undefined : nameCondition(sql, by.name),
             ].filter((condition) => condition !== undefined)
             if (conditions.length === 0) return Promise.resolve([] as Array<FoundRow>)
             const where = conditions.reduce((all, condition) => sql`${all} or ${condition}`)

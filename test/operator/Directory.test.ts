@@ -141,6 +141,39 @@ layer(service.layer, { excludeTestServices: true, timeout: 300_000 })((it) => {
             detail.applications.map((a) => [a.product_type, a.cadence]),
             [["security_deposit_insurance", "upfront"]],
           )
+          // Its payment attempts: the charge that paid, with the card tried.
+          const [application] = detail.applications
+          assert.deepStrictEqual(
+            application!.payments.map((p) => [p.kind, p.status, p.failure_reason]),
+            [["initial", "succeeded", null]],
+          )
+          assert.match(application!.payments[0]!.card_last4, /^\d{4}$/)
+          // A declined attempt, as the processor answered it, is shown with its reason, oldest first.
+          yield* query(
+            (sql) => sql`
+              with card as (
+                insert into payment_methods (provider, reference, last4, brand)
+                values ('test', 'directory-declined', '0341', 'visa') returning id
+              )
+              insert into charges (application_id, payment_method_id, kind, amount_cents, status, failure_reason,
+                                   idempotency_key, created_at)
+              select ${application!.id}, card.id, 'initial', 12500, 'declined', 'Your card was declined.',
+                     'directory-declined', now() - interval '1 hour'
+              from card`,
+          )
+          const again = decodes(
+            DirectoryApi.ProspectAnswer,
+            (yield* call("GET", `/api/prospects/${tpp}`, viewer)).body,
+          ).prospect
+          assert.deepInclude(again.applications[0]!.payments[0], {
+            kind: "initial",
+            amount_cents: 12500,
+            status: "declined",
+            failure_reason: "Your card was declined.",
+            card_brand: "visa",
+            card_last4: "0341",
+          })
+          assert.strictEqual(again.applications[0]!.payments.length, 2)
           assert.deepStrictEqual(
             detail.policies.map((p) => [p.id, p.policy_number]),
             [[issued.id, issued.policyNumber]],
@@ -182,6 +215,19 @@ layer(service.layer, { excludeTestServices: true, timeout: 300_000 })((it) => {
           assert.deepStrictEqual(yield* paths(owner.slug), [`/owners/${owner.slug}`])
           assert.deepStrictEqual(yield* paths("owner directory-ORG"), [`/owners/${owner.slug}`])
           assert.include(yield* paths(deliveryId), `/deliveries/${deliveryId}`)
+          // As the lists write ids.
+          assert.include(yield* paths(`#${deliveryId}`), `/deliveries/${deliveryId}`)
+          // An event's id: its deliveries.
+          const readyShown = detail.events.find((e) => e.event === "prospect.ready")!
+          assert.deepStrictEqual(
+            yield* paths(readyShown.event_id),
+            readyShown.deliveries.map((d) => `/deliveries/${d.id}`),
+          )
+          // The renter's name, its start, ignoring case; first and last together.
+          for (const name of ["John", "doe", "JOHN DOE", "jo do"])
+            assert.include(yield* paths(name), `/prospects/${tpp}`, name)
+          assert.notInclude(yield* paths("Jane"), `/prospects/${tpp}`)
+          assert.notInclude(yield* paths("doe john"), `/prospects/${tpp}`)
           assert.include(yield* paths(String(endpointId)), `/endpoints/${endpointId}`)
           const [one] = yield* search(` ${tpp} `)
           assert.strictEqual(one!.kind, "prospect")

@@ -1,7 +1,12 @@
 import { assert, describe, it as plain, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Health } from "../../backend/operator/Health.ts"
-import { LATENCY_SLOTS, latencyQuantile, latencySlot } from "../../backend/webhooks/delivery/HealthBuckets.ts"
+import {
+  LATENCY_SLOTS,
+  latencyQuantile,
+  latencyQuantileBounds,
+  latencySlot,
+} from "../../backend/webhooks/delivery/HealthBuckets.ts"
 import {
   attemptsOf,
   awaitDeliveries,
@@ -36,6 +41,30 @@ describe("latency histogram", () => {
     const p95 = latencyQuantile(latency, 0.95)!
     assert.isTrue(p95 >= 2000 && p95 <= 3000, String(p95))
     assert.strictEqual(latencyQuantile(histogram([20_000]), 0.95), 10_000)
+  })
+
+  plain("names the slot a quantile lies in, the bounds an estimate is shown with", () => {
+    assert.isNull(latencyQuantileBounds(histogram([]), 0.95))
+    // Attempts that time out at 4,000 ms crowd at the slot's low end: the even-spread estimate overshoots the true
+    // p95, which the bounds still hold.
+    const durations = [
+      ...Array.from({ length: 80 }, () => 120),
+      ...Array.from({ length: 20 }, (_, i) => 4_000 + i * 3),
+    ]
+    const sorted = [...durations].sort((a, b) => a - b)
+    const truth = sorted[Math.ceil(0.95 * sorted.length) - 1]!
+    const latency = histogram(durations)
+    const bounds = latencyQuantileBounds(latency, 0.95)!
+    assert.deepStrictEqual(bounds, { low_ms: 3_000, high_ms: 5_000 })
+    assert.isTrue(truth >= bounds.low_ms && truth < bounds.high_ms!, String(truth))
+    const estimate = latencyQuantile(latency, 0.95)!
+    assert.isTrue(estimate >= bounds.low_ms && estimate <= bounds.high_ms!, String(estimate))
+    assert.deepStrictEqual(latencyQuantileBounds(latency, 0.5), { low_ms: 100, high_ms: 150 })
+    assert.deepStrictEqual(latencyQuantileBounds(histogram([20_000]), 0.95), {
+      low_ms: 10_000,
+      high_ms: null,
+    })
+    assert.deepStrictEqual(latencyQuantileBounds(histogram([0]), 0.5), { low_ms: 0, high_ms: 1 })
   })
 })
 
@@ -74,6 +103,8 @@ describe("endpoint health", () => {
           const latency = histogram(attempts.map((a) => a.duration_ms!))
           assert.strictEqual(shown.hour.p50_ms, latencyQuantile(latency, 0.5))
           assert.strictEqual(shown.day.p95_ms, latencyQuantile(latency, 0.95))
+          assert.deepStrictEqual(shown.hour.p50_bounds_ms, latencyQuantileBounds(latency, 0.5))
+          assert.deepStrictEqual(shown.day.p95_bounds_ms, latencyQuantileBounds(latency, 0.95))
           assert.strictEqual(shown.hour.buckets.length, 12)
           assert.strictEqual(shown.day.buckets.length, 24)
           assert.strictEqual(

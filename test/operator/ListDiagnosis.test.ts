@@ -1,6 +1,11 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { LATENCY_SLOTS, latencyQuantile, latencySlot } from "../../backend/webhooks/delivery/HealthBuckets.ts"
+import {
+  LATENCY_SLOTS,
+  latencyQuantile,
+  latencyQuantileBounds,
+  latencySlot,
+} from "../../backend/webhooks/delivery/HealthBuckets.ts"
 import { consoleService } from "../support/Console.ts"
 import { call, operatorSession } from "../support/Operator.ts"
 import {
@@ -20,6 +25,12 @@ const p95Of = (durations: ReadonlyArray<number>) => {
   const latency = new Array<number>(LATENCY_SLOTS).fill(0)
   for (const d of durations) latency[latencySlot(d)]!++
   return latencyQuantile(latency, 0.95)
+}
+
+const p95BoundsOf = (durations: ReadonlyArray<number>) => {
+  const latency = new Array<number>(LATENCY_SLOTS).fill(0)
+  for (const d of durations) latency[latencySlot(d)]!++
+  return latencyQuantileBounds(latency, 0.95)
 }
 
 describe("the operator lists diagnose", () => {
@@ -109,6 +120,7 @@ describe("the operator lists diagnose", () => {
             failed: flakyFailed,
             success_rate: 5 / flakyAttempts.length,
             p95_ms: p95Of(flakyAttempts.map((a) => a.duration_ms!)),
+            p95_bounds_ms: p95BoundsOf(flakyAttempts.map((a) => a.duration_ms!)),
           })
 
           const deadAttempts = yield* attempts(deadRows)
@@ -118,6 +130,7 @@ describe("the operator lists diagnose", () => {
             failed: 10,
             success_rate: 0,
             p95_ms: p95Of(deadAttempts.map((a) => a.duration_ms!)),
+            p95_bounds_ms: p95BoundsOf(deadAttempts.map((a) => a.duration_ms!)),
           })
           assert.deepStrictEqual(yield* lastHour("diag-quiet"), {
             attempts: 0,
@@ -125,6 +138,7 @@ describe("the operator lists diagnose", () => {
             failed: 0,
             success_rate: null,
             p95_ms: null,
+            p95_bounds_ms: null,
           })
         }).pipe(Effect.scoped),
       TIMEOUT,

@@ -4,7 +4,7 @@ import { Nats } from "../../backend/platform/Nats.ts"
 import { registry } from "../../backend/platform/Observability.ts"
 import { call, consoleService, operatorSession } from "../support/Operator.ts"
 import { eventually } from "../support/Streams.ts"
-import { query } from "../support/WebhookEngine.ts"
+import { endpoint, owner, provider, query, subscriber } from "../support/WebhookEngine.ts"
 
 interface DeadLetterRow {
   readonly id: string
@@ -182,6 +182,78 @@ describe("the system page's outbox", () => {
         assert.isAtLeast(shown.body.outbox.oldest_seconds, 110)
         assert.match(shown.body.outbox.flag, /oldest unpublished row older than 60 s/)
       }),
+    )
+
+    it.effect(
+      "sums the deliveries not settled yet by status, names the oldest, and the five endpoints with the most",
+      () =>
+        Effect.gen(function* () {
+          const viewer = yield* operatorSession("backlog@system.test", "viewer")
+          const acme = yield* owner("backlog-acme")
+          const ownerSub = yield* subscriber({ ownerId: acme.id })
+          const prov = yield* provider("Backlog Provider", { owners: [acme.id] })
+          const providerSub = yield* subscriber({ providerId: prov })
+          const ids: Array<number> = []
+          for (let i = 0; i < 7; i++)
+            ids.push(yield* endpoint(i === 6 ? providerSub.id : ownerSub.id, `https://example.test/${i}`, []))
+          // Endpoint i has i + 1 waiting deliveries; each endpoint's also has one delivered and one failed,
+          // which are settled. The first endpoint's is held, the second's retried by hand (series 2), the
+          // third's retrying, the fourth's rate limited, the rest pending; the oldest is on the sixth.
+          yield* query(
+            (sql) => sql`
+              insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, status, series,
+                                              created_at, held_since)
+              select (${ids}::bigint[])[1 + e], 'backlog-' || e || '-' || n, 'policy.created', 'backlog-acme',
+                     convert_to('{}', 'UTF8'),
+                     case when e = 2 then 'retrying' when e = 3 then 'rate_limited' else 'pending' end,
+                     case when e = 1 then 2 else 1 end,
+                     now() - (case when e = 5 then 3600 else 60 + n end) * interval '1 second',
+                     case when e = 0 then now() end
+              from generate_series(0, 6) e cross join lateral generate_series(0, e) n
+              union all
+              select (${ids}::bigint[])[1 + e], 'settled-' || e || '-' || s, 'policy.created', 'backlog-acme',
+                     convert_to('{}', 'UTF8'), s, 1, now() - interval '2 hours', null
+              from generate_series(0, 6) e cross join unnest(array['delivered', 'failed']) s`,
+          )
+          const [oldest] = yield* query(
+            (sql) => sql<Array<{ id: string }>>`
+              select id from webhook_deliveries where event_id = 'backlog-5-0'`,
+          )
+          const shown = yield* call("GET", "/api/system", viewer)
+          assert.strictEqual(shown.status, 200, shown.text)
+          const backlog = shown.body.deliveries
+          assert.deepInclude(backlog, {
+            waiting: 28,
+            held: 1,
+            retrying: 2 + 3,
+            rate_limited: 4,
+            pending: 5 + 6 + 7,
+            endpoint_count: 7,
+          })
+          assert.deepInclude(backlog.oldest, { id: Number(oldest!.id), endpoint_id: ids[5] })
+          assert.isAtLeast(backlog.oldest.seconds, 3590)
+          assert.deepStrictEqual(
+            backlog.endpoints.map((e: { endpoint_id: number; waiting: number }) => [
+              e.endpoint_id,
+              e.waiting,
+            ]),
+            [7, 6, 5, 4, 3].map((n) => [ids[n - 1], n]),
+          )
+          assert.deepInclude(backlog.endpoints[0], {
+            endpoint_name: "test endpoint",
+            owner_slug: null,
+            provider_name: "Backlog Provider",
+            pending: 7,
+            held: 0,
+          })
+          assert.deepInclude(backlog.endpoints[3], {
+            owner_slug: "backlog-acme",
+            rate_limited: 4,
+            pending: 0,
+          })
+          assert.deepInclude(backlog.endpoints[1], { pending: 6 })
+          assert.isAtLeast(backlog.endpoints[1].oldest_seconds, 3590)
+        }),
     )
 
     it.effect("flags a loop whose process reports no pass for more than a minute", () =>

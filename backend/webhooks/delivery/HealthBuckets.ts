@@ -1,7 +1,7 @@
 /**
  * The per-endpoint health aggregates written with attempt outcomes: 5-minute buckets of attempts, successes,
- * failures and a latency histogram of fixed slots (1-2-3-5-7 per decade, so an estimate is within a slot's
- * width of the truth at any scale).
+ * failures and a latency histogram of fixed slots (1-2-3-5-7 per decade). A quantile read from them is known only
+ * to its slot: readers show it as an estimate with the slot's bounds (`latencyQuantileBounds`).
  */
 
 export const BUCKET_MS = 5 * 60_000
@@ -66,24 +66,56 @@ export const healthBuckets = (
   return [...buckets.values()].sort((a, b) => a.endpointId - b.endpointId || a.bucketStart - b.bucketStart)
 }
 
+/** The bounds in ms of a histogram slot: `high_ms` is exclusive, null for the last, open slot. */
+export interface SlotBounds {
+  readonly low_ms: number
+  readonly high_ms: number | null
+}
+
+/** The slot of the attempt at `rank` (1-based, in duration order) and the attempts in slots before it. */
+const slotAt = (latency: ReadonlyArray<number>, rank: number) => {
+  let below = 0
+  for (let slot = 0; slot < latency.length; slot++) {
+    const n = latency[slot] ?? 0
+    if (n > 0 && below + n >= rank) return { slot, below, n }
+    below += n
+  }
+  return undefined
+}
+
+const boundsOf = (slot: number): SlotBounds => ({
+  low_ms: slot === 0 ? 0 : LATENCY_BOUNDS_MS[slot - 1]!,
+  high_ms: LATENCY_BOUNDS_MS[slot] ?? null,
+})
+
 /**
- * The duration below which `quantile` (0..1) of the histogram's attempts fall, interpolated within its slot (the
- * last, open slot answers its lower bound); null without attempts.
+ * The slot that holds the `quantile` (0..1) of the histogram's attempts: the true quantile lies within these
+ * bounds, which is all the histogram knows of it. The nearest-rank attempt (the ceiling of `quantile` times the
+ * count) decides the slot. Null without attempts.
+ */
+export const latencyQuantileBounds = (
+  latency: ReadonlyArray<number>,
+  quantile: number,
+): SlotBounds | null => {
+  const total = latency.reduce((sum, n) => sum + n, 0)
+  if (total === 0) return null
+  const found = slotAt(latency, Math.max(1, Math.ceil(quantile * total)))
+  return found === undefined ? null : boundsOf(found.slot)
+}
+
+/**
+ * An estimate of the duration below which `quantile` (0..1) of the histogram's attempts fall, interpolated within
+ * the slot `latencyQuantileBounds` names (the last, open slot answers its lower bound); null without attempts. The
+ * slot's attempts are taken as spread evenly over it, which they rarely are (timeouts crowd at one duration), so
+ * the estimate can be anywhere in the slot: shown with those bounds, never alone as a measurement.
  */
 export const latencyQuantile = (latency: ReadonlyArray<number>, quantile: number): number | null => {
   const total = latency.reduce((sum, n) => sum + n, 0)
   if (total === 0) return null
   const rank = quantile * total
-  let below = 0
-  for (let slot = 0; slot < latency.length; slot++) {
-    const n = latency[slot] ?? 0
-    if (n > 0 && below + n >= rank) {
-      const low = slot === 0 ? 0 : LATENCY_BOUNDS_MS[slot - 1]!
-      const high = LATENCY_BOUNDS_MS[slot]
-      if (high === undefined) return low
-      return Math.round(low + ((high - low) * (rank - below)) / n)
-    }
-    below += n
-  }
-  return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]!
+  const found = slotAt(latency, Math.max(1, Math.ceil(rank)))
+  if (found === undefined) return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]!
+  const { low_ms, high_ms } = boundsOf(found.slot)
+  if (high_ms === null) return low_ms
+  return Math.round(low_ms + ((high_ms - low_ms) * Math.max(0, rank - found.below)) / found.n)
 }

@@ -87,6 +87,21 @@ export interface EventDeliveryRow {
   readonly delivered_at: Date | null
 }
 
+/** The statuses a delivery waits in, as the system page's summary counts them. */
+export const WaitingStatuses = ["pending", "retrying", "rate_limited", "held"] as const
+export type WaitingStatus = (typeof WaitingStatuses)[number]
+
+/** An endpoint's deliveries not settled yet, in one waiting status, and the oldest of them. */
+export interface BacklogRow {
+  readonly endpoint_id: string
+  readonly endpoint_name: string
+  readonly owner_slug: string | null
+  readonly provider_name: string | null
+  readonly status: WaitingStatus
+  readonly n: number
+  readonly oldest_created_at: Date
+}
+
 /** An endpoint's health bucket as the delivery engine keeps it: its counts and latency histogram. */
 export interface HealthBucketRow {
   readonly bucket_start: Date
@@ -364,6 +379,17 @@ export class DeliveryReads extends Context.Service<DeliveryReads>()(
           where d.id = ${id}::bigint`,
         )
 
+      /** The deliveries of the event `eventId` (on the `(event_id, endpoint_id)` key), at most `limit`. */
+      const findEventDeliveries = (eventId: string, limit: number) =>
+        db.query(
+          (sql) => sql<Array<FoundRow>>`
+          select d.id::text as id, 'Delivery ' || d.id || ' of event ' || d.event_id as label,
+            concat_ws(' · ', d.event, d.owner_slug, e.name, d.status) as detail
+          from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+          where d.event_id = ${eventId}
+          order by d.id limit ${limit}`,
+        )
+
       /** The endpoint's health buckets (`delivery/HealthBuckets.ts`) that started at or after `since`, oldest first. */
       const healthBuckets = (endpointId: number, since: Date) =>
         db.query(
@@ -394,7 +420,52 @@ export class DeliveryReads extends Context.Service<DeliveryReads>()(
           )
           .pipe(Effect.map(([row]) => row?.n ?? 0))
 
+      /**
+       * Every delivery not settled yet (stored as pending, retrying or rate limited), counted per endpoint and
+       * waiting status, with the oldest of each group. A held delivery counts as `held` whatever its stored status;
+       * one retried by hand that waits for its first attempt as `retrying`; one being attempted right now under the
+       * status it waits in. Read on `webhook_deliveries_endpoint_status`.
+       */
+      const backlog = () =>
+        db.query(
+          (sql) => sql<Array<BacklogRow>>`
+            with waiting as (
+              select d.endpoint_id, d.id, d.created_at,
+                case when d.held_since is not null then 'held'
+                     when d.status = 'retrying' or d.series > 1 then 'retrying'
+                     when d.status = 'rate_limited' then 'rate_limited'
+                     else 'pending' end as status
+              from webhook_deliveries d
+              where d.status in ('pending', 'retrying', 'rate_limited')
+            ),
+            grouped as (
+              select endpoint_id, status, count(*)::int as n, min(created_at) as oldest_created_at
+              from waiting group by endpoint_id, status
+            )
+            select g.endpoint_id, e.name as endpoint_name, o.slug as owner_slug, p.name as provider_name,
+              g.status, g.n, g.oldest_created_at
+            from grouped g
+            join webhook_endpoints e on e.id = g.endpoint_id
+            join webhook_subscribers s on s.id = e.subscriber_id
+            left join owners o on o.id = s.owner_id
+            left join providers p on p.id = s.provider_id
+            order by g.endpoint_id, g.status`,
+        )
+
+      /** The delivery that has waited longest of those `backlog` counts, if any. */
+      const oldestWaiting = () =>
+        db
+          .query(
+            (sql) => sql<Array<{ id: string; endpoint_id: string; created_at: Date }>>`
+              select id, endpoint_id, created_at from webhook_deliveries
+              where status in ('pending', 'retrying', 'rate_limited')
+              order by created_at, id limit 1`,
+          )
+          .pipe(Effect.map(([row]) => row))
+
       return {
+        backlog,
+        oldestWaiting,
         providerEndpoints,
         ownerSlugs,
         page,
@@ -405,6 +476,7 @@ export class DeliveryReads extends Context.Service<DeliveryReads>()(
         secretsAt,
         deliveriesOf,
         findDelivery,
+        findEventDeliveries,
         healthBuckets,
         healthBucketsOf,
         waiting,

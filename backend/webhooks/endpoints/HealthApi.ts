@@ -18,6 +18,14 @@ export const HealthBucket = Schema.Struct({
 })
 export type HealthBucket = typeof HealthBucket.Type
 
+/**
+ * Where a latency quantile lies: the bounds of the histogram slot that holds it (`high_ms` exclusive, null for the
+ * open slot past 10 s). `p50_ms` and `p95_ms` are estimates within these, interpolated as if the slot's attempts
+ * were spread evenly.
+ */
+export const QuantileBounds = Schema.Struct({ low_ms: Schema.Number, high_ms: Schema.NullOr(Schema.Number) })
+export type QuantileBounds = typeof QuantileBounds.Type
+
 export const HealthWindow = Schema.Struct({
   attempts: Schema.Number,
   succeeded: Schema.Number,
@@ -26,6 +34,8 @@ export const HealthWindow = Schema.Struct({
   success_rate: Schema.NullOr(Schema.Number),
   p50_ms: Schema.NullOr(Schema.Number),
   p95_ms: Schema.NullOr(Schema.Number),
+  p50_bounds_ms: Schema.NullOr(QuantileBounds),
+  p95_bounds_ms: Schema.NullOr(QuantileBounds),
   buckets: Schema.Array(HealthBucket),
 })
 export type HealthWindow = typeof HealthWindow.Type
@@ -51,6 +61,8 @@ export const HealthSummary = Schema.Struct({
   failed: Schema.Number,
   /** 0..1; null without attempts. */
   success_rate: Schema.NullOr(Schema.Number),
+  /** An estimate within `p95_bounds_ms`. */
   p95_ms: Schema.NullOr(Schema.Number),
+  p95_bounds_ms: Schema.NullOr(QuantileBounds),
 })
 export type HealthSummary = typeof HealthSummary.Type

@@ -1,12 +1,18 @@
 import { SLOW_AFTER_TIMEOUTS, slowedCap } from "../delivery/EndpointPlaces.ts"
-import { BUCKET_MS, LATENCY_SLOTS, latencyQuantile } from "../delivery/HealthBuckets.ts"
+import {
+  BUCKET_MS,
+  LATENCY_SLOTS,
+  latencyQuantile,
+  latencyQuantileBounds,
+} from "../delivery/HealthBuckets.ts"
 import type { HealthBucketRow } from "./DeliveryReads.ts"
 import type { EndpointHealth, HealthSummary, HealthWindow } from "./HealthApi.ts"
 
 /**
  * An endpoint's attempts over a window, summed from the health buckets the delivery engine keeps, for every
  * reader that shows them (the console's health, the console's and the portal's endpoint lists). Attempts whose
- * outcome is unknown (their process stopped mid-request) are not counted.
+ * outcome is unknown (their process stopped mid-request) are not counted. Latency quantiles are estimates from the
+ * buckets' histograms: each window's comes with the bounds of the histogram slot that holds it (`*_bounds_ms`).
  */
 
 /** The last hour is 12 buckets of `BUCKET_MS`. */
@@ -56,6 +62,8 @@ export const healthWindow = (
     success_rate: total.attempts === 0 ? null : total.succeeded / total.attempts,
     p50_ms: latencyQuantile(total.latency, 0.5),
     p95_ms: latencyQuantile(total.latency, 0.95),
+    p50_bounds_ms: latencyQuantileBounds(total.latency, 0.5),
+    p95_bounds_ms: latencyQuantileBounds(total.latency, 0.95),
     buckets: buckets.map((b) => ({
       start: new Date(b.start).toISOString(),
       attempts: b.attempts,
@@ -85,8 +93,8 @@ export const lastHourSummaries = (
         BUCKET_MS,
         HOUR_BUCKETS,
       )
-      const { attempts, succeeded, failed, success_rate, p95_ms } = hour
-      return [id, { attempts, succeeded, failed, success_rate, p95_ms }]
+      const { attempts, succeeded, failed, success_rate, p95_ms, p95_bounds_ms } = hour
+      return [id, { attempts, succeeded, failed, success_rate, p95_ms, p95_bounds_ms }]
     }),
   )
 

@@ -34,6 +34,8 @@ export function useCursorPages<K extends string, P extends { readonly next_curso
   return {
     filters,
     page,
+    /** Whether any filter is applied: an empty page then says nothing matches, otherwise that there is nothing yet. */
+    filtered: computed(() => Object.values<string>(filters.applied.value).some((value) => value !== "")),
     hasOlder: computed(() => !!page.data.value?.next_cursor),
     hasNewer: computed(() => filters.cursor.value !== ""),
     older: () => {

@@ -45,6 +45,17 @@ export const fromZoneInput = (value: string, zone: TimeZoneChoice) => {
 export const percent = (rate: number | null) => (rate === null ? "—" : `${(rate * 100).toFixed(1)} %`)
 export const millis = (ms: number | null) => (ms === null ? "—" : `${Math.round(ms)} ms`)
 
+/**
+ * Where a latency quantile lies, as the health histogram knows it: its slot's bounds ("3,000–5,000 ms", "≥ 10,000
+ * ms" for the open slot past the last bound).
+ */
+export const latencyRange = (bounds: { low_ms: number; high_ms: number | null } | null) =>
+  bounds === null
+    ? "—"
+    : bounds.high_ms === null
+      ? `≥ ${bounds.low_ms.toLocaleString("en")} ms`
+      : `${bounds.low_ms.toLocaleString("en")}–${bounds.high_ms.toLocaleString("en")} ms`
+
 export const subscriberName = (s: {
   owner: { slug: string; name: string } | null
   provider: { name: string } | null

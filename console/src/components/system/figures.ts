@@ -23,3 +23,7 @@ export const seconds = (s: number) =>
 /** A figure's JetStream limit, after the figure (-1 is none). */
 export const limit = (n: number, show: (n: number) => string = (v) => v.toLocaleString("en")) =>
   n < 0 ? "(no limit)" : `of ${show(n)}`
+
+/** A consumer with work in hand: messages pending or not yet acknowledged, or flagged. */
+export const isBusy = (c: { pending: number; ack_pending: number; flag: string | null }) =>
+  c.pending > 0 || c.ack_pending > 0 || c.flag !== null
