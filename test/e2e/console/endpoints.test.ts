@@ -129,6 +129,15 @@ describe("console: endpoints, secrets, operators and roles", () => {
             )
             yield* promise(() => page.reload())
             yield* promise(() => page.getByTestId("success-rate").getByText("100.0 %").waitFor())
+            // p50 and p95 as the histogram slots they lie in, the estimates on hover.
+            assert.match(
+              yield* promise(() => page.getByTestId("latency").innerText()),
+              /^(\d[\d,]*–[\d,]+ ms|≥ [\d,]+ ms) \/ (\d[\d,]*–[\d,]+ ms|≥ [\d,]+ ms)$/,
+            )
+            assert.match(
+              (yield* promise(() => page.getByTestId("latency").getAttribute("title"))) ?? "",
+              /^Estimated \d+ ms/,
+            )
             yield* screenshot(page, "endpoint")
             yield* signOut(page)
           }),
