@@ -47,16 +47,16 @@ const payingAndChanges = html`<h2>Paying</h2>
     policy documents. The declaration in your newest documents is the one that applies.
   </p>`
 
-/** How a policy is cancelled and what is refunded: what operators do on a renter's request. */
+/** How a policy is canceled and what is refunded: what operators do on a renter's request. */
 const cancelling = (issuer: IssuerConfigShape) =>
   html`<h2>Cancelling</h2>
     <p>
       To cancel, email <a href="mailto:${issuer.supportEmail}">${issuer.supportEmail}</a> with your policy
-      number (on your receipt and your policy documents). The policy ends on the day it is cancelled and your
+      number (on your receipt and your policy documents). The policy ends on the day it is canceled and your
       landlord is told.
     </p>
     <p>
-      What is refunded: nothing. Nothing more is charged after a policy is cancelled, so monthly premiums
+      What is refunded: nothing. Nothing more is charged after a policy is canceled, so monthly premiums
       stop; premiums already paid, including a premium paid once for the whole lease, are not refunded.
     </p>`
 
@@ -115,7 +115,7 @@ const TERMS: ReadonlyArray<Terms> = [
         <p>
           To cancel, email <a href="mailto:${issuer.supportEmail}">${issuer.supportEmail}</a> with your
           deposit reference (it starts DEP-). What is refunded: the deposit, when the lease ends or the
-          deposit is cancelled, less what your landlord claims under the lease.
+          deposit is canceled, less what your landlord claims under the lease.
         </p>`,
   },
 ]

@@ -135,7 +135,7 @@ export const BulkRetry = Schema.Struct({
   id: Schema.Number,
   filter: Schema.Record(Schema.String, Schema.Unknown),
   /** `previewed`: the snapshot is taken (`total` is what a start retries), not started yet. */
-  status: Schema.Literals(["previewed", "running", "completed", "cancelled"]),
+  status: Schema.Literals(["previewed", "running", "completed", "canceled"]),
   total: Schema.Number,
   done: Schema.Number,
   created_by: Schema.String,

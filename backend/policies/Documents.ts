@@ -71,9 +71,9 @@ const isDeposit = (facts: DocumentFacts) => facts.productType === "service_depos
 const cancellingNote = (facts: DocumentFacts) =>
   isDeposit(facts)
     ? `To cancel, email ${facts.supportEmail} with this reference. The deposit is returned when the lease ends ` +
-      "or the deposit is cancelled, less what the landlord claims under the lease."
+      "or the deposit is canceled, less what the landlord claims under the lease."
     : `To cancel, email ${facts.supportEmail} with this policy number. Nothing more is charged once the policy ` +
-      "is cancelled; premiums already paid are not refunded."
+      "is canceled; premiums already paid are not refunded."
 
 /** Who issues the insurance, with its address and licence, on every insurance document. */
 const insurerLines = (facts: DocumentFacts): ReadonlyArray<readonly [string, string]> => [

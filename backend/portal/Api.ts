@@ -224,7 +224,7 @@ export type RotateAnswer = typeof RotateAnswer.Type
 
 // Recover: every failed delivery of one endpoint since a time, sent again at the bulk retry's capped rate.
 
-export const RecoveryStatus = Schema.Literals(["previewed", "running", "completed", "cancelled"])
+export const RecoveryStatus = Schema.Literals(["previewed", "running", "completed", "canceled"])
 
 export const Recovery = Schema.Struct({
   id: Schema.Number,

@@ -27,7 +27,7 @@ export type LiveEndpoint = typeof LiveEndpoint.Type
 /** A bulk retry was previewed, started, moved on, or finished. */
 export const LiveBulkRetry = Schema.Struct({
   id: Schema.String,
-  status: Schema.Literals(["previewed", "running", "completed", "cancelled"]),
+  status: Schema.Literals(["previewed", "running", "completed", "canceled"]),
   total: Schema.Number,
   done: Schema.Number,
 })

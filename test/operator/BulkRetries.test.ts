@@ -114,24 +114,24 @@ describe("bulk retries in the workers role", () => {
 
 describe("bulk retry jobs", () => {
   layer(servicesLayer, { excludeTestServices: true, timeout: 90_000 })((it) => {
-    it.effect("stops at once when cancelled; a finished job is answered unchanged", () =>
+    it.effect("stops at once when canceled; a finished job is answered unchanged", () =>
       Effect.gen(function* () {
         const bulk = yield* BulkRetries
         const { endpointId } = yield* failedDeliveries("acme-cancel", 40)
         const job = yield* bulk.create({ endpoint: String(endpointId) }, 2, "ops@example.com")
         const runner = yield* startRunner
         yield* watch(job.id, (j) => j.done >= 2)
-        const cancelled = yield* bulk.cancel(job.id)
-        assert.strictEqual(cancelled.status, "cancelled")
-        assert.isNotNull(cancelled.finished_at)
-        assert.isBelow(cancelled.done, 40)
+        const canceled = yield* bulk.cancel(job.id)
+        assert.strictEqual(canceled.status, "canceled")
+        assert.isNotNull(canceled.finished_at)
+        assert.isBelow(canceled.done, 40)
         yield* Effect.sleep("2500 millis")
         const later = yield* bulk.get(job.id)
-        assert.deepStrictEqual([later.status, later.done], ["cancelled", cancelled.done])
+        assert.deepStrictEqual([later.status, later.done], ["canceled", canceled.done])
         const retried = (yield* seriesOf(endpointId)).filter(([series]) => series === 2)
         assert.strictEqual(
           retried.reduce((n, [, , count]) => n + (count as number), 0),
-          cancelled.done,
+          canceled.done,
         )
         assert.deepStrictEqual(yield* bulk.cancel(String(job.id)), later)
         yield* stopRunner(runner)

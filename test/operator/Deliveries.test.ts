@@ -33,7 +33,7 @@ const seed = Effect.gen(function* () {
       insert into webhook_deliveries (endpoint_id, event_id, event, owner_slug, payload, status, created_at,
                                       held_since, lease_until, next_retry_at)
       select (${endpoints}::bigint[])[1 + i % 4], 'event-' || i,
-             case when i % 3 = 0 then 'policy.created' else 'policy.cancelled' end,
+             case when i % 3 = 0 then 'policy.created' else 'policy.canceled' end,
              case when i % 2 = 0 then 'acme-list' else 'beta-list' end,
              convert_to('{"n":' || i || '}', 'UTF8'),
              (array['pending', 'delivered', 'retrying', 'failed', 'rate_limited'])[1 + i % 5],

@@ -121,7 +121,7 @@ describe("the retention sweep", () => {
               ),
               Effect.map(([row]) => row!.id),
             )
-          const expired = [yield* job("completed", 31 * DAY_MS), yield* job("cancelled", 45 * DAY_MS)]
+          const expired = [yield* job("completed", 31 * DAY_MS), yield* job("canceled", 45 * DAY_MS)]
           const kept = [yield* job("completed", 29 * DAY_MS), yield* job("running", null)]
           const pruned = yield* sweep(2)
           assert.strictEqual(pruned.bulk_retry_rows, 2 * 3 + 2)

@@ -275,7 +275,7 @@ describe("operator API routes", () => {
         const { operator, viewer } = yield* sessions
         const acme = yield* owner("bk-acme")
         const sub = yield* subscriber({ ownerId: acme.id })
-        // Suspended, and at one a second: the job is still running when it is cancelled.
+        // Suspended, and at one a second: the job is still running when it is canceled.
         const id = yield* endpoint(sub.id, "https://bk.example/hook", ["policy.created"], "suspended")
         for (let i = 0; i < 100; i++) yield* insertDelivery(id, { status: "failed", attempt_number: 25 })
         yield* insertDelivery(id, { status: "delivered" })
@@ -299,12 +299,12 @@ describe("operator API routes", () => {
         )
         const shown = yield* call("GET", `/api/bulk-retries/${job.id}`, viewer)
         assert.strictEqual(shown.body.bulk_retry.id, job.id)
-        const cancelled = yield* call("POST", `/api/bulk-retries/${job.id}/cancel`, { ...operator, body: {} })
-        assert.strictEqual(cancelled.status, 200, cancelled.text)
-        assert.strictEqual(cancelled.body.bulk_retry.status, "cancelled")
+        const canceled = yield* call("POST", `/api/bulk-retries/${job.id}/cancel`, { ...operator, body: {} })
+        assert.strictEqual(canceled.status, 200, canceled.text)
+        assert.strictEqual(canceled.body.bulk_retry.status, "canceled")
         // A finished job answers unchanged, and nothing more is recorded.
         const again = yield* call("POST", `/api/bulk-retries/${job.id}/cancel`, { ...operator, body: {} })
-        assert.strictEqual(again.body.bulk_retry.status, "cancelled")
+        assert.strictEqual(again.body.bulk_retry.status, "canceled")
         const entries = yield* auditOf(`bulk_retry:${job.id}`)
         assert.deepStrictEqual(
           entries.map((e) => [e.actor, e.channel, e.action]),

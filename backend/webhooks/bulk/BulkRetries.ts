@@ -307,7 +307,7 @@ export class BulkRetries extends Context.Service<BulkRetries>()("partner-service
 
   /**
    * The worker side (the `workers` role): every second it takes running jobs nobody holds and runs each in a
-   * fiber of its own, one step a second, until the job completes, is cancelled or is taken over. Stopping the
+   * fiber of its own, one step a second, until the job completes, is canceled or is taken over. Stopping the
    * layer stops the fibers and then leaves their leases, so another process (or this one, started again) resumes
    * the jobs where their progress says.
    */

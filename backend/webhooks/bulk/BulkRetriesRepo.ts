@@ -3,7 +3,7 @@ import { Db } from "../../platform/Db.ts"
 
 /** The SQL of bulk retries: jobs, their snapshot of delivery ids, and the lease a worker holds a job under. */
 
-export type BulkRetryStatus = "previewed" | "running" | "completed" | "cancelled"
+export type BulkRetryStatus = "previewed" | "running" | "completed" | "canceled"
 
 export interface BulkRetryRow {
   readonly id: string
@@ -167,7 +167,7 @@ export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
       const cancel = (id: number) =>
         db.query(
           (sql) => sql`
-            update bulk_retries set status = 'cancelled', finished_at = now(), lease_owner = null,
+            update bulk_retries set status = 'canceled', finished_at = now(), lease_owner = null,
               lease_until = null
             where id = ${id} and status = 'running'`,
         )

@@ -162,7 +162,7 @@ describe("console: deliveries", () => {
             yield* promise(() => progress.getByText(/^[1-5] of 6 retried$/).waitFor({ timeout: 90_000 }))
             yield* screenshot(page, "deliveries-bulk-progress")
             yield* promise(() => page.getByRole("button", { name: "Cancel" }).click())
-            yield* promise(() => page.locator("#bulk-heading .badge", { hasText: "cancelled" }).waitFor())
+            yield* promise(() => page.locator("#bulk-heading .badge", { hasText: "canceled" }).waitFor())
             const done = Number((yield* promise(() => progress.innerText())).split(" ")[0])
             assert.isBelow(done, 6)
             assert.isAtLeast(done, 1)
