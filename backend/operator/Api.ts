@@ -133,6 +133,8 @@ export const DeliveryDetailAnswer = Schema.Struct({ delivery: DeliveryDetail })
 
 export const BulkRetry = Schema.Struct({
   id: Schema.Number,
+  /** Its number as the console shows it ("Bulk retry #3"), given when it starts; null for a preview. */
+  number: Schema.NullOr(Schema.Number),
   filter: Schema.Record(Schema.String, Schema.Unknown),
   /** `previewed`: the snapshot is taken (`total` is what a start retries), not started yet. */
   status: Schema.Literals(["previewed", "running", "completed", "canceled"]),

@@ -91,5 +91,36 @@ describe("a bulk retry's preview", () => {
         assert.strictEqual(missing.status, 404)
       }),
     )
+
+    it.effect("numbers jobs as they start: previews never started use no number", () =>
+      Effect.gen(function* () {
+        const operator = yield* operatorSession("preview-numbers@bulk.test", "operator")
+        const preview = () =>
+          Effect.map(
+            call("POST", "/api/bulk-retries/previews", {
+              ...operator,
+              body: { filter: { owner: "nobody" } },
+            }),
+            (answer) => answer.body.bulk_retry as { id: number; number: number | null },
+          )
+        const start = (id: number) =>
+          Effect.map(
+            call("POST", `/api/bulk-retries/${id}/start`, { ...operator, body: {} }),
+            (answer) => answer.body.bulk_retry as { number: number | null },
+          )
+        const before = yield* query(
+          (sql) => sql<Array<{ n: string | null }>>`select max(number)::text as n from bulk_retries`,
+        )
+        const last = Number(before[0]!.n ?? 0)
+        const looked = [yield* preview(), yield* preview(), yield* preview()]
+        assert.deepStrictEqual(
+          looked.map((job) => job.number),
+          [null, null, null],
+          "a preview has no number",
+        )
+        assert.strictEqual((yield* start(looked[2]!.id)).number, last + 1)
+        assert.strictEqual((yield* start((yield* preview()).id)).number, last + 2)
+      }),
+    )
   })
 })

@@ -18,6 +18,8 @@ import { type BulkRetryRow, BulkRetriesRepo, type BulkRetryStatus } from "./Bulk
 /** A job as the console's API shows it (`operator/Api.ts` declares the same shape as a schema). */
 export interface BulkRetry {
   readonly id: number
+  /** The number the console shows, given when the job starts; null for a preview. */
+  readonly number: number | null
   readonly filter: Readonly<Record<string, unknown>>
   readonly status: BulkRetryStatus
   readonly total: number
@@ -77,6 +79,7 @@ const toRecovery = (row: BulkRetryRow): RecoveryShown => ({
 
 const toBulkRetry = (row: BulkRetryRow): BulkRetry => ({
   id: Number(row.id),
+  number: row.number === null ? null : Number(row.number),
   filter: row.filter,
   status: row.status,
   total: row.total,

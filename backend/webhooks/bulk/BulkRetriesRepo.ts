@@ -21,6 +21,8 @@ export interface BulkRetryRow {
   /** A recovery's endpoint and time (a portal's "send again since"); null for the console's bulk retries. */
   readonly recovery_endpoint_id: string | null
   readonly recovery_since: Date | null
+  /** Given when the job starts (`bulk_retry_numbers`); null for a preview. */
+  readonly number: string | null
 }
 
 const COLUMNS = [
@@ -38,6 +40,7 @@ const COLUMNS = [
   "lease_owner",
   "recovery_endpoint_id",
   "recovery_since",
+  "number",
 ] as const satisfies ReadonlyArray<keyof BulkRetryRow>
 
 export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
@@ -61,10 +64,11 @@ export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
           .query(
             (sql) => sql<Array<BulkRetryRow>>`
               insert into bulk_retries (filter, rate_per_second, created_by, lease_owner, lease_until, status,
-                                        recovery_endpoint_id, recovery_since)
+                                        recovery_endpoint_id, recovery_since, number)
               values (${sql.json(filter as never)}, ${rate}, ${createdBy}, ${owner},
                       now() + ${leaseSeconds} * interval '1 second', ${status},
-                      ${recovery?.endpointId ?? null}, ${recovery?.since ?? null})
+                      ${recovery?.endpointId ?? null}, ${recovery?.since ?? null},
+                      ${status === "running" ? sql`nextval('bulk_retry_numbers')` : null})
               returning ${sql(COLUMNS)}`,
           )
           .pipe(Effect.map((rows) => rows[0]!))
@@ -159,7 +163,7 @@ export class BulkRetriesRepo extends Context.Service<BulkRetriesRepo>()(
         db.query(
           (sql) => sql`
             update bulk_retries set status = 'running', rate_per_second = ${rate}, created_by = ${createdBy},
-              created_at = now(), lease_owner = null, lease_until = null
+              created_at = now(), lease_owner = null, lease_until = null, number = nextval('bulk_retry_numbers')
             where id = ${id} and status = 'previewed'`,
         )
 
