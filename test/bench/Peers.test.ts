@@ -101,6 +101,54 @@ describe("the bench's peers", () => {
     }
   })
 
+  /** One delivery whose first attempt is answered 500: retried after the engine's backoff, both attempts recorded. */
+  const retried = async (sql: import("postgres").Sql, tables: string) => {
+    const attempts = await sql<
+      Array<{ attempt_number: number; status_code: number; failure_reason: string | null }>
+    >`
+      select attempt_number, status_code, failure_reason from ${sql(`${tables}_attempts`)} order by attempt_number`
+    expect(attempts).toEqual([
+      { attempt_number: 1, status_code: 500, failure_reason: "HTTP 500" },
+      { attempt_number: 2, status_code: 200, failure_reason: null },
+    ])
+    const [row] = await sql<Array<{ status: string; attempt_number: number }>>`
+      select status, attempt_number from ${sql(`${tables}_deliveries`)}`
+    expect(row).toEqual({ status: "delivered", attempt_number: 2 })
+  }
+  const once500 = (path: string) =>
+    receiver.respond(`${path}/e0`, (_, index) => (index === 0 ? { status: 500 } : { status: 200 }))
+
+  it("the BullMQ peer retries a failed attempt with the engine's backoff and records both attempts", async () => {
+    once500("/bullretry")
+    const peer = await bullPeer({ ...options("peer_bull", "/bullretry"), redisUrl, backoffUnitMs: 5 })
+    try {
+      await peer.enqueue(events("bullretry").slice(0, 1))
+      await peer.start(1)
+      await until(async () => (await peer.delivered()) === 1)
+      await retried(peer.sql, "peer_bull")
+    } finally {
+      await peer.close()
+    }
+  })
+
+  it("the floor retries a failed attempt with the engine's backoff and records both attempts", async () => {
+    once500("/floorretry")
+    const bare = await floor({
+      ...options("peer_floor", "/floorretry"),
+      natsUrl,
+      prefix: `t${id}r`,
+      backoffUnitMs: 5,
+    })
+    try {
+      await bare.enqueue(events("floorretry").slice(0, 1))
+      await bare.start(1)
+      await until(async () => (await bare.delivered()) === 1 && bare.acked() === 1)
+      await retried(bare.sql, "peer_floor")
+    } finally {
+      await bare.close()
+    }
+  })
+
   it("the floor delivers each attempt message signed, acknowledges it and writes the claim, outcome and attempt rows", async () => {
     const bare = await floor({ ...options("peer_floor", "/floor"), natsUrl, prefix: `t${id}` })
     try {
