@@ -1,12 +1,12 @@
-// Development/CI entry point: makes sure dependencies (with the pinned Node), PostgreSQL and NATS JetStream (and,
-// for the tests, chromium, curl and jq) are available, then runs the requested target on the pinned Node. Node builtins only: this runs before node_modules
+// Development/CI entry point: makes sure dependencies (with the pinned Node), PostgreSQL, NATS JetStream and Redis
+// (the bench's BullMQ peer runs on it; and, for the tests, chromium, curl and jq) are available, then runs the requested target on the pinned Node. Node builtins only: this runs before node_modules
 // exists, on whatever Node the machine has.
 //
 //   node infra/bootstrap.mjs start|test|bench|cli [args...]   ensure everything, then run the target
 //   node infra/bootstrap.mjs faults [args...]                 the fault suite: dependencies and its own servers' binaries
 //   node infra/bootstrap.mjs mutation [args...]               mutation testing (StrykerJS, stryker.config.mjs)
 //   node infra/bootstrap.mjs install                          install dependencies (npm ci) on the pinned Node
-//   node infra/bootstrap.mjs services                         ensure both servers, print their URLs as JSON
+//   node infra/bootstrap.mjs services                         ensure the servers, print their URLs as JSON
 //   node infra/bootstrap.mjs stop                             stop the project-local servers of the data folder
 import { spawn, spawnSync } from "node:child_process"
 import {
@@ -16,6 +16,7 @@ import {
   openSync,
   readFileSync,
   readdirSync,
+  readlinkSync,
   renameSync,
   rmSync,
   statSync,
@@ -34,9 +35,17 @@ const PG_DIR = path.join(DATA_DIR, "postgres")
 const PG = { root: PG_DIR, data: `${PG_DIR}/data`, sockets: `${PG_DIR}/run`, log: `${PG_DIR}/server.log` }
 const NATS_DIR = path.join(DATA_DIR, "nats")
 const NATS = { root: NATS_DIR, log: `${NATS_DIR}/nats-server.log`, pidFile: `${NATS_DIR}/nats-server.pid` }
+const REDIS_DIR = path.join(DATA_DIR, "redis")
+const REDIS = {
+  root: REDIS_DIR,
+  log: `${REDIS_DIR}/redis-server.log`,
+  pidFile: `${REDIS_DIR}/redis-server.pid`,
+}
 
 const DATABASE_URL = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/partner_service"
 const NATS_URL = process.env.NATS_URL || "nats://127.0.0.1:4222"
+/** The bench's BullMQ peer (and its test) queue on this Redis. */
+const REDIS_URL = process.env.REDIS_URL || "redis://127.0.0.1:6379"
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"])
 const WAIT_MS = 60_000
 const IS_ROOT = process.getuid?.() === 0
@@ -543,6 +552,92 @@ async function stopNats() {
   say(`nats: stopped project-local server (pid ${pid})`)
 }
 
+function redisPid() {
+  const pid = existsSync(REDIS.pidFile) ? Number(readFileSync(REDIS.pidFile, "utf8").trim()) : 0
+  return Number.isInteger(pid) && pid > 0 ? pid : 0
+}
+
+// As for nats-server: a zombie counts as gone, and only a server working in our data folder is ours (redis-server
+// rewrites its command line to its address, so its working directory, `--dir`, tells).
+function isOurRedisAlive(pid) {
+  if (!isAlive(pid)) return false
+  if (!existsSync(`/proc/${pid}`)) return true
+  const state = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "")[0]
+  let cwd = ""
+  try {
+    cwd = readlinkSync(`/proc/${pid}/cwd`)
+  } catch {
+    // Not ours to read: not ours.
+  }
+  return state !== "Z" && cwd === REDIS.root
+}
+
+async function ensureRedis() {
+  const target = endpoint(REDIS_URL, 6379)
+  if (await probe(target)) return note(`redis: reusing ${target.label}`)
+  if (!LOOPBACK.has(target.host))
+    throw new BootstrapError(
+      `redis: nothing answers at ${target.label}; only a loopback host (127.0.0.1, localhost, ::1) can be started locally. Check REDIS_URL.`,
+    )
+  const running = redisPid()
+  if (running && isOurRedisAlive(running))
+    throw new BootstrapError(
+      `redis: the project-local server (pid ${running}) runs on another address; run \`node infra/bootstrap.mjs stop\` first`,
+    )
+
+  const extraDirs = ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"]
+  if (!findExecutable("redis-server", extraDirs)) installPackage("redis-server", "redis")
+  const bin = findExecutable("redis-server", extraDirs)
+  if (!bin) throw new BootstrapError("redis: installed, but redis-server was not found")
+
+  mkdirSync(REDIS.root, { recursive: true })
+  const log = openSync(REDIS.log, "a")
+  // In the foreground (no daemonize), without snapshots or an append-only file: the bench's queues are scratch.
+  const child = spawn(
+    bin,
+    [
+      "--bind",
+      target.host,
+      "--port",
+      String(target.port),
+      "--dir",
+      REDIS.root,
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--protected-mode",
+      "no",
+    ],
+    { detached: true, stdio: ["ignore", log, log] },
+  )
+  let died = false
+  child.on("exit", () => (died = true))
+  child.on("error", () => (died = true))
+  writeFileSync(REDIS.pidFile, `${child.pid}\n`)
+  child.unref()
+  try {
+    await waitForPort(target, "redis", () => died)
+  } catch (error) {
+    if (await probe(target)) return say(`redis: reusing ${target.label} (started concurrently)`)
+    throw new BootstrapError(`${error.message}${tail(REDIS.log)}`)
+  }
+  say(`redis: started project-local server on ${target.label} (data: ${shortPath(REDIS.root)})`)
+}
+
+async function stopRedis() {
+  const pid = redisPid()
+  if (!pid || !isOurRedisAlive(pid)) {
+    rmSync(REDIS.pidFile, { force: true })
+    return say(`redis: no project-local server running (data: ${shortPath(REDIS.root)})`)
+  }
+  process.kill(pid, "SIGTERM")
+  for (const deadline = Date.now() + 15_000; isOurRedisAlive(pid) && Date.now() < deadline;) await sleep(100)
+  if (isOurRedisAlive(pid)) process.kill(pid, "SIGKILL")
+  rmSync(REDIS.pidFile, { force: true })
+  say(`redis: stopped project-local server (pid ${pid})`)
+}
+
 /**
  * Runs the target as the one child of this process and passes SIGINT/SIGTERM on to it, so a signal to npm (which
  * forwards it here), to this process or to the target itself stops the whole tree; this process then exits with
@@ -588,14 +683,19 @@ const onSignal = (signal) => {
   stopTarget(signal)
 }
 
-async function ensureServices() {
+/** Redis only for the targets that use it: the bench's BullMQ peer and the test that runs it. */
+const USES_REDIS = new Set(["test", "bench", "services"])
+
+async function ensureServices(command) {
   await ensurePostgres()
   await ensureNats()
+  if (USES_REDIS.has(command)) await ensureRedis()
 }
 
 async function stopServices() {
   stopPostgres()
   await stopNats()
+  await stopRedis()
 }
 
 export async function main([command, ...args]) {
@@ -623,13 +723,13 @@ export async function main([command, ...args]) {
     env.NODE_COMPILE_CACHE ||= path.join(DATA_DIR, "compile-cache")
     return runTarget(TARGETS.faults(args), env)
   }
-  if (!(command === "cli" && wantsHelp(args))) await withLock(ensureServices)
-  const env = { ...process.env, DATABASE_URL, NATS_URL }
+  if (!(command === "cli" && wantsHelp(args))) await withLock(() => ensureServices(command))
+  const env = { ...process.env, DATABASE_URL, NATS_URL, REDIS_URL }
   if (command === "start" || command === "bench") env.NODE_OPTIONS = withServiceHeap(env.NODE_OPTIONS)
   // Node keeps the code it compiled (type-stripped TypeScript included) here, so later starts skip compiling.
   env.NODE_COMPILE_CACHE ||= path.join(DATA_DIR, "compile-cache")
   if (command === "services") {
-    console.log(JSON.stringify({ DATABASE_URL, NATS_URL }))
+    console.log(JSON.stringify({ DATABASE_URL, NATS_URL, REDIS_URL }))
     return 0
   }
   if (command === "start" || command === "test") await ensureConsoleBuilt(env)

@@ -15,6 +15,7 @@ import { RouterRepo } from "../../backend/webhooks/delivery/RouterRepo.ts"
 import { EventRouter, routerActor } from "../../backend/webhooks/delivery/Router.ts"
 import { webhookWorkersLayer } from "../../backend/webhooks/delivery/Workers.ts"
 import { testCa } from "../support/Receiver.ts"
+import { bullPeer, floor, type PeerEvent } from "./Peers.ts"
 import { baseDatabaseUrl, natsUrl } from "../support/TestPlatform.ts"
 import { enginePlatform, endpoint, owner, subscriber } from "../support/WebhookEngine.ts"
 import {
@@ -59,6 +60,14 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 3))
 const PROFILE = process.env.BENCH_WEBHOOK_CPU_PROFILE
 /** `BENCH_WEBHOOK_STAGED=1`: route the whole backlog before the delivery actor starts (each stage's own pace). */
 const STAGED = process.env.BENCH_WEBHOOK_STAGED === "1"
+/** Jobs at once the BullMQ peer's worker is tried with; the best is reported. */
+const PEER_CONCURRENCY = (process.env.BENCH_PEER_CONCURRENCY ?? "16,64,256")
+  .split(",")
+  .map(Number)
+  .filter((n) => n > 0)
+/** Attempt messages the floor's consumer keeps in hand. */
+const FLOOR_IN_HAND = Number(process.env.BENCH_FLOOR_IN_HAND ?? 512)
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 
 /** The receiver: answers 200 at once and keeps the first arrival time of each `external_id` `bench-<i>`. */
 const RECEIVER = `
@@ -204,6 +213,7 @@ const cpuShares = async (receiver: ReceiverThread) => {
     process: (usage.user + usage.system) / 1000,
     postgres: await cpuOfNamed("postgres"),
     nats: await cpuOfNamed("nats-server"),
+    redis: await cpuOfNamed("redis-server"),
     machine: machine.busy,
     steal: machine.steal,
     all: machine.total,
@@ -222,6 +232,7 @@ const perDelivery = (from: CpuShares, to: CpuShares, deliveries: number) => {
     otherThreads: us("process") - us("engine") - us("receiver"),
     postgres: us("postgres"),
     nats: us("nats"),
+    redis: us("redis"),
     machine: us("machine"),
     /** The machine's CPU time the hypervisor took meanwhile, as a share of all of it. */
     steal: (to.steal - from.steal) / (to.all - from.all),
@@ -235,6 +246,7 @@ const mean = (a: CpuPerDelivery, b: CpuPerDelivery): CpuPerDelivery => ({
   otherThreads: (a.otherThreads + b.otherThreads) / 2,
   postgres: (a.postgres + b.postgres) / 2,
   nats: (a.nats + b.nats) / 2,
+  redis: (a.redis + b.redis) / 2,
   machine: (a.machine + b.machine) / 2,
   steal: (a.steal + b.steal) / 2,
 })
@@ -482,8 +494,125 @@ export const webhookBench = Effect.gen(function* () {
   const rawArrivals = (yield* Effect.promise(() => receiver.stats())).arrivals
   const rawLatencies = Array.from(rawStarted, (t, i) => rawArrivals[i]! - t)
 
+  // 4. the BullMQ peer and the floor (test/bench/Peers.ts), on a migrated database and prefix of their own and the
+  // same receiver: each runs the same number of deliveries, its dispatcher started first and its deliveries
+  // enqueued (rows and jobs, or rows and attempt messages, 500 at a time) until every row says delivered.
+  const peers = yield* Effect.gen(function* () {
+    const platform = enginePlatform()
+    yield* Layer.build(platform.layer)
+    const ca = [...rootCertificates, readFileSync(testCa().caFile, "utf8")]
+    const common = {
+      databaseUrl: platform.env.DATABASE_URL!,
+      url: origin,
+      secret: secretForRaw,
+      ca,
+      backoffUnitMs: 1000,
+    }
+    const events = (from: number, count: number): Array<PeerEvent> =>
+      Array.from({ length: count }, (_, k) => {
+        const i = from + k
+        const slug = `bench-${i % ENDPOINTS}`
+        return {
+          event: "move_out.initiated",
+          eventId: randomUUID(),
+          ownerSlug: slug,
+          endpointId: i % ENDPOINTS,
+          payload: body(slug, i),
+        }
+      })
+    const drain = async (
+      dispatcher: {
+        readonly enqueue: (e: ReadonlyArray<PeerEvent>) => Promise<void>
+        readonly delivered: () => Promise<number>
+      },
+      size: number,
+      begin: () => Promise<void>,
+    ) => {
+      await receiver.reset(size)
+      const from = await cpuShares(receiver)
+      const start = performance.now()
+      await begin()
+      for (let i = 0; i < size; i += 500) await dispatcher.enqueue(events(i, Math.min(500, size - i)))
+      await waitFor(() => receiver.stats().then((s) => s.count >= size), 600_000)
+      await waitFor(() => dispatcher.delivered().then((n) => n >= size), 120_000)
+      const seconds = (performance.now() - start) / 1000
+      return { rate: size / seconds, cpu: perDelivery(from, await cpuShares(receiver), size) }
+    }
+    const bullRun = (size: number, concurrency: number) =>
+      Effect.promise(async () => {
+        const peer = await bullPeer({ ...common, tables: "bench_bull", redisUrl: REDIS_URL })
+        try {
+          return { concurrency, ...(await drain(peer, size, () => peer.start(concurrency))) }
+        } finally {
+          await peer.close()
+        }
+      })
+    const floorRun = (size: number) =>
+      Effect.promise(async () => {
+        const bare = await floor({
+          ...common,
+          tables: "bench_floor",
+          natsUrl: platform.env.NATS_URL!,
+          prefix: platform.env.NATS_SUBJECT_PREFIX!,
+        })
+        try {
+          return await drain(bare, size, () => bare.start(FLOOR_IN_HAND))
+        } finally {
+          await bare.close()
+        }
+      })
+    // Warm-ups, as the engine's round: code compiled, pools grown.
+    yield* bullRun(WARMUP, PEER_CONCURRENCY[0] ?? 64)
+    yield* floorRun(WARMUP)
+    const tried: Array<Awaited<Effect.Success<ReturnType<typeof bullRun>>>> = []
+    for (const concurrency of PEER_CONCURRENCY) tried.push(yield* bullRun(DELIVERIES, concurrency))
+    const best = [...tried].sort((a, b) => b.rate - a.rate)[0]!
+    const bare = yield* floorRun(DELIVERIES)
+    // The peer's latency at the engine's rate, with its best concurrency: each event's row and job as it comes.
+    const peerLatencies = yield* Effect.promise(async () => {
+      const peer = await bullPeer({ ...common, tables: "bench_bull", redisUrl: REDIS_URL })
+      try {
+        await peer.start(best.concurrency)
+        const count = RATE * SECONDS
+        await receiver.reset(count)
+        const started = await paced(count, RATE, (i) => peer.enqueue(events(i, 1)))
+        await waitFor(() => receiver.stats().then((s) => s.arrivals.every((a) => a > 0)), 120_000)
+        const arrivals = (await receiver.stats()).arrivals
+        return Array.from(started, (t, i) => arrivals[i]! - t)
+      } finally {
+        await peer.close()
+      }
+    })
+    return { tried, best, bare, peerLatencies }
+  }).pipe(Effect.scoped)
+  /** The machine's CPU per delivery that the dispatcher and its servers spent (the receiver's thread left out). */
+  const dispatcherCpu = (cpu: CpuPerDelivery) =>
+    cpu.engine + cpu.otherThreads + cpu.postgres + cpu.nats + cpu.redis
+  const oursCpu = dispatcherCpu(result.cpu)
+
   return {
     rows: [
+      {
+        name: `webhooks vs the BullMQ peer: ${DELIVERIES} signed deliveries with records written, deliveries/s`,
+        ours,
+        baseline: peers.best.rate,
+        unit: "deliveries/s",
+        baselineName: `BullMQ on Redis, rows in Postgres, concurrency ${peers.best.concurrency}, the best of ${PEER_CONCURRENCY.join(", ")}`,
+      },
+      {
+        name: "webhooks vs the BullMQ peer: machine CPU per delivery (the process, Postgres, nats-server or Redis)",
+        ours: oursCpu,
+        baseline: dispatcherCpu(peers.best.cpu),
+        unit: "µs",
+        baselineName: "BullMQ peer, the same run",
+      },
+      {
+        name: `webhooks vs the bare durable floor: ${DELIVERIES} signed deliveries with records written, deliveries/s`,
+        ours,
+        baseline: peers.bare.rate,
+        unit: "deliveries/s",
+        baselineName: `bare dispatcher: rows, JetStream attempt messages, batched claim and outcome, ${FLOOR_IN_HAND} in hand`,
+      },
       {
         name: `webhooks: ${DELIVERIES} events -> signed deliveries with records written (${ENDPOINTS} endpoints)`,
         ours,
@@ -500,6 +629,14 @@ export const webhookBench = Effect.gen(function* () {
         baselineP50: percentile(rawLatencies, 50),
         baselineP99: percentile(rawLatencies, 99),
         baselineName: "raw signed POST -> arrival, same rate",
+      },
+      {
+        name: `webhooks vs the BullMQ peer: event -> first attempt at ${RATE}/s`,
+        p50: percentile(latencies, 50),
+        p99: percentile(latencies, 99),
+        baselineP50: percentile(peers.peerLatencies, 50),
+        baselineP99: percentile(peers.peerLatencies, 99),
+        baselineName: `BullMQ peer, event -> row and job -> arrival, concurrency ${peers.best.concurrency}`,
       },
     ] satisfies Array<LatencyRow>,
     notes: [
@@ -550,6 +687,19 @@ export const webhookBench = Effect.gen(function* () {
         `${percentile(claimedAfter, 99).toFixed(1)} ms; event loop delay ` +
         `${loopDelay[0]!.toFixed(1)} / ${loopDelay[1]!.toFixed(1)} ms`,
       `webhooks: failed attempts: ${failures.length === 0 ? "none" : failures.join("; ")}`,
+      `webhooks: the BullMQ peer by concurrency (deliveries/s; CPU per delivery: its process, Postgres, Redis): ` +
+        peers.tried
+          .map(
+            (t) =>
+              `${t.concurrency}: ${Math.round(t.rate)} (${(t.cpu.engine + t.cpu.otherThreads).toFixed(0)} / ` +
+              `${t.cpu.postgres.toFixed(0)} / ${t.cpu.redis.toFixed(0)} µs)`,
+          )
+          .join("; "),
+      `webhooks: CPU per delivery, ours: the process ${(result.cpu.engine + result.cpu.otherThreads).toFixed(0)} µs, ` +
+        `Postgres ${result.cpu.postgres.toFixed(0)} µs, nats-server ${result.cpu.nats.toFixed(0)} µs; the floor: ` +
+        `the process ${(peers.bare.cpu.engine + peers.bare.cpu.otherThreads).toFixed(0)} µs, Postgres ` +
+        `${peers.bare.cpu.postgres.toFixed(0)} µs, nats-server ${peers.bare.cpu.nats.toFixed(0)} µs ` +
+        `(${Math.round(dispatcherCpu(peers.bare.cpu))} µs in all)`,
     ],
   }
 }).pipe(Effect.scoped)

@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import net from "node:net"
 import os from "node:os"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -51,17 +52,20 @@ describe("infra/bootstrap.mjs", { timeout: TIMEOUT_MS }, () => {
     rmSync(dataDir, { recursive: true, force: true })
   }, TIMEOUT_MS)
 
-  it("starts project-local Postgres and NATS on free ports, reuses them, and stops them", async () => {
-    const [pgPort, natsPort] = [await freePort(), await freePort()]
+  it("starts project-local Postgres, NATS and Redis on free ports, reuses them, and stops them", async () => {
+    const [pgPort, natsPort, redisPort] = [await freePort(), await freePort(), await freePort()]
     const DATABASE_URL = `postgres://postgres@127.0.0.1:${pgPort}/partner_service`
     const NATS_URL = `nats://127.0.0.1:${natsPort}`
-    env = { ...env, DATABASE_URL, NATS_URL }
+    const REDIS_URL = `redis://127.0.0.1:${redisPort}`
+    env = { ...env, DATABASE_URL, NATS_URL, REDIS_URL }
 
     const first = await bootstrap("services", env)
     expect(first.code, first.stderr).toBe(0)
-    expect(JSON.parse(first.stdout.trim())).toEqual({ DATABASE_URL, NATS_URL })
+    expect(JSON.parse(first.stdout.trim())).toEqual({ DATABASE_URL, NATS_URL, REDIS_URL })
     expect(first.stderr).toContain(`postgres: started project-local server on 127.0.0.1:${pgPort}`)
     expect(first.stderr).toContain(`nats: started project-local server on 127.0.0.1:${natsPort}`)
+    expect(first.stderr).toContain(`redis: started project-local server on 127.0.0.1:${redisPort}`)
+    expect(await redisPing(redisPort)).toBe("+PONG")
 
     const sql = postgres({ host: "127.0.0.1", port: pgPort, user: "postgres", database: "postgres", max: 1 })
     try {
@@ -83,27 +87,57 @@ describe("infra/bootstrap.mjs", { timeout: TIMEOUT_MS }, () => {
     expect(second.code, second.stderr).toBe(0)
     expect(second.stderr).toContain(`postgres: reusing 127.0.0.1:${pgPort}`)
     expect(second.stderr).toContain(`nats: reusing 127.0.0.1:${natsPort}`)
+    expect(second.stderr).toContain(`redis: reusing 127.0.0.1:${redisPort}`)
 
     const stop = await bootstrap("stop", env)
     expect(stop.code, stop.stderr).toBe(0)
     expect(await answers(pgPort)).toBe(false)
     expect(await answers(natsPort)).toBe(false)
+    expect(await answers(redisPort)).toBe(false)
   })
 
   it("reuses the servers that already answer at the default (or inherited) URLs", async ({ skip }) => {
     const inherited: NodeJS.ProcessEnv = { ...process.env, PARTNER_DATA_DIR: dataDir }
     const databaseUrl = inherited.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/partner_service"
     const natsUrl = inherited.NATS_URL ?? "nats://127.0.0.1:4222"
+    const redisUrl = inherited.REDIS_URL ?? "redis://127.0.0.1:6379"
     // Plain `vitest` on a machine without these servers has nothing to reuse (`npm test` starts them first).
-    if (!(await answersAt(databaseUrl, 5432)) || !(await answersAt(natsUrl, 4222))) skip()
+    if (
+      !(await answersAt(databaseUrl, 5432)) ||
+      !(await answersAt(natsUrl, 4222)) ||
+      !(await answersAt(redisUrl, 6379))
+    )
+      skip()
 
     const result = await bootstrap("services", inherited)
     expect(result.code, result.stderr).toBe(0)
     expect(result.stderr).toMatch(/^postgres: reusing /m)
     expect(result.stderr).toMatch(/^nats: reusing /m)
-    expect(JSON.parse(result.stdout.trim())).toEqual({ DATABASE_URL: databaseUrl, NATS_URL: natsUrl })
+    expect(result.stderr).toMatch(/^redis: reusing /m)
+    expect(JSON.parse(result.stdout.trim())).toEqual({
+      DATABASE_URL: databaseUrl,
+      NATS_URL: natsUrl,
+      REDIS_URL: redisUrl,
+    })
   })
 })
+
+/** Redis's answer to an inline PING (its first line). */
+const redisPing = (port: number) =>
+  new Promise<string>((resolve, reject) => {
+    const socket = net.connect({ host: "127.0.0.1", port })
+    let buffer = ""
+    socket.setTimeout(5000, () => (socket.destroy(), reject(new Error("redis: no answer to PING"))))
+    socket.once("error", reject)
+    socket.once("connect", () => socket.write("PING\r\n"))
+    socket.on("data", (chunk) => {
+      buffer += chunk.toString()
+      const end = buffer.indexOf("\r\n")
+      if (end < 0) return
+      socket.destroy()
+      resolve(buffer.slice(0, end))
+    })
+  })
 
 const onPath = (name: string, PATH: string) =>
   PATH.split(path.delimiter).some((dir) => dir && existsSync(path.join(dir, name)))
