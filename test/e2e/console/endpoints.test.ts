@@ -154,8 +154,27 @@ describe("console: endpoints, secrets, operators and roles", () => {
             assert.notStrictEqual(newSecret, secret)
             yield* promise(() => page.getByRole("button", { name: "Copy" }).click())
             yield* screenshot(page, "secrets-rotated")
+            // Shown once: Escape asks first, and the way back shows the secret again.
+            const question = page.getByText("Did you save the new secret?")
+            yield* promise(() => page.keyboard.press("Escape"))
+            yield* promise(() => question.waitFor())
+            assert.strictEqual(
+              yield* promise(() => shown.count()),
+              0,
+              "the question stands in for the secret",
+            )
+            yield* promise(() => assertAccessible(page, "rotate secret: did you save it, at 1280 px"))
+            yield* promise(() => page.getByRole("button", { name: "Back to the secret" }).click())
+            assert.strictEqual((yield* promise(() => shown.innerText())).trim(), newSecret)
+            yield* promise(() => page.setViewportSize({ width: 360, height: 800 }))
+            yield* promise(() => assertAccessible(page, "rotate secret: the new secret, at 360 px"))
             yield* promise(() => page.getByRole("button", { name: "Done" }).click())
+            yield* promise(() => question.waitFor())
+            yield* promise(() => assertAccessible(page, "rotate secret: did you save it, at 360 px"))
+            yield* promise(() => page.getByRole("button", { name: "Yes, close" }).click())
+            yield* promise(() => page.setViewportSize({ width: 1280, height: 800 }))
             assert.strictEqual(yield* promise(() => shown.count()), 0)
+            assert.strictEqual(yield* promise(() => question.count()), 0)
 
             const before = receiver.received("/hook").length
             yield* publish()
