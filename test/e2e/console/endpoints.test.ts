@@ -232,7 +232,7 @@ describe("console: endpoints, secrets, operators and roles", () => {
       )
 
       it.effect(
-        "warns of an active endpoint that fails, lists twenty endpoints densely, copies a URL, accessibly",
+        "reads an endpoint that fails as failing, lists twenty endpoints densely, copies a URL, accessibly",
         () =>
           Effect.gen(function* () {
             const { browser, page, origin } = yield* E2e
@@ -252,7 +252,9 @@ describe("console: endpoints, secrets, operators and roles", () => {
             yield* promise(() => page.goto(`${origin}/endpoints?owner=initech`))
             const failing = page.locator(`tr[data-endpoint-id="${down.endpointId}"]`)
             // Two attempts for each of the three deliveries, none answered 2xx.
-            yield* promise(() => failing.locator(".badge", { hasText: "active · 0% · 6 failures" }).waitFor())
+            yield* promise(() =>
+              failing.locator(".badge.badge-failing", { hasText: "failing · 0% · 6 failures" }).waitFor(),
+            )
             assert.strictEqual(
               yield* promise(() => failing.getByTestId("success-rate").innerText()),
               "0.0 % of 6",
@@ -275,7 +277,9 @@ describe("console: endpoints, secrets, operators and roles", () => {
 
             yield* promise(() => page.setViewportSize({ width: 768, height: 1024 }))
             yield* promise(() => page.reload())
-            yield* promise(() => failing.locator(".badge", { hasText: "active · 0% · 6 failures" }).waitFor())
+            yield* promise(() =>
+              failing.locator(".badge.badge-failing", { hasText: "failing · 0% · 6 failures" }).waitFor(),
+            )
             yield* screenshot(page, "endpoints-list-768")
             yield* promise(() => assertAccessible(page, "endpoints list at 768 px"))
             yield* promise(() => page.setViewportSize({ width: 1280, height: 900 }))

@@ -95,6 +95,13 @@ describe("console: recovering an endpoint's failed deliveries", () => {
             const operator = yield* operatorAccount(service.env, "operator")
             yield* signIn(page, origin, operator)
             yield* promise(() => page.goto(`${origin}/endpoints/${endpointId}`))
+            // Active, but none of its last hour's six attempts succeeded: it reads failing, in red.
+            yield* promise(() =>
+              page
+                .getByRole("heading", { level: 1 })
+                .locator(".badge-failing", { hasText: "failing · 0% · 6 failures" })
+                .waitFor(),
+            )
             const recover = page.getByTestId("recover")
             yield* promise(() =>
               recover.getByRole("heading", { name: "Recover failed deliveries" }).waitFor(),
