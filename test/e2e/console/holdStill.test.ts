@@ -74,6 +74,18 @@ describe("console: the live deliveries list holds still while it is read", () =>
             assert.strictEqual((yield* shownIds(page))[0], added.at(-1)!.id)
             assert.strictEqual(yield* promise(() => bar.count()), 0)
 
+            // Scrolled down again, then back to the top: that alone shows what waited.
+            yield* promise(() => page.locator("tr[data-delivery-id]").nth(20).scrollIntoViewIfNeeded())
+            const later = (yield* publish(2)).slice(-2)
+            yield* promise(() => bar.getByText("2 new — show").waitFor())
+            yield* promise(() =>
+              page.evaluate(() =>
+                (globalThis as unknown as { scrollTo: (x: number, y: number) => void }).scrollTo(0, 0),
+              ),
+            )
+            yield* promise(() => page.locator(`tr[data-delivery-id="${later.at(-1)!.id}"]`).waitFor())
+            assert.strictEqual((yield* shownIds(page))[0], later.at(-1)!.id)
+
             // At the top, focus on a row's link holds them too; scrolling to the top with focus gone shows them.
             const shown = yield* shownIds(page)
             yield* promise(() =>
