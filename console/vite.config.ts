@@ -25,6 +25,25 @@ export default defineConfig({
         index: fileURLToPath(new URL("index.html", import.meta.url)),
         portal: fileURLToPath(new URL(PORTAL_PAGE, import.meta.url)),
       },
+      output: {
+        // One bundle of what both pages share (Vue, effect's schemas, the API client, the shared components), so a
+        // first load fetches the page's entry and this, not a dozen small chunks; the console's own pages stay out
+        // of it (the sign-in and deliveries pages are in the console's entry, the others load when first opened),
+        // as does Chart.js (the endpoint page's charts). Vite's preload helper goes in too.
+        codeSplitting: {
+          groups: [
+            {
+              name: "shell",
+              test: (id: string) =>
+                !/[\\/]node_modules[\\/]chart\.js[\\/]/.test(id) &&
+                (/[\\/]node_modules[\\/]/.test(id) ||
+                  /[\\/]console[\\/]src[\\/](components|composables|utils|schemas|types)/.test(id) ||
+                  /[\\/]backend[\\/]/.test(id) ||
+                  id.includes("vite/preload-helper")),
+            },
+          ],
+        },
+      },
       // The bundler's note that plugins were slow says only that the machine was busy (npm test builds beside tests).
       checks: { bundlerTimings: false },
     },

@@ -91,7 +91,10 @@ export const Attempt = Schema.Struct({
 })
 export type Attempt = typeof Attempt.Type
 
-/** The steps of an event's way to its endpoint, in order. */
+/**
+ * The steps of an event's way to its endpoint, in order. A timeline ends in one of the last two: `failed` for a
+ * delivery that failed for good, else `delivered` (with no time while it has not been).
+ */
 export const TimelineSteps = [
   "accepted",
   "committed",
@@ -99,6 +102,7 @@ export const TimelineSteps = [
   "routed",
   "attempted",
   "delivered",
+  "failed",
 ] as const
 
 /** One step of the timeline: when it happened (null when no record keeps it), and how long after the step before. */

@@ -161,6 +161,8 @@ export class Deliveries extends Context.Service<Deliveries>()("partner-service/o
           routed: row.created_at,
           firstAttempt: attempts[0]?.started_at,
           delivered: row.delivered_at,
+          lastAttempt: attempts.at(-1)?.started_at,
+          status: row.status,
         }),
       } satisfies DeliveryDetail
     })

@@ -7,6 +7,7 @@ export type {
   BulkRetry,
   Delivery,
   DeliveryDetail,
+  DeliveryPage,
   DeliveryStatus,
   Endpoint,
   EndpointHealth,

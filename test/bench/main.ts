@@ -22,6 +22,7 @@ import { startupLatencies } from "./Startup.ts"
 import { webhookBench } from "./Webhooks.ts"
 import { retentionBench } from "./Retention.ts"
 import { consoleBench } from "./Console.ts"
+import { firstLoad } from "./FirstLoad.ts"
 import { signInUnderFlood } from "./SignIn.ts"
 import { tokenUnderFlood } from "./Token.ts"
 import { prospectService } from "../support/Prospects.ts"
@@ -38,7 +39,7 @@ interface Row {
 const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
 
 /**
- * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, token, signin, roster, prospects,
+ * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, token, signin, firstload, roster, prospects,
  * ingest, webhooks, retention, console, startup) runs only those benchmarks; unset runs all of them.
  */
 const only = process.env.BENCH_ONLY?.split(",")
@@ -324,6 +325,15 @@ const program = Effect.gen(function* () {
     )
     latencies.push(...signIn.rows)
     notes.push(...signIn.notes)
+  }
+  if (selected("firstload")) {
+    // The console alone on a database of its own, opened in chromium.
+    const loaded = yield* Effect.scoped(
+      Layer.build(
+        isolationLayer(isolatedEnv({ ROLES: "console", CONSOLE_PORT: "0", SERVICE_ENV: "development" })),
+      ).pipe(Effect.flatMap((ctx) => Effect.provide(firstLoad, ctx))),
+    )
+    latencies.push(...loaded.rows)
   }
   if (selected("roster")) {
     const roster = yield* Effect.scoped(

@@ -217,3 +217,50 @@ interface ClipboardPage {
 /** What the page's clipboard holds (its browser context granted `clipboard-read`). */
 export const clipboardText = (page: Page) =>
   promise(() => page.evaluate(() => (globalThis as unknown as ClipboardPage).navigator.clipboard.readText()))
+
+interface OverflowElement {
+  readonly tagName: string
+  readonly id: string
+  readonly className: unknown
+  readonly children: Iterable<OverflowElement>
+  readonly getBoundingClientRect: () => { readonly right: number; readonly width: number }
+}
+interface OverflowPage {
+  readonly document: {
+    readonly body: OverflowElement
+    readonly documentElement: { readonly scrollWidth: number; readonly clientWidth: number }
+  }
+  readonly getComputedStyle: (element: unknown) => { readonly overflowX: string }
+}
+
+/**
+ * What makes the page scroll sideways: empty when it does not, else the outermost elements reaching past the
+ * window's right edge (a box that scrolls its own content sideways is looked into no further).
+ */
+export const sidewaysOverflow = (page: Page) =>
+  promise(() =>
+    page.evaluate(() => {
+      const inPage = globalThis as unknown as OverflowPage
+      const root = inPage.document.documentElement
+      if (root.scrollWidth <= root.clientWidth) return []
+      const found: Array<string> = []
+      const visit = (element: OverflowElement) => {
+        const rect = element.getBoundingClientRect()
+        if (rect.right > root.clientWidth + 0.5) {
+          const own = [...element.children].filter(
+            (child) => child.getBoundingClientRect().right > root.clientWidth + 0.5,
+          )
+          if (own.length === 0 || found.length > 10) {
+            found.push(
+              `${element.tagName.toLowerCase()}${element.id ? `#${element.id}` : ""}.${String(element.className)} (${Math.round(rect.width)} px)`,
+            )
+            return
+          }
+        }
+        if (inPage.getComputedStyle(element).overflowX !== "visible") return
+        for (const child of element.children) visit(child)
+      }
+      visit(inPage.document.body)
+      return found.length > 0 ? found : [`the page is ${root.scrollWidth} px wide`]
+    }),
+  )

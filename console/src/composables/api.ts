@@ -70,6 +70,21 @@ export const withQuery = (path: string, query: Query = {}) => {
 }
 
 /**
+ * Answers asked for before the app mounted (the first page's data, beside the session, not after it): each is
+ * taken once, by the same GET of the same path, and those the first page did not take are dropped.
+ */
+const early = new Map<string, Promise<Response>>()
+
+export const prefetch = (path: string) => {
+  const response = fetch(path, { headers: { accept: "application/json" }, credentials: "same-origin" })
+  // Its failure is the taker's to see; one never taken is dropped unseen.
+  response.catch(() => undefined)
+  early.set(path, response)
+}
+
+export const dropPrefetched = () => early.clear()
+
+/**
  * Every call the console makes: JSON in and out, the CSRF token on anything that changes state, and a 401
  * (the session expired or was revoked) sends the operator to the sign-in page, back here afterwards. The answer
  * is decoded with `answer`, a schema of the operator API (`backend/operator/Api.ts`): an answer of another shape
@@ -101,13 +116,16 @@ async function call(method: string, path: string, body?: unknown): Promise<unkno
   const token = link.current.csrfToken()
   if (method !== "GET" && token) headers["x-csrf-token"] = token
   let response: Response
+  const taken = method === "GET" ? early.get(path) : undefined
+  if (taken) early.delete(path)
   try {
-    response = await fetch(path, {
-      method,
-      headers,
-      credentials: "same-origin",
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    })
+    response = await (taken ??
+      fetch(path, {
+        method,
+        headers,
+        credentials: "same-origin",
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }))
   } catch {
     throw new ApiError(0, fallbackMessage(0))
   }

@@ -75,8 +75,13 @@ function connect() {
   const opened = new EventSource("/api/live")
   source = opened
   opened.addEventListener("ready", () => {
+    // A reconnection catches up on what it missed. A connection opened with a page (its first follower) does not
+    // read the page again: the page's own first load is under way beside it, and a second read of the same data
+    // would double the first load's largest request.
+    const missed = failures > 0
     failures = 0
-    void catchUp()
+    if (missed) void catchUp()
+    else state.value = "live"
   })
   for (const name of ["delivery", "endpoint", "bulk_retry"] as const) {
     opened.addEventListener(name, (message) => {

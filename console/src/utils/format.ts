@@ -8,6 +8,27 @@ const dateTimes = {
   utc: new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "long", timeZone: "UTC" }),
 }
 
+const shortTimes = {
+  local: new Intl.DateTimeFormat(undefined, {
+    month: "short",
+    day: "numeric",
+    hour: "numeric",
+    minute: "2-digit",
+    second: "2-digit",
+  }),
+  utc: new Intl.DateTimeFormat(undefined, {
+    month: "short",
+    day: "numeric",
+    hour: "numeric",
+    minute: "2-digit",
+    second: "2-digit",
+    timeZone: "UTC",
+  }),
+}
+
+/** A time in a list's column: no year and no zone ("Nov 26, 6:28:59 AM"); the zone is the console's choice. */
+export const formatShortTime = (iso: string, zone: TimeZoneChoice) => shortTimes[zone].format(new Date(iso))
+
 /** A time with its zone's abbreviation ("Nov 26, 2026, 6:28:59 AM PST", or "... 2:28:59 PM UTC"). */
 export const formatTime = (iso: string, zone: TimeZoneChoice) => dateTimes[zone].format(new Date(iso))
 

@@ -113,6 +113,16 @@ describe("console: deliveries", () => {
             assert.strictEqual(yield* promise(() => page.getByTestId("payload-raw").innerText()), raw)
             assert.include(yield* promise(() => page.locator("table").first().innerText()), "v1=")
             yield* screenshot(page, "delivery-failed")
+            // Its timeline ends in its final state, failed at its last attempt, with no "delivered" step.
+            const timeline = page.getByRole("list", { name: "Timeline" })
+            const last = timeline.locator("li").last()
+            assert.strictEqual(yield* promise(() => last.getAttribute("data-step")), "failed")
+            assert.match(yield* promise(() => last.innerText()), /failed[\s\S]*\+\d/)
+            assert.strictEqual(yield* promise(() => timeline.locator('[data-step="delivered"]').count()), 0)
+            yield* promise(() => assertAccessible(page, "failed delivery at 1280 px"))
+            yield* promise(() => page.setViewportSize({ width: 360, height: 800 }))
+            yield* promise(() => assertAccessible(page, "failed delivery at 360 px"))
+            yield* promise(() => page.setViewportSize({ width: 1280, height: 800 }))
 
             receiver.respond("/hook", () => ({ status: 200, body: "ok" }))
             yield* promise(() => page.getByRole("button", { name: "Retry" }).click())

@@ -163,8 +163,27 @@ describe("console: endpoints, secrets, operators and roles", () => {
             assert.notStrictEqual(newSecret, secret)
             yield* promise(() => page.getByRole("button", { name: "Copy" }).click())
             yield* screenshot(page, "secrets-rotated")
+            // Shown once: Escape asks first, and the way back shows the secret again.
+            const question = page.getByText("Did you save the new secret?")
+            yield* promise(() => page.keyboard.press("Escape"))
+            yield* promise(() => question.waitFor())
+            assert.strictEqual(
+              yield* promise(() => shown.count()),
+              0,
+              "the question stands in for the secret",
+            )
+            yield* promise(() => assertAccessible(page, "rotate secret: did you save it, at 1280 px"))
+            yield* promise(() => page.getByRole("button", { name: "Back to the secret" }).click())
+            assert.strictEqual((yield* promise(() => shown.innerText())).trim(), newSecret)
+            yield* promise(() => page.setViewportSize({ width: 360, height: 800 }))
+            yield* promise(() => assertAccessible(page, "rotate secret: the new secret, at 360 px"))
             yield* promise(() => page.getByRole("button", { name: "Done" }).click())
+            yield* promise(() => question.waitFor())
+            yield* promise(() => assertAccessible(page, "rotate secret: did you save it, at 360 px"))
+            yield* promise(() => page.getByRole("button", { name: "Yes, close" }).click())
+            yield* promise(() => page.setViewportSize({ width: 1280, height: 800 }))
             assert.strictEqual(yield* promise(() => shown.count()), 0)
+            assert.strictEqual(yield* promise(() => question.count()), 0)
 
             const before = receiver.received("/hook").length
             yield* publish()
@@ -222,7 +241,7 @@ describe("console: endpoints, secrets, operators and roles", () => {
       )
 
       it.effect(
-        "warns of an active endpoint that fails, lists twenty endpoints densely, copies a URL, accessibly",
+        "reads an endpoint that fails as failing, lists twenty endpoints densely, copies a URL, accessibly",
         () =>
           Effect.gen(function* () {
             const { browser, page, origin } = yield* E2e
@@ -242,7 +261,9 @@ describe("console: endpoints, secrets, operators and roles", () => {
             yield* promise(() => page.goto(`${origin}/endpoints?owner=initech`))
             const failing = page.locator(`tr[data-endpoint-id="${down.endpointId}"]`)
             // Two attempts for each of the three deliveries, none answered 2xx.
-            yield* promise(() => failing.locator(".badge", { hasText: "active · 0% · 6 failures" }).waitFor())
+            yield* promise(() =>
+              failing.locator(".badge.badge-failing", { hasText: "failing · 0% · 6 failures" }).waitFor(),
+            )
             assert.strictEqual(
               yield* promise(() => failing.getByTestId("success-rate").innerText()),
               "0.0 % of 6",
@@ -271,7 +292,9 @@ describe("console: endpoints, secrets, operators and roles", () => {
 
             yield* promise(() => page.setViewportSize({ width: 768, height: 1024 }))
             yield* promise(() => page.reload())
-            yield* promise(() => failing.locator(".badge", { hasText: "active · 0% · 6 failures" }).waitFor())
+            yield* promise(() =>
+              failing.locator(".badge.badge-failing", { hasText: "failing · 0% · 6 failures" }).waitFor(),
+            )
             yield* screenshot(page, "endpoints-list-768")
             yield* promise(() => assertAccessible(page, "endpoints list at 768 px"))
             yield* promise(() => page.setViewportSize({ width: 360, height: 800 }))

@@ -9,6 +9,7 @@ import {
   operatorAccount,
   promise,
   screenshot,
+  sidewaysOverflow,
   signIn,
   signOut,
 } from "../../support/Console.ts"
@@ -91,6 +92,53 @@ const settled = (page: Page, name: string) =>
     }
   })
 
+/**
+ * The lists this test holds to "fits 1280 px, cards at 360 px": every page with a list but those another change
+ * lays out (audit, ingest, system, prospect, search).
+ */
+const LIST_PAGES = [
+  "deliveries",
+  "delivery",
+  "endpoints",
+  "endpoint",
+  "owners",
+  "owner",
+  "policies",
+  "policy",
+  "secrets",
+  "operators",
+]
+
+interface TableWindow {
+  readonly document: {
+    readonly querySelectorAll: (selector: string) => Iterable<{
+      readonly scrollWidth: number
+      readonly clientWidth: number
+      readonly getAttribute: (name: string) => string | null
+    }>
+  }
+  readonly getComputedStyle: (element: unknown) => { readonly display: string }
+}
+
+/** Each table region that scrolls sideways, by its name, and each whose rows are not cards. */
+const tableLayout = (page: Page) =>
+  promise(() =>
+    page.evaluate(() => {
+      const window = globalThis as unknown as TableWindow
+      const wraps = [...window.document.querySelectorAll(".table-wrap")]
+      const rows = [...window.document.querySelectorAll(".table-wrap tbody tr")]
+      return {
+        tables: wraps.length,
+        scrolling: wraps
+          .filter((wrap) => wrap.scrollWidth > wrap.clientWidth + 1)
+          .map(
+            (wrap) => `${wrap.getAttribute("aria-label")}: ${wrap.scrollWidth} px in ${wrap.clientWidth} px`,
+          ),
+        rowsNotCards: rows.filter((row) => window.getComputedStyle(row).display !== "block").length,
+      }
+    }),
+  )
+
 /** How much wider than the window the page is: 0 when nothing makes it scroll sideways. */
 const overflow = (page: Page) =>
   promise(() =>
@@ -103,7 +151,7 @@ const overflow = (page: Page) =>
 describe("console: every page", () => {
   layer(service.layer, { timeout: "600 seconds", excludeTestServices: true })((it) => {
     it.effect(
-      "every page, at 1280 px and 768 px, draws without errors, fits the width and has no accessibility violation",
+      "every page, at 1280 px and 768 px, draws without errors, fits the width and has no accessibility violation; lists fit 1280 px and read as cards at 360 px",
       () =>
         Effect.gen(function* () {
           assert.deepStrictEqual(
@@ -149,7 +197,24 @@ describe("console: every page", () => {
               yield* promise(() => assertAccessible(page, `${name} at ${size.width} px`))
               yield* screenshot(page, `page-${name}-${size.width}`)
               seen.push(`${name}@${size.width}`)
+              if (size.width === 1280 && LIST_PAGES.includes(name))
+                assert.deepStrictEqual(
+                  (yield* tableLayout(page)).scrolling,
+                  [],
+                  `${name}'s lists fit 1280 px`,
+                )
             }
+            if (!LIST_PAGES.includes(name)) continue
+            // A phone: the page fits, and its lists read as cards.
+            yield* promise(() => page.setViewportSize({ width: 360, height: 800 }))
+            yield* promise(() => page.reload())
+            yield* settled(page, name)
+            assert.deepStrictEqual(yield* sidewaysOverflow(page), [], `${name} at 360 px scrolls sideways`)
+            const narrow = yield* tableLayout(page)
+            assert.deepStrictEqual(narrow.scrolling, [], `${name}'s lists at 360 px`)
+            assert.strictEqual(narrow.rowsNotCards, 0, `${name}'s rows read as cards at 360 px`)
+            yield* promise(() => assertAccessible(page, `${name} at 360 px`))
+            yield* screenshot(page, `page-${name}-360`)
           }
 
           yield* signOut(page)
