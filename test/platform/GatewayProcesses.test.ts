@@ -82,8 +82,14 @@ describe("gateway processes (HTTP_PROCESSES)", () => {
           const listening = lines(service).filter(
             (line) => line.message === "listening" && line.annotations.role === role,
           )
-          assert.deepStrictEqual(new Set(listening.map((line) => Number(line.annotations.pid))), new Set(pids))
-          assert.deepStrictEqual(new Set(listening.map((line) => line.annotations.port)), new Set([ports[role]]))
+          assert.deepStrictEqual(
+            new Set(listening.map((line) => Number(line.annotations.pid))),
+            new Set(pids),
+          )
+          assert.deepStrictEqual(
+            new Set(listening.map((line) => line.annotations.port)),
+            new Set([ports[role]]),
+          )
         }
 
         // Connections are handed to the processes in turn: both answer health and readiness.
