@@ -1,7 +1,7 @@
 import { request } from "node:http"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { type RunningProcess, spawnProcess } from "../support/ChildProcess.ts"
 import { freePort } from "../support/Net.ts"
 import { dropIsolated, isolatedEnv } from "../support/TestPlatform.ts"
@@ -136,5 +136,30 @@ describe("gateway processes (HTTP_PROCESSES)", () => {
         assert.notInclude(service.stderr(), "shutdown took longer")
       }).pipe(Effect.scoped),
     90_000,
+  )
+  it.live(
+    "however many times the whole process group is told to stop, every process drains and the primary exits 0",
+    () =>
+      Effect.gen(function* () {
+        const env = isolatedEnv({
+          ROLES: "partner-api,workers",
+          PARTNER_API_PORT: "0",
+          HTTP_PROCESSES: "2",
+          LOG_LEVEL: "info",
+        })
+        yield* Effect.addFinalizer(() => Effect.promise(() => dropIsolated(env)))
+        const service = yield* spawnProcess(process.execPath, ["backend/main.ts"], { cwd: root, env })
+        yield* service.waitFor("stdout", /"message":"started"/)
+        const repeating = yield* Effect.forkChild(
+          Effect.forever(service.signal("SIGTERM").pipe(Effect.andThen(Effect.sleep("5 millis")))),
+        )
+        const exit = yield* service.exited
+        yield* Fiber.interrupt(repeating)
+        assert.deepStrictEqual(exit, { code: 0, signal: null }, service.stderr())
+        assert.isFalse(yield* service.groupRunning)
+        assert.include(service.stdout(), `"actor drained"`)
+        assert.notInclude(service.stdout(), "gateway process exited")
+      }).pipe(Effect.scoped),
+    60_000,
   )
 })
