@@ -82,7 +82,7 @@ export const gatewayProcessesThroughput = (env: Record<string, string>) =>
             notes.push(
               `- ${processes} gateway process(es), round ${round + 1}: ${Math.round(EVENTS / run.seconds).toLocaleString("en-US")} accepted/s, ` +
                 `${((cpuAfter - cpuBefore) / EVENTS).toFixed(3)} CPU ms per event in the service's processes ` +
-                `(${Math.round((cpuAfter - cpuBefore) / 10 / run.seconds)}% of a core; the primary ${Math.round(primaryAfter - primaryBefore)} ms), ` +
+                `(${Math.round((cpuAfter - cpuBefore) / 10 / run.seconds)}% of a core${processes > 1 ? `; the primary ${Math.round(primaryAfter - primaryBefore)} ms of it` : ""}), ` +
                 `machine ${Math.round(busy)}% busy`,
             )
             return run
