@@ -4,6 +4,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { type RunningProcess, spawnProcess } from "../support/ChildProcess.ts"
 import { freePort } from "../support/Net.ts"
+import { eventually } from "../support/Streams.ts"
 import { dropIsolated, isolatedEnv } from "../support/TestPlatform.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
@@ -44,11 +45,19 @@ const get = (port: number, path: string) =>
   )
 
 /** The pids whose request lines answered `path`, from the debug lines of the gateway processes. */
-const answeredBy = (service: RunningProcess, path: string) =>
-  new Set(
-    lines(service)
-      .filter((line) => line.message === "request" && line.annotations.path === path)
-      .map((line) => Number(line.annotations.pid)),
+const pidsAnswering = (service: RunningProcess, path: string) =>
+  lines(service)
+    .filter((line) => line.message === "request" && line.annotations.path === path)
+    .map((line) => Number(line.annotations.pid))
+
+/** Once the request lines of `count` answers to `path` are read, the pids that answered them. */
+const answeredBy = (service: RunningProcess, path: string, count: number) =>
+  Effect.map(
+    eventually(
+      Effect.sync(() => pidsAnswering(service, path)),
+      (pids) => pids.length >= count,
+    ),
+    (pids) => new Set(pids),
   )
 
 describe("gateway processes (HTTP_PROCESSES)", () => {
@@ -97,9 +106,8 @@ describe("gateway processes (HTTP_PROCESSES)", () => {
           assert.strictEqual((yield* get(ports["ingest-api"]!, "/healthz")).status, 200)
           assert.strictEqual((yield* get(ports["partner-api"]!, "/readyz")).status, 200)
         }
-        yield* Effect.sleep("200 millis")
-        assert.deepStrictEqual(answeredBy(service, "/healthz"), new Set(pids))
-        assert.deepStrictEqual(answeredBy(service, "/readyz"), new Set(pids))
+        assert.deepStrictEqual(yield* answeredBy(service, "/healthz", 6), new Set(pids))
+        assert.deepStrictEqual(yield* answeredBy(service, "/readyz", 6), new Set(pids))
 
         // METRICS_PORT on the primary sums every process's figures.
         const metrics = yield* get(metricsPort, "/metrics")
@@ -125,8 +133,7 @@ describe("gateway processes (HTTP_PROCESSES)", () => {
         for (let i = 0; i < 6; i++) {
           assert.strictEqual((yield* get(ports["ingest-api"]!, "/readyz")).status, 200)
         }
-        yield* Effect.sleep("200 millis")
-        assert.isTrue(answeredBy(service, "/readyz").has(replacement))
+        assert.isTrue((yield* answeredBy(service, "/readyz", 12)).has(replacement))
 
         // SIGTERM to the primary alone stops the gateway processes too, each draining.
         process.kill(service.pid, "SIGTERM")
