@@ -1,11 +1,14 @@
 import { Effect, Layer, Logger, References } from "effect"
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client"
+import type { AppConfigShape } from "./Config.ts"
 
 /** One metric with its values, as `getMetricsAsJSON` gives it. */
 export type MetricJson = Awaited<ReturnType<Registry["getMetricsAsJSON"]>>[number]
-import type { AppConfigShape } from "./Config.ts"
 
-/** One registry per process: every HTTP port's `/metrics` serves it. */
+/**
+ * One registry per process: every HTTP port's `/metrics` serves it, or on a primary with gateway processes, it
+ * summed with theirs (`Processes.ts`).
+ */
 export const registry = new Registry()
 collectDefaultMetrics({ register: registry })
 
