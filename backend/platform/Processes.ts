@@ -22,6 +22,18 @@ const MAX_RESTART_MS = 30_000
 /** How long `/metrics` on the primary waits for a fork's figures before summing without them. */
 const METRICS_WAIT_MS = 3_000
 
+/**
+ * How long to wait before replacing a gateway process that exited after `livedMs`, the `failures` of its slot so
+ * far given: at once after a stable run (failures start again), else 250 ms doubling per quick death up to 30 s.
+ */
+export const restartAfter = (livedMs: number, failures: number) => {
+  const next = livedMs >= STABLE_MS ? 0 : failures + 1
+  return {
+    failures: next,
+    waitMs: next === 0 ? 0 : Math.min(MAX_RESTART_MS, FIRST_RESTART_MS * 2 ** (next - 1)),
+  }
+}
+
 /** The roles a gateway process serves: every role but workers. */
 export const gatewayRoles = (roles: ReadonlyArray<Role>): ReadonlyArray<Role> =>
   roles.filter((role) => role !== "workers")
@@ -196,10 +208,8 @@ export const gatewayProcesses = (config: AppConfigShape) =>
         if (slot.worker === worker) slot.worker = undefined
         if (!listening) return onEarlyExit()
         if (state.stopping) return
-        const lived = Date.now() - slot.startedAt
-        slot.failures = lived >= STABLE_MS ? 0 : slot.failures + 1
-        const wait =
-          slot.failures === 0 ? 0 : Math.min(MAX_RESTART_MS, FIRST_RESTART_MS * 2 ** (slot.failures - 1))
+        const { failures, waitMs: wait } = restartAfter(Date.now() - slot.startedAt, slot.failures)
+        slot.failures = failures
         log(
           Effect.logWarning("gateway process exited; replacing it").pipe(
             Effect.annotateLogs({ pid: worker.process.pid, code, signal, restart_in_ms: wait }),
@@ -222,8 +232,8 @@ export const gatewayProcesses = (config: AppConfigShape) =>
         // A replacement that cannot listen is retried like one that died.
         () => {
           if (state.stopping) return
-          slot.failures += 1
-          const wait = Math.min(MAX_RESTART_MS, FIRST_RESTART_MS * 2 ** (slot.failures - 1))
+          const { failures, waitMs: wait } = restartAfter(0, slot.failures)
+          slot.failures = failures
           log(
             Effect.logWarning("gateway process exited before it listened; retrying").pipe(
               Effect.annotateLogs({ pid: worker.process.pid, restart_in_ms: wait }),

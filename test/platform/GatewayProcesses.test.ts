@@ -2,6 +2,7 @@ import { request } from "node:http"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
+import { restartAfter } from "../../backend/platform/Processes.ts"
 import { type RunningProcess, spawnProcess } from "../support/ChildProcess.ts"
 import { freePort } from "../support/Net.ts"
 import { eventually } from "../support/Streams.ts"
@@ -61,6 +62,19 @@ const answeredBy = (service: RunningProcess, path: string, count: number) =>
   )
 
 describe("gateway processes (HTTP_PROCESSES)", () => {
+  it("replaces a process that ran 10 s at once, and one dying young after a wait doubling up to 30 s", () => {
+    assert.deepStrictEqual(restartAfter(60_000, 0), { failures: 0, waitMs: 0 })
+    assert.deepStrictEqual(restartAfter(10_000, 5), { failures: 0, waitMs: 0 })
+    let failures = 0
+    const waits: Array<number> = []
+    for (let i = 0; i < 9; i++) {
+      const next = restartAfter(2_000, failures)
+      failures = next.failures
+      waits.push(next.waitMs)
+    }
+    assert.deepStrictEqual(waits, [250, 500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000])
+  })
+
   it.live(
     "two processes share the ports and answer in turn; a killed one is replaced; SIGTERM stops every one",
     () =>
