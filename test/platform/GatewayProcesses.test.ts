@@ -159,7 +159,7 @@ describe("gateway processes (HTTP_PROCESSES)", () => {
     90_000,
   )
   it.live(
-    "however many times the whole process group is told to stop, every process drains and the primary exits 0",
+    "however many times the whole process group gets ctrl-C, every process drains and the primary exits 0",
     () =>
       Effect.gen(function* () {
         const env = isolatedEnv({
@@ -172,7 +172,7 @@ describe("gateway processes (HTTP_PROCESSES)", () => {
         const service = yield* spawnProcess(process.execPath, ["backend/main.ts"], { cwd: root, env })
         yield* service.waitFor("stdout", /"message":"started"/)
         const repeating = yield* Effect.forkChild(
-          Effect.forever(service.signal("SIGTERM").pipe(Effect.andThen(Effect.sleep("5 millis")))),
+          Effect.forever(service.signal("SIGINT").pipe(Effect.andThen(Effect.sleep("5 millis")))),
         )
         const exit = yield* service.exited
         yield* Fiber.interrupt(repeating)
