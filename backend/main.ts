@@ -4,6 +4,13 @@ import { loadAppConfig } from "./platform/Config.ts"
 import { ListeningPorts } from "./platform/Http.ts"
 import { runMain } from "./platform/RunMain.ts"
 import { loggerLayer } from "./platform/Observability.ts"
+import {
+  announceListening,
+  forksGateways,
+  gatewayProcesses,
+  isGatewayProcess,
+  ownRoles,
+} from "./platform/Processes.ts"
 
 const SHUTDOWN_BUDGET_MS = 10_000
 
@@ -24,21 +31,40 @@ const forceExitLater = () => {
   }
 }
 
+/**
+ * The service's process. With `HTTP_PROCESSES` above 1 it is the primary: it runs the roles that run once
+ * (workers, `METRICS_PORT`) and forks the gateway processes (`Processes.ts`), and says `started` once every one
+ * listens. A gateway process serves the gateways, each of its lines carrying its pid, and tells the primary.
+ */
 const main = Effect.gen(function* () {
   const config = yield* loadAppConfig
+  const gatewayProcess = isGatewayProcess()
   yield* Effect.gen(function* () {
-    const ports = Context.get(yield* Layer.build(appLayer(config)), ListeningPorts)
-    yield* Effect.logInfo("started").pipe(
-      Effect.annotateLogs({
-        roles: config.roles.join(","),
-        ports: Object.fromEntries(ports),
-        node: process.versions.node,
-      }),
+    const ports = Context.get(
+      yield* Layer.build(appLayer({ ...config, roles: ownRoles(config) })),
+      ListeningPorts,
     )
     const onSignal = forceExitLater()
+    if (gatewayProcess) {
+      announceListening(ports)
+    } else {
+      const forks = forksGateways(config) ? yield* gatewayProcesses(config) : undefined
+      yield* Effect.logInfo("started").pipe(
+        Effect.annotateLogs({
+          roles: config.roles.join(","),
+          ports: Object.fromEntries([...(forks?.ports ?? []), ...ports]),
+          node: process.versions.node,
+          ...(forks === undefined ? {} : { gateway_processes: forks.pids.length, gateway_pids: forks.pids }),
+        }),
+      )
+    }
     process.on("SIGINT", onSignal).on("SIGTERM", onSignal)
     return yield* Effect.never
-  }).pipe(Effect.scoped, Effect.provide(loggerLayer(config)))
+  }).pipe(
+    Effect.scoped,
+    gatewayProcess ? Effect.annotateLogs({ pid: process.pid }) : (self) => self,
+    Effect.provide(loggerLayer(config)),
+  )
 }).pipe(
   Effect.catchTag("ConfigInvalid", (error) =>
     Effect.sync(() => {

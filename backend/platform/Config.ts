@@ -86,6 +86,11 @@ export interface AppConfigShape {
   readonly masterKey: Option.Option<Redacted.Redacted<string>>
   readonly httpMaxBodyBytes: number
   /**
+   * Processes serving the gateway roles on their shared ports (`node:cluster`): 1 serves them in this process;
+   * more forks that many, and this process runs the other roles and supervises them.
+   */
+  readonly httpProcesses: number
+  /**
    * Networks of the reverse proxies in front of the gateways: only a connection from one of them has its client
    * address read from `X-Forwarded-For`. None by default: the socket's address is the client's.
    */
@@ -219,6 +224,7 @@ const gatewaySettings: Settings<
   | "consoleBaseUrl"
   | "audiences"
   | "httpMaxBodyBytes"
+  | "httpProcesses"
   | "trustedProxies"
 > = Effect.gen(function* () {
   const ports = {
@@ -254,6 +260,12 @@ const gatewaySettings: Settings<
       "a whole number of bytes from 1024 to 104857600",
       integer(1024, 100 * 1024 * 1024),
       () => 2 * 1024 * 1024,
+    ),
+    httpProcesses: yield* setting(
+      "HTTP_PROCESSES",
+      "a whole number from 1 to 64, or auto (one per CPU)",
+      (v) => (v.toLowerCase() === "auto" ? availableParallelism() : integer(1, 64)(v)),
+      () => 1,
     ),
     trustedProxies: yield* setting(
       "TRUSTED_PROXIES",

@@ -31,6 +31,7 @@ import {
 } from "./Http.ts"
 import { Nats } from "./Nats.ts"
 import { metrics, registry } from "./Observability.ts"
+import { processMetrics } from "./Processes.ts"
 import { hasControlCharacter, hasLoneSurrogate } from "./Text.ts"
 import { Traced } from "./Tracing.ts"
 import { unavailableIn } from "./Unavailable.ts"
@@ -206,7 +207,7 @@ const metricsRoute: Route<AppConfig> = {
       if (!metricsAllowed((yield* AppConfig).metricsToken, request.headers.get("authorization"))) {
         return yield* new Unauthorized()
       }
-      const text = yield* Effect.promise(() => registry.metrics())
+      const text = yield* Effect.promise(processMetrics)
       return new Response(text, { headers: { "content-type": registry.contentType } })
     }),
 }
@@ -232,7 +233,7 @@ export const metricsLayer = Layer.effectDiscard(
           if (!metricsAllowed(config.metricsToken, req.headers.authorization ?? null)) {
             return reply(401, JSON.stringify({ message: "Unauthorized" }))
           }
-          registry.metrics().then(
+          processMetrics().then(
             (text) => reply(200, text, registry.contentType),
             () => reply(500, JSON.stringify({ status_code: 500, error: "Internal server error." })),
           )

@@ -1,8 +1,14 @@
 import { Effect, Layer, Logger, References } from "effect"
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client"
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client"
 import type { AppConfigShape } from "./Config.ts"
 
-/** One registry per process: every HTTP port's `/metrics` serves it. */
+/** One metric with its values, as `getMetricsAsJSON` gives it. */
+export type MetricJson = Awaited<ReturnType<Registry["getMetricsAsJSON"]>>[number]
+
+/**
+ * One registry per process: every HTTP port's `/metrics` serves it, or on a primary with gateway processes, it
+ * summed with theirs (`Processes.ts`).
+ */
 export const registry = new Registry()
 collectDefaultMetrics({ register: registry })
 
@@ -20,6 +26,24 @@ const gauge = (name: string, help: string, labelNames: ReadonlyArray<string>) =>
   const made = new Gauge({ name, help, labelNames, registers: [registry] })
   systemGauges.push(made)
   return made
+}
+
+/**
+ * This process's metrics as prom-client's JSON, without the system gauges: what a gateway process hands the
+ * primary, which reads the system gauges once itself.
+ */
+export const ownMetrics = (): Promise<Array<MetricJson>> =>
+  Promise.all(
+    registry
+      .getMetricsAsArray()
+      .filter((m) => !(systemGauges as ReadonlyArray<unknown>).includes(m))
+      .map((m) => (m as unknown as { get: () => Promise<MetricJson> }).get()),
+  )
+
+/** This process's registry summed with the gateway processes' `others` (counters, histograms and gauges added). */
+export const aggregatedMetrics = async (others: ReadonlyArray<ReadonlyArray<MetricJson>>) => {
+  const merged = AggregatorRegistry.aggregate([await registry.getMetricsAsJSON(), ...others])
+  return merged.metrics()
 }
 
 /** The hook prom-client calls on a metric before reading it, which its types declare only as an option. */

@@ -64,8 +64,8 @@ import { countSocketWrites, cpuProfile, machineCpu, natsServerPids, percentile, 
  * Figures are printed, never asserted; the targets are >= 10,000 accepted/s with p99 <= 50 ms and >= 3,000
  * applied/s.
  */
-const EVENTS = Number(process.env.BENCH_INGEST_EVENTS ?? 20_000)
-const WARMUP = Number(process.env.BENCH_INGEST_WARMUP ?? Math.min(2_000, Math.ceil(EVENTS / 10)))
+export const EVENTS = Number(process.env.BENCH_INGEST_EVENTS ?? 20_000)
+export const WARMUP = Number(process.env.BENCH_INGEST_WARMUP ?? Math.min(2_000, Math.ceil(EVENTS / 10)))
 const CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 64)
 const PIPELINING = Number(process.env.BENCH_INGEST_PIPELINING ?? 1)
 const INFLIGHT = CONNECTIONS * PIPELINING
@@ -80,7 +80,7 @@ const CPU_PROFILE = process.env.BENCH_INGEST_CPU_PROFILE
 const STALL_MS = 30_000
 const POLL_MS = 50
 
-const SOURCE = "bench"
+export const SOURCE = "bench"
 const EVENT_TYPE = "ProspectUpdate"
 const NATS_PORT = Number(new URL(natsUrl).port || 4222)
 
@@ -99,7 +99,7 @@ const eventBody = (id: string, updatedAt: string) =>
   JSON.stringify({ source: SOURCE, event_type: EVENT_TYPE, payload: prospectUpdate(id, updatedAt) })
 
 /** `count` event bodies for prospects `<tag>-0` ... of their own, their event times one millisecond apart. */
-const eventBodies = (tag: string, count: number) => {
+export const eventBodies = (tag: string, count: number) => {
   const base = Date.UTC(2026, 0, 1)
   return Array.from({ length: count }, (_, i) => eventBody(`${tag}-${i}`, new Date(base + i).toISOString()))
 }
@@ -168,7 +168,7 @@ parentPort.on("message", (message) => {
  * A load generator on a worker thread of its own (one JIT-warm undici Pool for every run), so its CPU does not
  * count against the gateway's event loop; `run` POSTs the bodies, `INFLIGHT` at a time.
  */
-const driver = (token: string) => {
+export const driver = (token: string) => {
   const worker = new Worker(DRIVER, {
     eval: true,
     workerData: { token, connections: CONNECTIONS, pipelining: PIPELINING, inflight: INFLIGHT },
@@ -854,7 +854,7 @@ interface ThroughputRow {
   readonly baselineName: string
 }
 
-const statusNote = (result: DriveResult) =>
+export const statusNote = (result: DriveResult) =>
   `answers ${Object.entries(result.statuses)
     .map(([status, n]) => `${status}: ${n}`)
     .join(", ")}${result.firstError === undefined ? "" : `; first non-202: ${result.firstError}`}`

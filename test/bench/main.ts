@@ -16,6 +16,7 @@ import { partitionedSubject } from "../../backend/platform/Partition.ts"
 import { Schema } from "effect"
 import { eventually } from "../support/Streams.ts"
 import { type LatencyRow, rosterBatches } from "./Roster.ts"
+import { gatewayProcessesThroughput } from "./GatewayProcesses.ts"
 import { ingestThroughput } from "./Ingest.ts"
 import { prospectReadyLatency } from "./Prospects.ts"
 import { startupLatencies } from "./Startup.ts"
@@ -39,8 +40,8 @@ interface Row {
 const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
 
 /**
- * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, token, signin, firstload, roster, prospects,
- * ingest, webhooks, retention, console, startup) runs only those benchmarks; unset runs all of them.
+ * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, token, signin, firstload, roster,
+ * prospects, ingest, processes, webhooks, retention, console, startup) runs only those benchmarks; unset runs all.
  */
 const only = process.env.BENCH_ONLY?.split(",")
   .map((name) => name.trim())
@@ -364,6 +365,17 @@ const program = Effect.gen(function* () {
     rows.push(...ingest.rows)
     latencies.push(...ingest.latencies)
     notes.push(...ingest.notes)
+  }
+  if (selected("processes")) {
+    // The service as a child process, one gateway process and then two, on a database and prefix of their own.
+    const service = prospectService({ ROLES: "partner-api,ingest-api" })
+    const processes = yield* Effect.scoped(
+      Layer.build(service.layer).pipe(
+        Effect.flatMap((ctx) => Effect.provide(gatewayProcessesThroughput(service.env), ctx)),
+      ),
+    )
+    rows.push(...processes.rows)
+    notes.push(...processes.notes)
   }
   if (selected("webhooks")) {
     // The receiver, the database and the prefix are the benchmark's own; it starts the workers itself.

@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import { randomBytes } from "node:crypto"
 import { fileURLToPath } from "node:url"
 import { jetstreamManager } from "@nats-io/jetstream"
@@ -65,6 +66,7 @@ const badValues: ReadonlyArray<{
     sensitive: true,
   },
   { variable: "LOG_LEVEL", value: "loud", expected: "one of trace, debug, info, warn, error" },
+  { variable: "HTTP_PROCESSES", value: "0", expected: "a whole number from 1 to 64, or auto (one per CPU)" },
   { variable: "DEAD_LETTER_RETENTION_DAYS", value: "30d", expected: "a whole number of days from 1 to 3650" },
   { variable: "RETENTION_SWEEP_SECONDS", value: "0", expected: "a whole number of seconds from 1 to 86400" },
   { variable: "NATS_MAX_BYTES_INGEST", value: "2 GiB", expected: "a number of bytes from 1MB to 1024TB" },
@@ -258,6 +260,19 @@ describe("AppConfig", () => {
       }),
     )
   }
+
+  it.effect(
+    "serves the gateways from one process unless HTTP_PROCESSES says how many, auto one per CPU",
+    () =>
+      Effect.gen(function* () {
+        const processes = (env: Record<string, string>) =>
+          Effect.map(configFrom(env), (config) => config.httpProcesses)
+        assert.strictEqual(yield* processes({}), 1)
+        assert.strictEqual(yield* processes({ HTTP_PROCESSES: "2" }), 2)
+        assert.strictEqual(yield* processes({ HTTP_PROCESSES: "auto" }), availableParallelism())
+        assert.strictEqual((yield* configInvalid({ HTTP_PROCESSES: "65" })).variable, "HTTP_PROCESSES")
+      }),
+  )
 
   it.effect("takes a cheaper secret hash only outside production", () =>
     Effect.gen(function* () {
