@@ -56,8 +56,8 @@ const cancelling = (issuer: IssuerConfigShape) =>
       landlord is told.
     </p>
     <p>
-      What is refunded: nothing. Nothing more is charged after a policy is canceled, so monthly premiums
-      stop; premiums already paid, including a premium paid once for the whole lease, are not refunded.
+      What is refunded: nothing. Nothing more is charged after a policy is canceled, so monthly premiums stop;
+      premiums already paid, including a premium paid once for the whole lease, are not refunded.
     </p>`
 
 const TERMS: ReadonlyArray<Terms> = [
