@@ -358,9 +358,12 @@ describe("the renter's pages in a partner's frame and on their own", () => {
                 // The receipt as it first loads while its documents are still being made, whether or not the
                 // document actor has been quicker this time: the page's own requests after it are left alone.
                 let receiptLoads = 0
+                // The page's own requests wait until the pending state has been looked at, however slow the look.
+                let releasePolls = () => {}
+                const pollsHeld = new Promise<void>((resolve) => (releasePolls = resolve))
                 await page.route(/\/completed\?/, async (route) => {
                   receiptLoads += 1
-                  if (receiptLoads > 1) return route.continue()
+                  if (receiptLoads > 1) return pollsHeld.then(() => route.continue())
                   // Asked of the enrollment gateway itself: the test's process does not resolve the sites' names.
                   const url = new URL(route.request().url())
                   const response = await fetch(`http://127.0.0.1:${gateway}${url.pathname}${url.search}`)
@@ -370,7 +373,12 @@ describe("the renter's pages in a partner's frame and on their own", () => {
                   )
                   return route.fulfill({
                     status: response.status,
-                    headers: Object.fromEntries(response.headers),
+                    // The body changed: its length and encoding are the new body's, not the fetched one's.
+                    headers: Object.fromEntries(
+                      [...response.headers].filter(
+                        ([name]) => name !== "content-length" && name !== "content-encoding",
+                      ),
+                    ),
                     body,
                   })
                 })
@@ -399,6 +407,7 @@ describe("the renter's pages in a partner's frame and on their own", () => {
                   await shot(`${name}-documents-pending`)
                   await assertAccessible(page, `${width} px: receipt (${name}), documents being made`)
                 }
+                releasePolls()
                 for (const document of documents) {
                   await page.getByRole("link", { name: document }).waitFor({ timeout: 60_000 })
                   pdfs.push((await page.getByRole("link", { name: document }).getAttribute("href"))!)
