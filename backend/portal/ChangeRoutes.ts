@@ -1,6 +1,5 @@
 import { Effect } from "effect"
 import type { HttpRequest } from "../platform/Http.ts"
-import { isJsonObject } from "../platform/Validation.ts"
 import {
   CustomHeadersAnswer,
   EndpointAnswer,
@@ -10,38 +9,7 @@ import {
   TestAnswer,
 } from "./Api.ts"
 import { PortalChanges } from "./PortalChanges.ts"
-import { encoded, invalidFields, PortalRefusal, portalRoute } from "./Routes.ts"
-
-export const NOT_JSON = "The body must be JSON."
-export const NOT_AN_OBJECT = "The body must be a JSON object."
-
-/**
- * The body of a change as a JSON object: bad JSON, bytes that are not UTF-8 or anything but an object is a 422
- * under `base` with `error` the route's own, never a 500; unknown keys are left for the reader to ignore.
- */
-const objectBody = (request: HttpRequest, error: string) =>
-  Effect.gen(function* () {
-    const text = yield* request.text.pipe(
-      Effect.catchTags({
-        PayloadTooLarge: (tooLarge) =>
-          Effect.fail(
-            new PortalRefusal({
-              status: 413,
-              error: `The body is larger than ${tooLarge.limitBytes} bytes.`,
-            }),
-          ),
-        BadRequest: () => Effect.fail(invalidFields(error, { base: NOT_JSON })),
-      }),
-    )
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(text) as unknown
-    } catch {
-      return yield* invalidFields(error, { base: NOT_JSON })
-    }
-    if (!isJsonObject(parsed)) return yield* invalidFields(error, { base: NOT_AN_OBJECT })
-    return parsed
-  })
+import { encoded, objectBody, portalRoute } from "./Routes.ts"
 
 const idOf = (request: HttpRequest) => request.params.id ?? ""
 

@@ -1,15 +1,7 @@
 import { Effect } from "effect"
-import type { HttpRequest } from "../platform/Http.ts"
 import { RecoveryAnswer } from "./Api.ts"
 import { PortalRecoveries } from "./Recoveries.ts"
-import { encoded, invalidFields, portalRoute } from "./Routes.ts"
-
-/** A change's JSON body; one that is not JSON is a 422 naming the body. */
-const jsonBody = (request: HttpRequest) =>
-  request.text.pipe(
-    Effect.flatMap((text) => Effect.try(() => (text.trim() === "" ? {} : (JSON.parse(text) as unknown)))),
-    Effect.mapError(() => invalidFields("Invalid recovery.", { body: "must be a JSON object" })),
-  )
+import { encoded, objectBody, portalRoute } from "./Routes.ts"
 
 /**
  * Recover: `POST /portal/api/endpoints/{id}/recoveries` previews one (201), `POST /portal/api/recoveries/{id}/start`
@@ -22,7 +14,7 @@ export const recoverRoutes = [
     change: true,
     handle: (session, request) =>
       Effect.gen(function* () {
-        const body = yield* jsonBody(request)
+        const body = yield* objectBody(request, "Invalid recovery.")
         const recovery = yield* PortalRecoveries.use((r) => r.preview(session, request.params.id ?? "", body))
         return encoded(RecoveryAnswer, 201)({ recovery })
       }),

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto"
 import { Effect, Schema } from "effect"
 import { AuditChannel, AuditDetails } from "../audit/Audit.ts"
 import { type HttpRequest, json, type Route } from "../platform/Http.ts"
+import { isJsonObject } from "../platform/Validation.ts"
 import { CSRF_HEADER, type PortalError } from "./Api.ts"
 import { PortalConfig } from "./Config.ts"
 import { portalToken } from "./Cookie.ts"
@@ -131,3 +132,34 @@ export const portalRoute = <R>(spec: PortalRouteSpec<R>): Route<R | PortalSessio
 export const encoded =
   <S extends Schema.Top & Schema.Codec<unknown, unknown, never, never>>(schema: S, status = 200) =>
   (answer: S["Type"]): PortalAnswer => ({ status, body: Schema.encodeSync(schema)(answer) })
+
+export const NOT_JSON = "The body must be JSON."
+export const NOT_AN_OBJECT = "The body must be a JSON object."
+
+/**
+ * The body of a change as a JSON object: bad JSON, bytes that are not UTF-8 or anything but an object is a 422
+ * under `base` with `error` the route's own, never a 500; unknown keys are left for the reader to ignore.
+ */
+export const objectBody = (request: HttpRequest, error: string) =>
+  Effect.gen(function* () {
+    const text = yield* request.text.pipe(
+      Effect.catchTags({
+        PayloadTooLarge: (tooLarge) =>
+          Effect.fail(
+            new PortalRefusal({
+              status: 413,
+              error: `The body is larger than ${tooLarge.limitBytes} bytes.`,
+            }),
+          ),
+        BadRequest: () => Effect.fail(invalidFields(error, { base: NOT_JSON })),
+      }),
+    )
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text) as unknown
+    } catch {
+      return yield* invalidFields(error, { base: NOT_JSON })
+    }
+    if (!isJsonObject(parsed)) return yield* invalidFields(error, { base: NOT_AN_OBJECT })
+    return parsed
+  })
