@@ -1,6 +1,7 @@
 import cluster, { type Worker } from "node:cluster"
+import { randomUUID } from "node:crypto"
 import { type AddressInfo, createServer } from "node:net"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import type { AppConfigShape, Role } from "./Config.ts"
 import { aggregatedMetrics, type MetricJson, ownMetrics, registry } from "./Observability.ts"
 
@@ -72,11 +73,9 @@ export const announceListening = (ports: ReadonlyMap<string, number>) => {
   process.send?.({ type: LISTENING, ports: Object.fromEntries(ports) })
 }
 
-let metricsRequests = 0
-
 const forkMetrics = (worker: Worker) =>
   new Promise<ReadonlyArray<MetricJson> | undefined>((resolve) => {
-    const id = ++metricsRequests
+    const id = randomUUID()
     const done = (metrics: ReadonlyArray<MetricJson> | undefined) => {
       clearTimeout(timer)
       worker.off("message", onMessage).off("exit", onExit)
@@ -170,6 +169,7 @@ export const gatewayProcesses = (config: AppConfigShape) =>
   Effect.gen(function* () {
     const services = yield* Effect.context<never>()
     const log = (effect: Effect.Effect<void>) => void Effect.runForkWith(services)(effect)
+    const now = () => Effect.runSyncWith(services)(Clock.currentTimeMillis)
     const env = {
       ROLES: gatewayRoles(config.roles).join(","),
       HTTP_PROCESSES: "1",
@@ -197,7 +197,7 @@ export const gatewayProcesses = (config: AppConfigShape) =>
     ) => {
       const worker = cluster.fork(env)
       slot.worker = worker
-      slot.startedAt = Date.now()
+      slot.startedAt = now()
       let listening = false
       worker.on("message", (message: Message) => {
         if (message?.type !== LISTENING || listening) return
@@ -208,7 +208,7 @@ export const gatewayProcesses = (config: AppConfigShape) =>
         if (slot.worker === worker) slot.worker = undefined
         if (!listening) return onEarlyExit()
         if (state.stopping) return
-        const { failures, waitMs: wait } = restartAfter(Date.now() - slot.startedAt, slot.failures)
+        const { failures, waitMs: wait } = restartAfter(now() - slot.startedAt, slot.failures)
         slot.failures = failures
         log(
           Effect.logWarning("gateway process exited; replacing it").pipe(
