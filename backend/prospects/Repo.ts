@@ -71,7 +71,7 @@ export const enrollmentSummaryOf = (row: ProspectRow | undefined) =>
 /** The columns a prospect write sets (everything but the identity and timestamps). */
 export type ProspectWrite = Omit<ProspectRow, "id">
 
-const WRITE_COLUMNS = [
+export const WRITE_COLUMNS = [
   "owner_id",
   "source",
   "source_prospect_id",
