@@ -771,6 +771,18 @@ export const ingestThroughput = Effect.gen(function* () {
         ...(drainProfile === undefined ? [] : profileSummary(drainProfile).map((line) => `  ${line}`)),
         ...drainQueries.notes(total, "event").map((line) => `  ${line}`),
       )
+      // What an event keeps on disk, for the capacity model's storage (indexes and TOAST included).
+      const [stored] = yield* Effect.promise(
+        () => admin<Array<{ log: number; prospect: number }>>`
+          select pg_total_relation_size('ingest_log')::float8 / greatest(1, (select count(*) from ingest_log)) as log,
+                 pg_total_relation_size('prospects')::float8 / greatest(1, (select count(*) from prospects))
+                   as prospect`,
+      )
+      const stream = yield* Effect.promise(() => natsClient.jsm.streams.info(nats.streamName("INGEST")))
+      notes.push(
+        `  stored per event: ingest log ${Math.round(stored!.log)} B a row, prospects ${Math.round(stored!.prospect)} B ` +
+          `a row, INGEST ${Math.round(stream.state.bytes / Math.max(1, stream.state.messages))} B a message`,
+      )
 
       if (!MIXED) return
       const mixed = yield* Effect.promise(async () => {

@@ -17,6 +17,7 @@ import { Schema } from "effect"
 import { eventually } from "../support/Streams.ts"
 import { type LatencyRow, rosterBatches } from "./Roster.ts"
 import { gatewayProcessesThroughput } from "./GatewayProcesses.ts"
+import { workersProcessesThroughput } from "./WorkersProcesses.ts"
 import { ingestThroughput } from "./Ingest.ts"
 import { prospectReadyLatency } from "./Prospects.ts"
 import { startupLatencies } from "./Startup.ts"
@@ -41,7 +42,8 @@ const N = Number(process.env.BENCH_MESSAGES ?? 10_000)
 
 /**
  * `BENCH_ONLY=prospects` (or a comma-separated list of relay, actor, gateway, token, signin, firstload, roster,
- * prospects, ingest, processes, webhooks, retention, console, startup) runs only those benchmarks; unset runs all.
+ * prospects, ingest, processes, webhooks, workers, retention, console, startup) runs only those benchmarks; unset
+ * runs all.
  */
 const only = process.env.BENCH_ONLY?.split(",")
   .map((name) => name.trim())
@@ -383,6 +385,12 @@ const program = Effect.gen(function* () {
     rows.push(...webhooks.rows)
     latencies.push(...webhooks.latencies)
     notes.push(...webhooks.notes)
+  }
+  if (selected("workers")) {
+    // The receiver, the databases and the prefixes are the benchmark's own; the workers run as child processes.
+    const workers = yield* Effect.scoped(workersProcessesThroughput)
+    rows.push(...workers.rows)
+    notes.push(...workers.notes)
   }
   if (selected("retention")) {
     // The receiver, the database and the prefix are the benchmark's own; it starts the workers itself.
