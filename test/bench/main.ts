@@ -269,13 +269,16 @@ const format = (rows: ReadonlyArray<Row>) =>
     ),
   ].join("\n")
 
+/** A latency ratio: one decimal, or the first significant digit when below 0.1 (a peer far slower than ours). */
+const times = (ratio: number) => `${ratio >= 0.1 ? ratio.toFixed(1) : ratio.toPrecision(1)}x`
+
 const formatLatency = (rows: ReadonlyArray<LatencyRow>) =>
   [
     "| benchmark | ours p50 / p99 | raw baseline p50 / p99 | ours / baseline (p50 / p99) |",
     "|---|---|---|---|",
     ...rows.map(
       (r) =>
-        `| ${r.name} | ${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} ms | ${r.baselineP50.toFixed(1)} / ${r.baselineP99.toFixed(1)} ms (${r.baselineName}) | ${(r.p50 / r.baselineP50).toFixed(1)}x / ${(r.p99 / r.baselineP99).toFixed(1)}x |`,
+        `| ${r.name} | ${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} ms | ${r.baselineP50.toFixed(1)} / ${r.baselineP99.toFixed(1)} ms (${r.baselineName}) | ${times(r.p50 / r.baselineP50)} / ${times(r.p99 / r.baselineP99)} |`,
     ),
   ].join("\n")
 
