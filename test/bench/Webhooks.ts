@@ -261,6 +261,41 @@ const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, everyMs
   }
 }
 
+/**
+ * `BENCH_WEBHOOK_ENDPOINTS` owners named `<name>-<n>`, each with one endpoint at `<origin>/<name>-<n>` subscribed
+ * to `move_out.initiated`, and publishers of the bench's events spread over them: one, and a backlog of `size`,
+ * 500 in flight.
+ */
+export const benchEndpoints = (origin: string, name: string) =>
+  Effect.gen(function* () {
+    const nats = yield* Nats
+    const client = yield* NatsClient
+    const slugs: Array<string> = []
+    for (let e = 0; e < ENDPOINTS; e++) {
+      const o = yield* owner(`${name}-${e}`)
+      const sub = yield* subscriber({ ownerId: o.id })
+      yield* endpoint(sub.id, `${origin}/${name}-${e}`, ["move_out.initiated"])
+      slugs.push(o.slug)
+    }
+    const publishEvent = (i: number) => {
+      const slug = slugs[i % slugs.length]!
+      return client.js.publish(
+        nats.subject(`events.${slug}.move_out.initiated`),
+        Buffer.from(body(slug, i)),
+        {
+          msgID: randomUUID(),
+        },
+      )
+    }
+    const publishBacklog = (size: number) =>
+      Effect.promise(async () => {
+        for (let i = 0; i < size; i += 500) {
+          await Promise.all(Array.from({ length: Math.min(500, size - i) }, (_, j) => publishEvent(i + j)))
+        }
+      })
+    return { publishEvent, publishBacklog }
+  })
+
 export const webhookBench = Effect.gen(function* () {
   const receiver = yield* Effect.acquireRelease(Effect.promise(startReceiverThread), (r) =>
     Effect.promise(r.close),
@@ -295,31 +330,9 @@ export const webhookBench = Effect.gen(function* () {
   // 2. deliveries, from a backlog of events; 3. latency at a steady rate (the last round only)
   const deliveries = (size: number, options: { readonly profile: boolean; readonly latency: boolean }) =>
     Effect.gen(function* () {
-      const nats = yield* Nats
-      const client = yield* NatsClient
       const db = yield* Db
-      const slugs: Array<string> = []
-      for (let e = 0; e < ENDPOINTS; e++) {
-        const o = yield* owner(`bench-${e}`)
-        const sub = yield* subscriber({ ownerId: o.id })
-        yield* endpoint(sub.id, `${origin}/e${e}`, ["move_out.initiated"])
-        slugs.push(o.slug)
-      }
-      const publishEvent = (i: number) => {
-        const slug = slugs[i % slugs.length]!
-        return client.js.publish(
-          nats.subject(`events.${slug}.move_out.initiated`),
-          Buffer.from(body(slug, i)),
-          {
-            msgID: randomUUID(),
-          },
-        )
-      }
-      for (let i = 0; i < size; i += 500) {
-        yield* Effect.promise(() =>
-          Promise.all(Array.from({ length: Math.min(500, size - i) }, (_, j) => publishEvent(i + j))),
-        )
-      }
+      const { publishEvent, publishBacklog } = yield* benchEndpoints(origin, "bench")
+      yield* publishBacklog(size)
       yield* Effect.promise(() => receiver.reset(size))
       // Taken before the statement counter wraps `db.query`: the bench's own polls are not the engine's statements.
       const benchQuery = db.query

@@ -1,21 +1,19 @@
-import { randomUUID } from "node:crypto"
 import { fileURLToPath } from "node:url"
 import { Effect, Layer } from "effect"
 import { Db } from "../../backend/platform/Db.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { type RunningProcess, spawnProcess } from "../support/ChildProcess.ts"
-import { enginePlatform, endpoint, owner, subscriber } from "../support/WebhookEngine.ts"
+import { enginePlatform } from "../support/WebhookEngine.ts"
 import { cpuOfNamed, machineCpu, statCpu } from "./Probes.ts"
-import { body, startReceiverThread } from "./Webhooks.ts"
+import { benchEndpoints, startReceiverThread } from "./Webhooks.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
-/** Events (one delivery each) of a round, spread over `ENDPOINTS` owners with one endpoint each. */
+/** Events (one delivery each) of a round, spread over the webhook bench's endpoints (20 by default). */
 const DELIVERIES = Number(process.env.BENCH_WORKERS_DELIVERIES ?? 20_000)
 /** Alternating rounds of one workers process then two; each side's best round is its figure. */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_WORKERS_ROUNDS ?? 2))
-const ENDPOINTS = 20
 
 /** CPU time (ms) so far of the workers processes, Postgres, nats-server and the whole machine. */
 const cpuNow = async (pids: ReadonlyArray<number>) => {
@@ -69,28 +67,9 @@ export const workersProcessesThroughput = Effect.gen(function* () {
       const nats = yield* Nats
       const client = yield* NatsClient
       const db = yield* Db
-      const slugs: Array<string> = []
-      for (let e = 0; e < ENDPOINTS; e++) {
-        const o = yield* owner(`bench-workers-${e}`)
-        const sub = yield* subscriber({ ownerId: o.id })
-        yield* endpoint(sub.id, `${origin}/w${e}`, ["move_out.initiated"])
-        slugs.push(o.slug)
-      }
       // The backlog is on EVENTS before any workers process starts.
-      for (let i = 0; i < DELIVERIES; i += 500) {
-        yield* Effect.promise(() =>
-          Promise.all(
-            Array.from({ length: Math.min(500, DELIVERIES - i) }, (_, j) => {
-              const slug = slugs[(i + j) % slugs.length]!
-              return client.js.publish(
-                nats.subject(`events.${slug}.move_out.initiated`),
-                Buffer.from(body(slug, i + j)),
-                { msgID: randomUUID() },
-              )
-            }),
-          ),
-        )
-      }
+      const { publishBacklog } = yield* benchEndpoints(origin, "bench-workers")
+      yield* publishBacklog(DELIVERIES)
       yield* Effect.promise(() => receiver.reset(DELIVERIES))
       const delivered = () =>
         Effect.runPromise(
@@ -196,7 +175,7 @@ export const workersProcessesThroughput = Effect.gen(function* () {
   return {
     rows: [
       {
-        name: `webhooks, two workers processes vs one: ${DELIVERIES} events -> signed deliveries (backend/main.ts, ROLES=workers, ${ENDPOINTS} endpoints)`,
+        name: `webhooks, two workers processes vs one: ${DELIVERIES} events -> signed deliveries (backend/main.ts, ROLES=workers, one endpoint per owner)`,
         ours: two.rate,
         baseline: one.rate,
         unit: "deliveries/s",
