@@ -1,14 +1,11 @@
-import { randomUUID } from "node:crypto"
 import { Effect, Fiber, Layer } from "effect"
 import { Retention } from "../../backend/operator/Retention.ts"
 import { Db } from "../../backend/platform/Db.ts"
-import { Nats } from "../../backend/platform/Nats.ts"
-import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { webhookWorkersLayer } from "../../backend/webhooks/delivery/Workers.ts"
-import { enginePlatform, endpoint, owner, subscriber } from "../support/WebhookEngine.ts"
+import { enginePlatform } from "../support/WebhookEngine.ts"
 import { percentile } from "./Probes.ts"
 import type { LatencyRow } from "./Roster.ts"
-import { body, now, paced, startReceiverThread } from "./Webhooks.ts"
+import { benchEndpoints, ENDPOINTS, now, paced, startReceiverThread } from "./Webhooks.ts"
 
 /**
  * The delivery engine's latency (event published -> first attempt at the receiver) at `BENCH_RETENTION_RATE`
@@ -20,7 +17,6 @@ import { body, now, paced, startReceiverThread } from "./Webhooks.ts"
 const EXPIRED = Number(process.env.BENCH_RETENTION_EXPIRED ?? 1_000_000)
 const RATE = Number(process.env.BENCH_RETENTION_RATE ?? 1000)
 const SECONDS = Number(process.env.BENCH_RETENTION_SECONDS ?? 20)
-const ENDPOINTS = 20
 const SEED_CHUNK = 100_000
 const WARMUP = 2000
 
@@ -35,19 +31,8 @@ export const retentionBench = Effect.gen(function* () {
   const context = yield* Layer.build(Retention.layer.pipe(Layer.provideMerge(platform.layer)))
   return yield* Effect.gen(function* () {
     const db = yield* Db
-    const nats = yield* Nats
-    const client = yield* NatsClient
     const retention = yield* Retention
-    const slugs: Array<string> = []
-    const endpoints: Array<number> = []
-    for (let e = 0; e < ENDPOINTS; e++) {
-      const o = yield* owner(`bench-${e}`)
-      const sub = yield* subscriber({ ownerId: o.id })
-      endpoints.push(
-        yield* endpoint(sub.id, `https://127.0.0.1:${receiver.port}/e${e}`, ["move_out.initiated"]),
-      )
-      slugs.push(o.slug)
-    }
+    const { endpoints, publishEvent } = yield* benchEndpoints(`https://127.0.0.1:${receiver.port}`, "bench")
 
     const seedStart = performance.now()
     for (let from = 0; from < EXPIRED; from += SEED_CHUNK) {
@@ -73,16 +58,6 @@ export const retentionBench = Effect.gen(function* () {
     const seedSeconds = (performance.now() - seedStart) / 1000
 
     let next = 0
-    const publishEvent = (i: number) => {
-      const slug = slugs[i % slugs.length]!
-      return client.js.publish(
-        nats.subject(`events.${slug}.move_out.initiated`),
-        Buffer.from(body(slug, i)),
-        {
-          msgID: randomUUID(),
-        },
-      )
-    }
     /** `count` events at RATE a second; when each was published, by the event's global index from `base`. */
     const publishWindow = (count: number) =>
       Effect.gen(function* () {

@@ -51,7 +51,7 @@ import { statementCounter } from "./Statements.ts"
 const DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES ?? 20_000)
 /** Events of the engine's warm-up round, before the measured one (the raw phase warms up with 2,000 POSTs). */
 const WARMUP = Number(process.env.BENCH_WEBHOOK_WARMUP ?? 2000)
-const ENDPOINTS = Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 20)
+export const ENDPOINTS = Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 20)
 const INFLIGHT = Number(process.env.BENCH_WEBHOOK_INFLIGHT ?? 256)
 const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 1000)
 const SECONDS = Number(process.env.BENCH_WEBHOOK_SECONDS ?? 5)
@@ -263,18 +263,19 @@ const waitFor = async (check: () => Promise<boolean>, timeoutMs: number, everyMs
 
 /**
  * `BENCH_WEBHOOK_ENDPOINTS` owners named `<name>-<n>`, each with one endpoint at `<origin>/<name>-<n>` subscribed
- * to `move_out.initiated`, and publishers of the bench's events spread over them: one, and a backlog of `size`,
- * 500 in flight.
+ * to `move_out.initiated` (their ids, in that order), and publishers of the bench's events spread over them: one,
+ * and a backlog of `size`, 500 in flight.
  */
 export const benchEndpoints = (origin: string, name: string) =>
   Effect.gen(function* () {
     const nats = yield* Nats
     const client = yield* NatsClient
     const slugs: Array<string> = []
+    const endpoints: Array<number> = []
     for (let e = 0; e < ENDPOINTS; e++) {
       const o = yield* owner(`${name}-${e}`)
       const sub = yield* subscriber({ ownerId: o.id })
-      yield* endpoint(sub.id, `${origin}/${name}-${e}`, ["move_out.initiated"])
+      endpoints.push(yield* endpoint(sub.id, `${origin}/${name}-${e}`, ["move_out.initiated"]))
       slugs.push(o.slug)
     }
     const publishEvent = (i: number) => {
@@ -293,7 +294,7 @@ export const benchEndpoints = (origin: string, name: string) =>
           await Promise.all(Array.from({ length: Math.min(500, size - i) }, (_, j) => publishEvent(i + j)))
         }
       })
-    return { publishEvent, publishBacklog }
+    return { endpoints, publishEvent, publishBacklog }
   })
 
 export const webhookBench = Effect.gen(function* () {
