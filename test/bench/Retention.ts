@@ -5,7 +5,7 @@ import { webhookWorkersLayer } from "../../backend/webhooks/delivery/Workers.ts"
 import { enginePlatform } from "../support/WebhookEngine.ts"
 import { percentile } from "./Probes.ts"
 import type { LatencyRow } from "./Roster.ts"
-import { benchEndpoints, ENDPOINTS, now, paced, startReceiverThread } from "./Webhooks.ts"
+import { benchEndpoints, ENDPOINTS, now, paced, startReceiverThread } from "./WebhookLoad.ts"
 
 /**
  * The delivery engine's latency (event published -> first attempt at the receiver) at `BENCH_RETENTION_RATE`

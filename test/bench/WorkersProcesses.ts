@@ -6,7 +6,7 @@ import { NatsClient } from "../../backend/platform/nats/Client.ts"
 import { type RunningProcess, spawnProcess } from "../support/ChildProcess.ts"
 import { enginePlatform } from "../support/WebhookEngine.ts"
 import { cpuOfNamed, machineCpu, statCpu } from "./Probes.ts"
-import { benchEndpoints, startReceiverThread } from "./Webhooks.ts"
+import { benchEndpoints, startReceiverThread } from "./WebhookLoad.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
