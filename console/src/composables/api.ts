@@ -58,6 +58,56 @@ const errorFrom = (status: number, body: unknown): ApiError => {
 export const fieldProblems = (error: ApiError) =>
   Object.entries(error.fields).map(([field, problem]) => `${field.replace(/_/g, " ")} ${problem}`)
 
+/**
+ * One JSON request with the page's cookies: `headers` beside `accept` (and `content-type` when there is a body);
+ * `sent` is the same request already under way. The answer's status and body (undefined when it is not JSON: a
+ * proxy's error page says nothing the status does not). Unreachable: an `ApiError` with status 0 and `unreachable`.
+ */
+export const exchange = async (
+  request: { readonly method: string; readonly url: string; readonly body?: unknown },
+  headers: Record<string, string>,
+  unreachable: string,
+  sent?: Promise<Response>,
+) => {
+  const all: Record<string, string> = { accept: "application/json", ...headers }
+  if (request.body !== undefined) all["content-type"] = "application/json"
+  let response: Response
+  try {
+    response = await (sent ??
+      fetch(request.url, {
+        method: request.method,
+        headers: all,
+        credentials: "same-origin",
+        ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
+      }))
+  } catch {
+    throw new ApiError(0, unreachable)
+  }
+  const text = await response.text()
+  let parsed: unknown
+  try {
+    parsed = text ? JSON.parse(text) : undefined
+  } catch {
+    // Not JSON: the status alone tells what happened.
+  }
+  return { status: response.status, ok: response.ok, parsed }
+}
+
+/** An answer decoded with `answer`: an answer of another shape is an error to show, never a value to render. */
+export const decodeAnswer = <T>(
+  answer: Schema.Decoder<T>,
+  parsed: unknown,
+  method: string,
+  path: string,
+): T => {
+  try {
+    return Schema.decodeUnknownSync(answer)(parsed)
+  } catch (cause) {
+    const reason = cause instanceof Error ? cause.message : String(cause)
+    throw new ApiError(0, `The server's answer to ${method} ${path} was not understood: ${reason}`)
+  }
+}
+
 export type Query = Record<string, string | number | undefined | null>
 
 export const withQuery = (path: string, query: Query = {}) => {
@@ -96,13 +146,7 @@ export async function api<T>(
   path: string,
   body?: unknown,
 ): Promise<T> {
-  const parsed = await call(method, path, body)
-  try {
-    return Schema.decodeUnknownSync(answer)(parsed)
-  } catch (cause) {
-    const reason = cause instanceof Error ? cause.message : String(cause)
-    throw new ApiError(0, `The server's answer to ${method} ${path} was not understood: ${reason}`)
-  }
+  return decodeAnswer(answer, await call(method, path, body), method, path)
 }
 
 /** A call whose answer carries nothing the console reads (signing out). */
@@ -111,33 +155,14 @@ export const send = async (method: string, path: string, body?: unknown): Promis
 }
 
 async function call(method: string, path: string, body?: unknown): Promise<unknown> {
-  const headers: Record<string, string> = { accept: "application/json" }
-  if (body !== undefined) headers["content-type"] = "application/json"
+  const headers: Record<string, string> = {}
   const token = link.current.csrfToken()
   if (method !== "GET" && token) headers["x-csrf-token"] = token
-  let response: Response
   const taken = method === "GET" ? early.get(path) : undefined
   if (taken) early.delete(path)
-  try {
-    response = await (taken ??
-      fetch(path, {
-        method,
-        headers,
-        credentials: "same-origin",
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      }))
-  } catch {
-    throw new ApiError(0, fallbackMessage(0))
-  }
-  const text = await response.text()
-  let parsed: unknown
-  try {
-    parsed = text ? JSON.parse(text) : undefined
-  } catch {
-    // Not JSON (a proxy's error page): the status alone tells what happened.
-  }
-  if (response.ok) return parsed
-  const error = errorFrom(response.status, parsed)
+  const response = await exchange({ method, url: path, body }, headers, fallbackMessage(0), taken)
+  if (response.ok) return response.parsed
+  const error = errorFrom(response.status, response.parsed)
   if (response.status === 401 && path !== "/api/session") await link.current.expired()
   throw error
 }

@@ -17,7 +17,7 @@ import {
   SessionAnswer,
   TestAnswer,
 } from "../../../backend/portal/Api.ts"
-import { ApiError, type Query, withQuery } from "../composables/api"
+import { ApiError, decodeAnswer, exchange, type Query, withQuery } from "../composables/api"
 
 /*
  * Every call the portal makes to /portal/api: JSON in and out, the session's CSRF token on every change, and each
@@ -62,42 +62,17 @@ const errorFrom = (status: number, body: unknown): ApiError => {
 }
 
 async function call(method: string, path: string, body?: unknown): Promise<unknown> {
-  const headers: Record<string, string> = { accept: "application/json" }
-  if (body !== undefined) headers["content-type"] = "application/json"
+  const headers: Record<string, string> = {}
   if (method !== "GET" && link.csrfToken !== undefined) headers[CSRF_HEADER] = link.csrfToken
-  let response: Response
-  try {
-    response = await fetch(`${BASE}${path}`, {
-      method,
-      headers,
-      credentials: "same-origin",
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    })
-  } catch {
-    throw new ApiError(0, fallbackMessage(0))
-  }
-  const text = await response.text()
-  let parsed: unknown
-  try {
-    parsed = text ? JSON.parse(text) : undefined
-  } catch {
-    // Not JSON (a proxy's error page): the status alone tells what happened.
-  }
-  if (response.ok) return parsed
+  const response = await exchange({ method, url: `${BASE}${path}`, body }, headers, fallbackMessage(0))
+  if (response.ok) return response.parsed
   if (response.status === 401) link.ended()
-  throw errorFrom(response.status, parsed)
+  throw errorFrom(response.status, response.parsed)
 }
 
-/** A call whose answer is decoded with `answer`: an answer of another shape is an error to show. */
-async function portalApi<T>(answer: Schema.Decoder<T>, method: string, path: string, body?: unknown) {
-  const parsed = await call(method, path, body)
-  try {
-    return Schema.decodeUnknownSync(answer)(parsed)
-  } catch (cause) {
-    const reason = cause instanceof Error ? cause.message : String(cause)
-    throw new ApiError(0, `The server's answer to ${method} ${path} was not understood: ${reason}`)
-  }
-}
+/** A call whose answer is decoded with `answer`, a schema of the portal's API. */
+const portalApi = async <T>(answer: Schema.Decoder<T>, method: string, path: string, body?: unknown) =>
+  decodeAnswer(answer, await call(method, path, body), method, path)
 
 const id = (value: number | string) => encodeURIComponent(String(value))
 
