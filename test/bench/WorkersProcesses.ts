@@ -30,6 +30,12 @@ const cpuNow = async (pids: ReadonlyArray<number>) => {
   }
 }
 
+/** A write-ahead log position (`X/Y`, hexadecimal halves) in bytes. */
+const lsnBytes = (lsn: string) => {
+  const [high = "0", low = "0"] = lsn.split("/")
+  return parseInt(high, 16) * 2 ** 32 + parseInt(low, 16)
+}
+
 interface Round {
   readonly processes: number
   readonly rate: number
@@ -90,7 +96,7 @@ export const workersProcessesThroughput = Effect.gen(function* () {
       const pids = services.map((s) => s.pid)
       const walNow = () =>
         Effect.runPromise(db.query((sql) => sql`select pg_current_wal_lsn()::text as lsn`)).then(([row]) =>
-          String(row!.lsn),
+          lsnBytes(String(row!.lsn)),
         )
       const result = yield* Effect.promise(async () => {
         const [from, walFrom, doneBefore] = [await cpuNow(pids), await walNow(), await delivered()]
@@ -117,7 +123,7 @@ export const workersProcessesThroughput = Effect.gen(function* () {
           nats: us("nats"),
           machine: us("machine"),
           steal: (to.steal - from.steal) / (to.all - from.all),
-          wal: { from: walFrom, to: walTo, count },
+          walBytes: (walTo - walFrom) / count,
         }
       })
       yield* Effect.forEach(services, (s) => s.signal("SIGTERM"), { discard: true })
@@ -126,17 +132,14 @@ export const workersProcessesThroughput = Effect.gen(function* () {
       const [size] = yield* db.query(
         (sql) => sql`
           select pg_total_relation_size('webhook_deliveries') + pg_total_relation_size('webhook_attempts') as bytes,
-                 (select count(*) from webhook_deliveries) as deliveries,
-                 pg_wal_lsn_diff(${result.wal.to}, ${result.wal.from}) as wal`,
+                 (select count(*) from webhook_deliveries) as deliveries`,
       )
       const perMessage = (stream: string) =>
         Effect.promise(() => client.jsm.streams.info(nats.streamName(stream))).pipe(
           Effect.map((info) => info.state.bytes / Math.max(1, info.state.messages)),
         )
-      const { wal, ...figures } = result
       return {
-        ...figures,
-        walBytes: Number(size!.wal) / wal.count,
+        ...result,
         postgresBytes: Number(size!.bytes) / Number(size!.deliveries),
         eventBytes: yield* perMessage("EVENTS"),
         attemptBytes: yield* perMessage("WEBHOOKS"),
