@@ -162,14 +162,19 @@ const COLUMN_LIST = WRITE_COLUMNS.join(", ")
 
 /**
  * Rows as one JSON array of their written columns, as `jsonb_populate_recordset` reads them (bytea as `\x` hex):
- * one parameter whatever the number of rows, so a batch's upsert is one prepared statement at every size.
+ * one parameter whatever the number of rows, so a batch's upsert is one prepared statement at every size. A null
+ * column is left out: over a null base record a missing key reads as null, and most of a prospect's columns are
+ * null, so Postgres has far fewer keys to parse and look up.
  */
 const recordset = (rows: ReadonlyArray<ProspectWrite>) =>
   rows.map((row) => {
     const record: Record<string, unknown> = {}
-    for (const column of WRITE_COLUMNS) record[column] = row[column]
+    for (const column of WRITE_COLUMNS) {
+      const value = row[column]
+      if (value !== null) record[column] = value
+    }
     const sealed = row.social_security_number_sealed
-    record.social_security_number_sealed = sealed === null ? null : `\\x${sealed.toString("hex")}`
+    if (sealed !== null) record.social_security_number_sealed = `\\x${sealed.toString("hex")}`
     return record
   })
 
