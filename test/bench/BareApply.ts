@@ -135,7 +135,9 @@ export const rawApply = async (
         phone: p.applicant.phone,
         earliest_move_in_date: p.move_in,
       }
-      // Complete (the source's required fields are all there): `processing`, undecided, version 1 when new.
+      // Complete (the source's required fields are all there): `processing`, undecided, version 1 when new. The
+      // other columns are left out, as the service leaves out its null ones: over a null base record a missing key
+      // reads as null.
       byKey.set(p.id, {
         owner_id: owner.id,
         source: event.source,
@@ -145,38 +147,10 @@ export const rawApply = async (
         phone: fields.phone,
         first_name: fields.first_name,
         last_name: fields.last_name,
-        birthdate: null,
         lease_start_date: fields.earliest_move_in_date,
-        lease_end_date: null,
-        monthly_rent_cents: null,
-        deposit_amount_cents: null,
-        screening_result: null,
-        employment_status: null,
-        yearly_income: null,
-        has_ssn: null,
-        citizenship: null,
-        education_level: null,
-        terms_accepted_at: null,
-        authorized_members: null,
-        social_security_number_sealed: null,
         guarantor_coverage: false,
-        pms_type: null,
         pms_property_id: fields.pms_property_id,
-        pms_unit_id: null,
-        pms_prospect_id: null,
-        property_external_id: null,
-        unit_external_id: null,
-        property_id: null,
-        unit_id: null,
         version: 1,
-        decided_version: null,
-        effective_coverage_amount_cents: null,
-        sdi_ineligibility_reasons: null,
-        cd_ineligibility_reasons: null,
-        rg_eligibility_status: null,
-        rg_ineligibility_reasons: null,
-        eligible: null,
-        error_reason: null,
         last_event_at: fields.occurred_at,
       })
       logs.push({
