@@ -12,42 +12,14 @@ import {
   holdClock,
   operatorSession,
 } from "../support/Operator.ts"
-import { eventually } from "../support/Streams.ts"
+import { eventually, openEventStream } from "../support/Streams.ts"
 import { endpoint, owner, query, subscriber } from "../support/WebhookEngine.ts"
 
 const service = consoleService()
 
 /** An open `GET /api/live` read with fetch: the text so far, and the stream ended or not. */
 const openLive = (cookie: string) =>
-  Effect.gen(function* () {
-    const port = yield* consolePort
-    const controller = new AbortController()
-    yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
-    const response = yield* Effect.promise(() =>
-      fetch(`http://127.0.0.1:${port}/api/live`, { headers: { cookie }, signal: controller.signal }),
-    )
-    const state = { text: "", ended: false }
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
-    void (async () => {
-      try {
-        for (;;) {
-          const { done, value } = await reader.read()
-          if (done) break
-          state.text += value
-        }
-      } catch {
-        // Aborted by the test's end.
-      }
-      state.ended = true
-    })()
-    const until = (check: (text: string) => boolean) =>
-      eventually(
-        Effect.sync(() => state.text),
-        check,
-      )
-    yield* until((text) => text.includes("event: ready"))
-    return { response, state, until }
-  })
+  Effect.flatMap(consolePort, (port) => openEventStream(`http://127.0.0.1:${port}/api/live`, { cookie }))
 
 /** The value of a metric without labels on the console's `/metrics`. */
 const metric = (name: string) =>

@@ -4,7 +4,7 @@ import { CSRF_HEADER } from "../../backend/portal/Api.ts"
 import { Nats } from "../../backend/platform/Nats.ts"
 import { authEnv, authService, gatewayPort } from "../support/Auth.ts"
 import { openSession, ownerSessions, ownerWithEndpoint, type Session, call } from "../support/Portal.ts"
-import { eventually } from "../support/Streams.ts"
+import { eventually, openEventStream } from "../support/Streams.ts"
 import { api, createEndpoint, ownerEndpoints } from "../support/Webhooks.ts"
 
 const env = authEnv({ ROLES: "partner-api,portal", PORTAL_PORT: "0", PORTAL_BASE_URL: "https://portal.test" })
@@ -12,38 +12,12 @@ const service = authService({ env })
 
 /** An open `GET /portal/api/live` read with fetch: the text so far, and the stream ended or not. */
 const openLive = (caller: Session) =>
-  Effect.gen(function* () {
-    const port = yield* gatewayPort("portal")
-    const controller = new AbortController()
-    yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
-    const response = yield* Effect.promise(() =>
-      fetch(`http://127.0.0.1:${port}/portal/api/live`, {
-        headers: { cookie: caller.cookie, [CSRF_HEADER]: caller.csrf },
-        signal: controller.signal,
-      }),
-    )
-    const state = { text: "", ended: false }
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
-    void (async () => {
-      try {
-        for (;;) {
-          const { done, value } = await reader.read()
-          if (done) break
-          state.text += value
-        }
-      } catch {
-        // Aborted by the test's end.
-      }
-      state.ended = true
-    })()
-    const until = (check: (text: string) => boolean) =>
-      eventually(
-        Effect.sync(() => state.text),
-        check,
-      )
-    yield* until((text) => text.includes("event: ready"))
-    return { response, state, until }
-  })
+  Effect.flatMap(gatewayPort("portal"), (port) =>
+    openEventStream(`http://127.0.0.1:${port}/portal/api/live`, {
+      cookie: caller.cookie,
+      [CSRF_HEADER]: caller.csrf,
+    }),
+  )
 
 /** A delivery status message as the delivery engine publishes it. */
 const publishStatus = (deliveryId: number, endpointId: number, status: string) =>

@@ -106,3 +106,35 @@ export const eventually = <A, E, R>(effect: Effect.Effect<A, E, R>, check: (a: A
     }
   })
 }
+
+/**
+ * A server-sent event stream read with fetch until the scope closes: the response, the text so far and whether it
+ * ended, and `until` (the text passing `check`). Returns once the stream said `ready`.
+ */
+export const openEventStream = (url: string, headers: Record<string, string>) =>
+  Effect.gen(function* () {
+    const controller = new AbortController()
+    yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
+    const response = yield* Effect.promise(() => fetch(url, { headers, signal: controller.signal }))
+    const state = { text: "", ended: false }
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+    void (async () => {
+      try {
+        for (;;) {
+          const { done, value } = await reader.read()
+          if (done) break
+          state.text += value
+        }
+      } catch {
+        // Aborted by the scope's end.
+      }
+      state.ended = true
+    })()
+    const until = (check: (text: string) => boolean) =>
+      eventually(
+        Effect.sync(() => state.text),
+        check,
+      )
+    yield* until((text) => text.includes("event: ready"))
+    return { response, state, until }
+  })
