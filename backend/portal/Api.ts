@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { EndpointHealth, HealthSummary } from "../webhooks/endpoints/HealthApi.ts"
+import { LiveDelivery } from "../webhooks/LiveStatus.ts"
 import { EndpointStatuses, ShownDeliveryStatuses } from "../webhooks/Statuses.ts"
 
 /*
@@ -254,22 +255,9 @@ export type RecoveryAnswer = typeof RecoveryAnswer.Type
  */
 export const PortalLiveEventNames = ["ready", "delivery", "endpoint", "recovery", "session_ended"] as const
 
-/**
- * `delivery` on `GET /portal/api/live`: one of the holder's deliveries changed status, in the console's shape
- * (operator/LiveEvents.ts's LiveDelivery), declared here so the portal's app imports nothing of the operator's.
- */
-export const PortalLiveDelivery = Schema.Struct({
-  delivery_id: Schema.Number,
-  endpoint_id: Schema.Number,
-  event: Schema.String,
-  status: Schema.String,
-  attempt_number: Schema.Number,
-  status_code: Schema.optional(Schema.Number),
-  failure_reason: Schema.optional(Schema.String),
-  next_retry_at: Schema.optional(Schema.String),
-  at: Schema.String,
-})
-export type PortalLiveDelivery = typeof PortalLiveDelivery.Type
+/** `delivery` on `GET /portal/api/live`: one of the holder's deliveries changed status, in the console's shape. */
+export const PortalLiveDelivery = LiveDelivery
+export type PortalLiveDelivery = LiveDelivery
 
 /** `endpoint` on `GET /portal/api/live`: one of the holder's endpoints was created or changed. */
 export const PortalLiveEndpoint = Schema.Struct({ id: Schema.Union([Schema.Number, Schema.String]) })
