@@ -7,7 +7,7 @@ import { OUTBOX_PARTITIONS, partitionedSubject, partitionOf } from "../../backen
 import { ELIGIBILITY_PARTITIONS } from "../../backend/prospects/Events.ts"
 import { WRITE_COLUMNS } from "../../backend/prospects/Repo.ts"
 import { prospectUpdate } from "../support/Ingest.ts"
-import type { Usage } from "./Ingest.ts"
+import type { Usage } from "./IngestProbes.ts"
 
 /*
  * The bench's bare durable apply of inbound events: what the ingest actor writes per event, by hand, as the floor
