@@ -264,3 +264,34 @@ export const sidewaysOverflow = (page: Page) =>
       return found.length > 0 ? found : [`the page is ${root.scrollWidth} px wide`]
     }),
   )
+
+/** What the table checks read of the page inside it. */
+export interface TableWindow {
+  readonly document: {
+    readonly querySelectorAll: (selector: string) => Iterable<{
+      readonly scrollWidth: number
+      readonly clientWidth: number
+      readonly getAttribute: (name: string) => string | null
+    }>
+  }
+  readonly getComputedStyle: (element: unknown) => { readonly display: string }
+}
+
+/** Each table region that scrolls sideways, by its name, and each whose rows are not cards. */
+export const tableLayout = (page: Page) =>
+  promise(() =>
+    page.evaluate(() => {
+      const window = globalThis as unknown as TableWindow
+      const wraps = [...window.document.querySelectorAll(".table-wrap")]
+      const rows = [...window.document.querySelectorAll(".table-wrap tbody tr")]
+      return {
+        tables: wraps.length,
+        scrolling: wraps
+          .filter((wrap) => wrap.scrollWidth > wrap.clientWidth + 1)
+          .map(
+            (wrap) => `${wrap.getAttribute("aria-label")}: ${wrap.scrollWidth} px in ${wrap.clientWidth} px`,
+          ),
+        rowsNotCards: rows.filter((row) => window.getComputedStyle(row).display !== "block").length,
+      }
+    }),
+  )

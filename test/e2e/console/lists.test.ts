@@ -1,6 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Page } from "playwright-core"
 import { assertAccessible } from "../../support/Accessibility.ts"
 import {
   consoleService,
@@ -10,6 +9,8 @@ import {
   screenshot,
   sidewaysOverflow,
   signIn,
+  tableLayout,
+  type TableWindow,
 } from "../../support/Console.ts"
 import {
   awaitDeliveries,
@@ -25,35 +26,6 @@ const SLUG = "northwind-residential-west"
 const OWNER_NAME = "Northwind Residential Property Management Holdings West"
 const ENDPOINT_NAME = "Primary production webhook receiver for leasing and enrollment events"
 const REASON = "connection reset by peer while reading the response headers from the destination"
-
-interface TableWindow {
-  readonly document: {
-    readonly querySelectorAll: (selector: string) => Iterable<{
-      readonly scrollWidth: number
-      readonly clientWidth: number
-      readonly getAttribute: (name: string) => string | null
-    }>
-  }
-  readonly getComputedStyle: (element: unknown) => { readonly display: string }
-}
-
-/** Each table region wider than its box (it would scroll sideways), and how many rows are not shown as cards. */
-const tableLayout = (page: Page) =>
-  promise(() =>
-    page.evaluate(() => {
-      const window = globalThis as unknown as TableWindow
-      const wraps = [...window.document.querySelectorAll(".table-wrap")]
-      const rows = [...window.document.querySelectorAll(".table-wrap tbody tr")]
-      return {
-        scrolling: wraps
-          .filter((wrap) => wrap.scrollWidth > wrap.clientWidth + 1)
-          .map(
-            (wrap) => `${wrap.getAttribute("aria-label")}: ${wrap.scrollWidth} px in ${wrap.clientWidth} px`,
-          ),
-        rowsNotCards: rows.filter((row) => window.getComputedStyle(row).display !== "block").length,
-      }
-    }),
-  )
 
 describe("console: lists fit the screen", () => {
   layer(service.layer, { excludeTestServices: true, timeout: 300_000 })((it) => {

@@ -12,6 +12,7 @@ import {
   sidewaysOverflow,
   signIn,
   signOut,
+  tableLayout,
 } from "../../support/Console.ts"
 import { enrollmentService } from "../../support/Enrollment.ts"
 import { awaitDeliveries, issuePolicy, lifecycleOwner } from "../../support/Lifecycle.ts"
@@ -108,36 +109,6 @@ const LIST_PAGES = [
   "secrets",
   "operators",
 ]
-
-interface TableWindow {
-  readonly document: {
-    readonly querySelectorAll: (selector: string) => Iterable<{
-      readonly scrollWidth: number
-      readonly clientWidth: number
-      readonly getAttribute: (name: string) => string | null
-    }>
-  }
-  readonly getComputedStyle: (element: unknown) => { readonly display: string }
-}
-
-/** Each table region that scrolls sideways, by its name, and each whose rows are not cards. */
-const tableLayout = (page: Page) =>
-  promise(() =>
-    page.evaluate(() => {
-      const window = globalThis as unknown as TableWindow
-      const wraps = [...window.document.querySelectorAll(".table-wrap")]
-      const rows = [...window.document.querySelectorAll(".table-wrap tbody tr")]
-      return {
-        tables: wraps.length,
-        scrolling: wraps
-          .filter((wrap) => wrap.scrollWidth > wrap.clientWidth + 1)
-          .map(
-            (wrap) => `${wrap.getAttribute("aria-label")}: ${wrap.scrollWidth} px in ${wrap.clientWidth} px`,
-          ),
-        rowsNotCards: rows.filter((row) => window.getComputedStyle(row).display !== "block").length,
-      }
-    }),
-  )
 
 /** How much wider than the window the page is: 0 when nothing makes it scroll sideways. */
 const overflow = (page: Page) =>
